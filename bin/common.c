@@ -1,0 +1,236 @@
+/*
+ * Helpers of the commands: they parse, report and exit; the library never
+ * does.  A message is one line on stderr; stdout carries only results.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+
+const char *progname = "spool";
+
+/*
+ * Descriptors 0-2 must be open before the library creates files, or a job
+ * file could become someone's stdout (as Postfix's postdrop does).  A
+ * command whose results go to stdout refuses to run with it closed: the
+ * IDs it would print are the only way to know what it did.
+ */
+void
+cmd_init(char **argv, int prints)
+{
+	const char *slash;
+	int fd, closed1 = 0;
+
+	if (argv[0] != NULL)
+		progname = (slash = strrchr(argv[0], '/')) ? slash + 1 : argv[0];
+	for (fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		if (fd == 1)
+			closed1 = 1;
+		if (open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd)
+			_exit(EXIT_TEMP);
+	}
+	if (closed1 && prints)
+		die(EXIT_PERM, "standard output is closed");
+}
+
+static void
+vsay(const char *fmt, va_list ap)
+{
+	/* One write: concurrent commands' lines do not interleave. */
+	char line[1024];
+	int n;
+
+	n = snprintf(line, sizeof(line), "%s: ", progname);
+	(void)vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	n = (int)strlen(line);
+	line[n++] = '\n';
+	(void)!write(2, line, (size_t)n);	/* nowhere to report failure */
+}
+
+void
+say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(fmt, ap);
+	va_end(ap);
+}
+
+void
+die(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(fmt, ap);
+	va_end(ap);
+	exit(status);
+}
+
+void
+usage(void)
+{
+	fprintf(stderr, "usage: %s\n", usage_text);
+	exit(EXIT_PERM);
+}
+
+const char *
+spool_dir(const char *dflag)
+{
+	const char *dir = dflag != NULL ? dflag : getenv("SPOOL_DIR");
+
+	if (dir == NULL || *dir == '\0')
+		die(EXIT_PERM, "no spool: give -d DIR or set SPOOL_DIR");
+	return dir;
+}
+
+struct spool *
+open_spool(const char *dir)
+{
+	struct spool *sp;
+
+	if ((sp = spool_open(dir)) != NULL)
+		return sp;
+	switch (errno) {
+	case ENODATA:
+		die(EXIT_PERM, "%s: not a spool (no format file; see "
+		    "spool-init(1))", dir);
+	case EPROTO:
+		die(EXIT_PERM, "%s: unknown spool format", dir);
+	case EBADMSG:
+		die(EXIT_PERM, "%s/config: malformed", dir);
+	case EUCLEAN:
+		die(EXIT_TEMP, "%s: damaged spool: a state directory is "
+		    "missing or not a directory", dir);
+	case ENOENT:
+	case ENOTDIR:
+		die(EXIT_PERM, "%s: %s", dir, strerror(errno));
+	default:
+		die(EXIT_TEMP, "%s: %s", dir, strerror(errno));
+	}
+}
+
+int64_t
+opt_duration(const char *opt, const char *arg, int zero_ok)
+{
+	int64_t ms;
+
+	if (spool_parse_duration(arg, &ms) == -1 || (ms == 0 && !zero_ok))
+		die(EXIT_PERM, "%s: bad duration '%.40s' (use e.g. 500ms, "
+		    "30s, 5m, 2h, 7d%s)", opt, arg, zero_ok ? ", 0" : "");
+	return ms;
+}
+
+long
+opt_number(const char *opt, const char *arg, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || errno != 0 ||
+	    v < min || v > max)
+		die(EXIT_PERM, "%s: bad number '%.40s' (%ld to %ld)", opt, arg,
+		    min, max);
+	return v;
+}
+
+const char *
+opt_word(const char *opt, const char *arg, int (*valid)(const char *))
+{
+	if (!valid(arg))
+		die(EXIT_PERM, "%s: bad value (letters, digits, '.', '_' and "
+		    "'-', starting with a letter or digit, at most %d bytes)",
+		    opt, SPOOL_ID_MAX);
+	return arg;
+}
+
+static const char *
+where(int state)
+{
+	switch (state) {
+	case SPOOL_NEW:
+		return "it is queued in new/";
+	case SPOOL_LEASED:
+		return "it is leased (in leased/)";
+	case SPOOL_DONE:
+		return "it is in done/";
+	case SPOOL_DEAD:
+		return "it is parked in dead/";
+	default:
+		return "there is no such job";
+	}
+}
+
+/* One line for a refused or failed item; its exit status. */
+int
+report(const char *id, const struct spool_result *res)
+{
+	switch (res->status) {
+	case 0:
+		return EXIT_DONE;
+	case 1:
+		switch (res->refusal) {
+		case SPOOL_NO_JOB:
+			say("%s: no such job", id);
+			break;
+		case SPOOL_NO_STALE:
+			say("%s: stale token: the current token is %" PRIu64
+			    " (%s)", id, res->token, where(res->state));
+			break;
+		case SPOOL_NO_UNRECONCILED:
+			say("%s: its side effect may have happened: reconcile "
+			    "it, then redrive with --reconciled", id);
+			break;
+		default:
+			say("%s: %s: %s", id, spool_refusal_name(res->refusal),
+			    where(res->state));
+		}
+		return EXIT_NO;
+	default:
+		if (res->err == EINVAL) {
+			say("%s: invalid request", id);
+			return EXIT_PERM;
+		}
+		if (res->err == EUCLEAN) {
+			say("%s: damaged job: run spool-fsck", id);
+			return EXIT_TEMP;
+		}
+		if (res->changed)
+			say("%s: state changed but not yet durable: %s "
+			    "(retrying is safe)", id, strerror(res->err));
+		else
+			say("%s: %s", id, strerror(res->err));
+		return EXIT_TEMP;
+	}
+}
+
+/* A write error on stdout is a failure, even after the work is done. */
+int
+finish_stdout(int status)
+{
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		say("standard output: %s%s", strerror(errno), status == 0 ?
+		    " (the spool has changed)" : "");
+		return worst(status, EXIT_TEMP);
+	}
+	return status;
+}
+
+/* 111 over 100 over 1 over 0: the numbers are in that order. */
+int
+worst(int a, int b)
+{
+	return a > b ? a : b;
+}

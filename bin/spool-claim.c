@@ -1,0 +1,81 @@
+/* spool-claim: lease up to N eligible jobs; print ID TOKEN ATTEMPT PATH. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+
+const char *usage_text = "spool-claim [-d DIR] [--lease DUR] [--owner NAME] "
+    "[-n N]";
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "lease", required_argument, NULL, 'l' },
+		{ "owner", required_argument, NULL, 'o' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct spool_claim_opts opts = { 0, NULL };
+	struct spool_lease *leases;
+	const char *dir = NULL;
+	char owner[SPOOL_ID_MAX + 1], host[64];
+	struct spool *sp;
+	size_t max = 1, n, i;
+	int c, r;
+
+	cmd_init(argv, 1);
+	while ((c = getopt_long(argc, argv, "d:n:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 'l':
+			opts.lease_ms = opt_duration("--lease", optarg, 0);
+			break;
+		case 'n':
+			max = (size_t)opt_number("-n", optarg, 1,
+			    SPOOL_BATCH_MAX);
+			break;
+		case 'o':
+			opts.owner = opt_word("--owner", optarg,
+			    spool_valid_owner);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	if (opts.owner == NULL) {
+		if (gethostname(host, sizeof(host)) == -1 ||
+		    (host[sizeof(host) - 1] = '\0',
+		    snprintf(owner, sizeof(owner), "%s:%ld", host,
+		    (long)getpid()), !spool_valid_owner(owner)))
+			(void)snprintf(owner, sizeof(owner), "pid:%ld",
+			    (long)getpid());
+		opts.owner = owner;
+	}
+	sp = open_spool(spool_dir(dir));
+	if ((leases = calloc(max, sizeof(*leases))) == NULL)
+		die(EXIT_TEMP, "%s", strerror(errno));
+	r = spool_claim(sp, &opts, leases, max, &n);
+	if (r == -1) {
+		if (n > 0)
+			die(EXIT_TEMP, "claimed %zu jobs but could not make "
+			    "it durable: %s (the leases will expire)", n,
+			    strerror(errno));
+		die(EXIT_TEMP, "%s", strerror(errno));
+	}
+	for (i = 0; i < n; i++)
+		printf("%s\t%" PRIu64 "\t%d\t%s\n", leases[i].id,
+		    leases[i].token, leases[i].attempt, leases[i].path);
+	spool_free_leases(leases, n);
+	free(leases);
+	spool_close(sp);
+	return finish_stdout(r == 1 ? EXIT_DONE : EXIT_NO);
+}

@@ -1,0 +1,115 @@
+/* spool-enqueue: publish one job per FILE (stdin when none); print IDs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+
+const char *usage_text = "spool-enqueue [-d DIR] [--id ID] [--max-attempts N] "
+    "[--deadline DUR] [--delay DUR] [--trace ID] [FILE ...]";
+
+/* Files open at once: well under the usual limit of 1024 descriptors. */
+#define CHUNK	256
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "id", required_argument, NULL, 'i' },
+		{ "max-attempts", required_argument, NULL, 'm' },
+		{ "deadline", required_argument, NULL, 'D' },
+		{ "delay", required_argument, NULL, 'w' },
+		{ "trace", required_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct spool_job tmpl, *jobs;
+	static char *stdin_only[] = { "-", NULL };
+	const char *dir = NULL;
+	struct spool *sp;
+	char **files;
+	size_t nfiles, i, k, n;
+	int c, status = EXIT_DONE;
+
+	cmd_init(argv, 1);
+	memset(&tmpl, 0, sizeof(tmpl));
+	tmpl.deadline_ms = -1;
+	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 'i':
+			tmpl.id = opt_word("--id", optarg, spool_valid_id);
+			break;
+		case 'm':
+			tmpl.max_attempts = (int)opt_number("--max-attempts",
+			    optarg, 1, 1000000);
+			break;
+		case 'D':
+			tmpl.deadline_ms = opt_duration("--deadline", optarg, 0);
+			break;
+		case 'w':
+			tmpl.delay_ms = opt_duration("--delay", optarg, 1);
+			break;
+		case 't':
+			tmpl.trace = opt_word("--trace", optarg, spool_valid_id);
+			break;
+		default:
+			usage();
+		}
+	}
+	files = optind < argc ? argv + optind : stdin_only;
+	nfiles = optind < argc ? (size_t)(argc - optind) : 1;
+	if (tmpl.id != NULL && nfiles > 1)
+		die(EXIT_PERM, "--id names one job: give one FILE");
+	sp = open_spool(spool_dir(dir));
+	if (tmpl.deadline_ms != -1 && tmpl.delay_ms >= tmpl.deadline_ms)
+		die(EXIT_PERM, "--delay reaches past --deadline");
+	if ((jobs = calloc(CHUNK, sizeof(*jobs))) == NULL)
+		die(EXIT_TEMP, "%s", strerror(errno));
+	for (i = 0; i < nfiles; i += n) {
+		size_t opened = 0;
+		size_t *which = calloc(CHUNK, sizeof(*which));
+
+		if (which == NULL)
+			die(EXIT_TEMP, "%s", strerror(errno));
+		n = nfiles - i < CHUNK ? nfiles - i : CHUNK;
+		for (k = 0; k < n; k++) {
+			const char *f = files[i + k];
+			int fd = strcmp(f, "-") == 0 ? dup(0) :
+			    open(f, O_RDONLY | O_CLOEXEC);
+
+			if (fd == -1) {
+				say("%s: %s", f, strerror(errno));
+				status = worst(status, errno == ENOENT ||
+				    errno == EACCES || errno == EISDIR ?
+				    EXIT_PERM : EXIT_TEMP);
+				continue;
+			}
+			jobs[opened] = tmpl;
+			jobs[opened].fd = fd;
+			which[opened++] = i + k;
+		}
+		if (spool_enqueue(sp, jobs, opened) == -1)
+			die(EXIT_TEMP, "%s", strerror(errno));
+		for (k = 0; k < opened; k++) {
+			struct spool_job *j = &jobs[k];
+
+			(void)close(j->fd);	/* read-only */
+			/* A generated ID means nothing yet: name the file. */
+			if (j->res.status == 0)
+				printf("%s\n", j->idbuf);
+			else
+				status = worst(status, report(tmpl.id != NULL ?
+				    tmpl.id : files[which[k]], &j->res));
+		}
+		free(which);
+	}
+	free(jobs);
+	spool_close(sp);
+	return finish_stdout(status);
+}

@@ -1,0 +1,184 @@
+/*
+ * spool-finish: end deliveries: ID TOKEN OUTCOME from the arguments, or one
+ * "ID TOKEN OUTCOME" a line from stdin with "-", finished as one batch.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+const char *usage_text = "spool-finish [-d DIR] [--class CLASS] "
+    "[--detail TEXT] [--delay DUR] ID TOKEN ok|retry|permanent|release | -";
+
+struct opts {
+	int class;
+	const char *detail;
+	int64_t delay;
+};
+
+/* Fill f from words; 0, or an exit status after saying what is wrong. */
+static int
+parse(struct spool_finish *f, const struct opts *o, char *id, char *token,
+    char *outcome)
+{
+	int out = spool_outcome_from_name(outcome);
+
+	memset(f, 0, sizeof(*f));
+	f->id = id;
+	if (!spool_valid_id(id)) {
+		say("%.140s: bad ID", id);
+		return EXIT_PERM;
+	}
+	if (spool_parse_token(token, &f->token) == -1) {
+		say("%s: bad token '%.40s' (a number from 1 to 2^63-1)", id,
+		    token);
+		return EXIT_PERM;
+	}
+	if (out == -1) {
+		say("%s: bad outcome '%.40s' (ok, retry, permanent or "
+		    "release)", id, outcome);
+		return EXIT_PERM;
+	}
+	f->outcome = (enum spool_outcome)out;
+	if (o->class != SPOOL_CLASS_NONE && (f->outcome == SPOOL_OK ||
+	    f->outcome == SPOOL_RELEASE)) {
+		say("%s: --class is for retry and permanent", id);
+		return EXIT_PERM;
+	}
+	if (o->delay != -1 && (f->outcome == SPOOL_OK ||
+	    f->outcome == SPOOL_PERMANENT)) {
+		say("%s: --delay is for retry and release", id);
+		return EXIT_PERM;
+	}
+	f->class = (enum spool_class)o->class;
+	f->detail = o->detail;
+	f->delay_ms = o->delay;
+	return 0;
+}
+
+static int
+run(struct spool *sp, struct spool_finish *f, size_t n)
+{
+	int status = EXIT_DONE;
+	size_t i;
+
+	if (n == 0)
+		return EXIT_DONE;
+	if (spool_finish(sp, f, n) == -1)
+		die(EXIT_TEMP, "%s", strerror(errno));
+	for (i = 0; i < n; i++) {
+		if (f[i].res.status == 0)
+			printf("%s\n", f[i].id);
+		status = worst(status, report(f[i].id, &f[i].res));
+	}
+	return status;
+}
+
+/* Lines "ID TOKEN OUTCOME" from stdin, in batches of SPOOL_BATCH_MAX. */
+static int
+from_stdin(struct spool *sp, const struct opts *o)
+{
+	struct spool_finish *f;
+	char **lines, *line = NULL, *w[4], *save;
+	size_t cap = 0, n = 0, i, lineno = 0;
+	int status = EXIT_DONE, r;
+
+	f = calloc(SPOOL_BATCH_MAX, sizeof(*f));
+	lines = calloc(SPOOL_BATCH_MAX, sizeof(*lines));
+	if (f == NULL || lines == NULL)
+		die(EXIT_TEMP, "%s", strerror(errno));
+	for (;;) {
+		ssize_t len = getline(&line, &cap, stdin);
+
+		if (len == -1 || n == SPOOL_BATCH_MAX) {
+			status = worst(status, run(sp, f, n));
+			for (i = 0; i < n; i++)
+				free(lines[i]);
+			n = 0;
+		}
+		if (len == -1)
+			break;
+		lineno++;
+		if (len > 0 && line[len - 1] == '\n')
+			line[len - 1] = '\0';
+		if ((lines[n] = strdup(line)) == NULL)
+			die(EXIT_TEMP, "%s", strerror(errno));
+		w[0] = strtok_r(lines[n], " \t", &save);
+		for (i = 1; i < 4; i++)
+			w[i] = strtok_r(NULL, " \t", &save);
+		if (w[0] == NULL || w[2] == NULL || w[3] != NULL) {
+			say("stdin line %zu: want ID TOKEN OUTCOME", lineno);
+			status = worst(status, EXIT_PERM);
+			free(lines[n]);
+			continue;
+		}
+		if ((r = parse(&f[n], o, w[0], w[1], w[2])) != 0) {
+			status = worst(status, r);
+			free(lines[n]);
+			continue;
+		}
+		n++;
+	}
+	if (ferror(stdin)) {
+		say("stdin: %s", strerror(errno));
+		status = worst(status, EXIT_TEMP);
+	}
+	free(line);
+	free(lines);
+	free(f);
+	return status;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "class", required_argument, NULL, 'c' },
+		{ "detail", required_argument, NULL, 't' },
+		{ "delay", required_argument, NULL, 'w' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct opts o = { SPOOL_CLASS_NONE, NULL, -1 };
+	struct spool_finish f;
+	const char *dir = NULL;
+	struct spool *sp;
+	int c, status;
+
+	cmd_init(argv, 1);
+	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 'c':
+			if ((o.class = spool_class_from_name(optarg)) == -1)
+				die(EXIT_PERM, "--class: unknown class '%.40s' "
+				    "(see spool(7))", optarg);
+			break;
+		case 't':
+			o.detail = optarg;
+			break;
+		case 'w':
+			o.delay = opt_duration("--delay", optarg, 1);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (argc - optind == 1 && strcmp(argv[optind], "-") == 0) {
+		sp = open_spool(spool_dir(dir));
+		status = from_stdin(sp, &o);
+	} else if (argc - optind == 3) {
+		if ((status = parse(&f, &o, argv[optind], argv[optind + 1],
+		    argv[optind + 2])) != 0)
+			return status;
+		sp = open_spool(spool_dir(dir));
+		status = run(sp, &f, 1);
+	} else
+		usage();
+	spool_close(sp);
+	return finish_stdout(status);
+}

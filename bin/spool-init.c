@@ -1,0 +1,50 @@
+/* spool-init: create a spool, or finish one an interrupted init left. */
+#include <errno.h>
+#include <getopt.h>
+#include <string.h>
+
+#include "common.h"
+
+const char *usage_text = "spool-init [-d DIR] [--group GROUP]";
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "group", required_argument, NULL, 'g' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *dir = NULL, *group = NULL;
+	int c;
+
+	cmd_init(argv, 0);
+	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 'g':
+			group = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	dir = spool_dir(dir);
+	if (spool_init(dir, group) == 0)
+		return EXIT_DONE;
+	switch (errno) {
+	case EEXIST:
+		die(EXIT_PERM, "%s: exists and is not a spool", dir);
+	case EPROTO:
+		die(EXIT_PERM, "%s: a spool of an unknown format", dir);
+	case ESRCH:
+		die(EXIT_PERM, "%s: no such group", group);
+	case ENOTDIR:
+		die(EXIT_PERM, "%s: not a directory", dir);
+	default:
+		die(EXIT_TEMP, "%s: %s", dir, strerror(errno));
+	}
+}

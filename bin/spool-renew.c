@@ -1,0 +1,48 @@
+/* spool-renew: extend a lease that the caller's token still holds. */
+#include <errno.h>
+#include <getopt.h>
+#include <string.h>
+
+#include "common.h"
+
+const char *usage_text = "spool-renew [-d DIR] [--lease DUR] ID TOKEN";
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "lease", required_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct spool_result res;
+	const char *dir = NULL, *id;
+	int64_t lease = 0;
+	struct spool *sp;
+	uint64_t token;
+	int c, status;
+
+	cmd_init(argv, 0);
+	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 'l':
+			lease = opt_duration("--lease", optarg, 0);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (argc - optind != 2)
+		usage();
+	id = opt_word("ID", argv[optind], spool_valid_id);
+	if (spool_parse_token(argv[optind + 1], &token) == -1)
+		die(EXIT_PERM, "%s: bad token (a number from 1 to 2^63-1)", id);
+	sp = open_spool(spool_dir(dir));
+	if (spool_renew(sp, id, token, lease, &res) == -1 && res.status == 0)
+		die(EXIT_TEMP, "%s: %s", id, strerror(errno));
+	status = report(id, &res);
+	spool_close(sp);
+	return status;
+}

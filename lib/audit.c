@@ -1,0 +1,124 @@
+/*
+ * The audit log: one line per transition, appended in one write(2) per call
+ * and fdatasync'd before the call reports success.  Each host writes its own
+ * file, audit/HOST.log, opened for each call so that it can be rotated by
+ * renaming it.  The line format is in spool-layout.md, "Audit log".
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static int
+abuf_grow(struct abuf *ab, size_t want)
+{
+	size_t size = ab->size ? ab->size : 1024;
+	char *p;
+
+	while (size - ab->len < want)
+		size *= 2;
+	if (size == ab->size)
+		return 0;
+	if ((p = realloc(ab->p, size)) == NULL)
+		return -1;
+	ab->p = p;
+	ab->size = size;
+	return 0;
+}
+
+void
+abuf_free(struct abuf *ab)
+{
+	free(ab->p);
+	ab->p = NULL;
+	ab->len = ab->size = 0;
+}
+
+static const char *
+dash(const char *s)
+{
+	return s != NULL && s[0] != '\0' ? s : "-";
+}
+
+int
+audit_add(struct abuf *ab, struct spool *sp, const char *id,
+    const struct rec *r, const char *event)
+{
+	char when[40], note[24];
+	struct tm tm;
+	time_t secs = (time_t)(r->t / 1000);
+	int n;
+
+	if (gmtime_r(&secs, &tm) == NULL ||
+	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
+		errno = EOVERFLOW;
+		return -1;
+	}
+	if (r->note[0] == '\0' && r->prev != 0)
+		(void)snprintf(note, sizeof(note), "%" PRIu64, r->prev);
+	else
+		(void)snprintf(note, sizeof(note), "%s", "-");
+	/* ID, owner and note fit 128 bytes each; 640 more is plenty. */
+	if (abuf_grow(ab, 4 * SPOOL_ID_MAX + 640) == -1)
+		return -1;
+	n = snprintf(ab->p + ab->len, ab->size - ab->len,
+	    "%s.%03dZ %s %s %" PRIu64 " %d %d %s %s %s %s %s\n", when,
+	    (int)(r->t % 1000), event, id, r->tok, r->att, r->cyc,
+	    dash(r->by[0] != '\0' ? r->by : r->owner),
+	    r->reason ? spool_reason_name(r->reason) : "-",
+	    r->cls ? spool_class_name(r->cls) : "-",
+	    r->note[0] != '\0' ? r->note : note, sp->writer);
+	if (n < 0 || (size_t)n >= ab->size - ab->len) {
+		errno = EOVERFLOW;
+		return -1;
+	}
+	ab->len += (size_t)n;
+	return 0;
+}
+
+int
+audit_flush(struct spool *sp, struct abuf *ab)
+{
+	char name[HOST_MAX + 8];
+	int fd, e, created = 0;
+
+	if (ab->len == 0)
+		return 0;
+	(void)snprintf(name, sizeof(name), "%s.log", sp->host);
+	fd = openat(sp->auditfd, name,
+	    O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd == -1 && errno == ENOENT) {
+		fd = openat(sp->auditfd, name, O_WRONLY | O_APPEND | O_CREAT |
+		    O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+		created = fd != -1;
+		if (fd == -1 && errno == EEXIST)
+			fd = openat(sp->auditfd, name, O_WRONLY | O_APPEND |
+			    O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	}
+	if (fd == -1)
+		return -1;
+	if ((created && file_mode(sp, fd, 0660) == -1) ||
+	    write_all(fd, ab->p, ab->len) == -1)
+		goto fail;
+	crash_point("audit-written");
+	if (sync_fd(fd) == -1)
+		goto fail;
+	if (close_fd(fd) == -1)
+		return -1;
+	if (created && sync_dir(sp->auditfd, ".") == -1)
+		return -1;
+	ab->len = 0;
+	return 0;
+fail:
+	e = errno;
+	(void)close_fd(fd);
+	errno = e;
+	return -1;
+}

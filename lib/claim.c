@@ -1,0 +1,519 @@
+/*
+ * Claim: take over expired leases first, then walk new/ from the oldest
+ * bucket.  Each job is locked without waiting (a busy job belongs to another
+ * claimer: skip it), checked to be still where it was found, recorded with
+ * the next token, and renamed to leased/ID,TOKEN, a name no other lease can
+ * have.  A job whose deadline has passed, or whose last lease ran out with
+ * its attempts spent, parks instead.  Expired leases are found through the
+ * next-expiry hint, so a claim does not read leased/ unless one has expired.
+ */
+#define _GNU_SOURCE
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define HELD_MAX	64	/* jobs kept locked before a group commit */
+#define BUCKET_GRACE	2000	/* ms before an empty past bucket goes */
+#define NO_EXPIRY	INT64_MAX
+
+struct claim {
+	struct spool *sp;
+	int64_t now, lease;
+	const char *owner;
+	struct spool_lease *out;
+	size_t nout, want;
+	struct job held[HELD_MAX];
+	size_t nheld;
+	struct dirset ds;
+	struct abuf ab;
+	int64_t min_until;	/* earliest expiry of the leases we saw */
+	int64_t our_until;	/* expiry of the leases we made */
+};
+
+/* Make everything so far durable, then let the jobs go. */
+static int
+flush(struct claim *c)
+{
+	int rv = 0;
+	size_t i;
+
+	if (dirset_sync(c->sp, &c->ds) == -1)
+		rv = -1;
+	else {
+		crash_point("claim-synced");
+		if (audit_flush(c->sp, &c->ab) == -1)
+			rv = -1;
+	}
+	for (i = 0; i < c->nheld; i++)
+		job_close(&c->held[i]);
+	c->nheld = 0;
+	return rv;
+}
+
+static int
+add_lease(struct claim *c, const struct job *j)
+{
+	struct spool_lease *l = &c->out[c->nout];
+
+	memset(l, 0, sizeof(*l));
+	strcpy(l->id, j->id);
+	l->token = j->cur.tok;
+	l->attempt = j->cur.att;
+	l->cycle = j->cur.cyc;
+	l->lease_until = j->cur.until;
+	strcpy(l->trace, j->cur.trace);
+	if (asprintf(&l->path, "%s/leased/%s,%" PRIu64, c->sp->path, j->id,
+	    j->cur.tok) == -1) {
+		l->path = NULL;
+		return -1;
+	}
+	c->nout++;
+	return 0;
+}
+
+/*
+ * Take the job found as name in dirfd, if it is still there and due.
+ * Returns 0 (taken or skipped), 1 (busy: another process holds it) or -1.
+ */
+static int
+take(struct claim *c, int dirfd, const char *name, const char *id,
+    int loc, uint64_t val)
+{
+	struct spool *sp = c->sp;
+	struct job *j;
+	char dest[NAME_MAX_SPOOL];
+	int destfd, e;
+	struct rec r;
+
+	if (c->nheld == HELD_MAX && flush(c) == -1)
+		return -1;
+	j = &c->held[c->nheld];
+	if (job_open(sp, id, 0, 1, j, &c->ab) == -1) {
+		if (errno == EWOULDBLOCK)
+			return 1;
+		/* Gone, or damaged: spool-fsck reports it. */
+		if (errno == ENOENT || errno == EUCLEAN)
+			return 0;
+		return -1;
+	}
+	if (j->cur.loc != loc || (loc == SPOOL_NEW && j->cur.eligible !=
+	    (int64_t)val) || (loc == SPOOL_LEASED && j->cur.tok != val))
+		goto skip;	/* moved since we read the directory */
+	if (loc == SPOOL_LEASED && j->cur.until > c->now) {
+		if (j->cur.until < c->min_until)
+			c->min_until = j->cur.until;
+		goto skip;
+	}
+	rec_next(j, &r, EV_PARK, c->now);
+	if (j->cur.deadline <= c->now)
+		r.reason = SPOOL_REASON_DEADLINE;
+	else if (j->cur.att >= j->cur.max)
+		r.reason = SPOOL_REASON_EXHAUSTED;
+	if (r.reason != 0 && loc == SPOOL_LEASED) {
+		/* The holder's lease ran out: it may have done the work. */
+		r.cls = SPOOL_CLASS_LEASE_EXPIRED;
+		r.se = 1;
+	}
+	if (r.reason != 0) {
+		r.loc = SPOOL_DEAD;
+		destfd = sp->deadfd;
+		(void)snprintf(dest, sizeof(dest), "%s", id);
+	} else {
+		rec_next(j, &r, EV_CLAIM, c->now);
+		r.loc = SPOOL_LEASED;
+		r.tok = j->hi + 1;
+		r.att = j->cur.att + 1;
+		r.until = c->now + c->lease;
+		r.prev = loc == SPOOL_LEASED ? val : 0;
+		(void)snprintf(r.owner, sizeof(r.owner), "%s", c->owner);
+		destfd = sp->leasedfd;
+		(void)snprintf(dest, sizeof(dest), "%s,%" PRIu64, id, r.tok);
+	}
+	if (job_record(j, &r) == -1 || job_commit(j) == -1)
+		goto fail;
+	crash_point(r.ev == EV_CLAIM ? "claim-recorded" : "park-recorded");
+	if (move_noreplace(dirfd, name, destfd, dest) == -1)
+		goto fail;
+	crash_point(r.ev == EV_CLAIM ? "claim-moved" : "park-moved");
+	if (dirset_add(&c->ds, destfd == sp->deadfd ? "dead" : "leased") == -1 ||
+	    audit_add(&c->ab, sp, id, &r, r.ev == EV_PARK ? "park" :
+	    r.prev ? "reclaim" : "claim") == -1)
+		goto fail;
+	c->nheld++;
+	if (r.ev == EV_CLAIM) {
+		if (r.until < c->our_until)
+			c->our_until = r.until;
+		if (add_lease(c, j) == -1)
+			return -1;
+	}
+	return 0;
+skip:
+	job_close(j);
+	return 0;
+fail:
+	e = errno;
+	job_close(j);
+	errno = e;
+	return -1;
+}
+
+/* Names of a bucket level: fixed-width lowercase hex, sorted. */
+static int
+list_level(int dirfd, size_t width, uint64_t **out, size_t *n)
+{
+	struct dirent *de;
+	uint64_t *v = NULL, *nv, x;
+	size_t cap = 0, i;
+	DIR *d;
+	int fd, ok;
+	char *end;
+
+	*n = 0;
+	if ((fd = dup(dirfd)) == -1)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		(void)close_fd(fd);
+		return -1;
+	}
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		if (strlen(de->d_name) != width)
+			continue;
+		for (ok = 1, i = 0; i < width; i++)
+			ok &= (de->d_name[i] >= '0' && de->d_name[i] <= '9') ||
+			    (de->d_name[i] >= 'a' && de->d_name[i] <= 'f');
+		if (!ok)
+			continue;	/* not ours: spool-fsck reports it */
+		x = strtoull(de->d_name, &end, 16);
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			if ((nv = realloc(v, cap * sizeof(*v))) == NULL)
+				goto fail;
+			v = nv;
+		}
+		v[(*n)++] = x;
+	}
+	if (errno != 0)
+		goto fail;
+	(void)closedir(d);	/* read-only */
+	for (i = 1; i < *n; i++) {	/* insertion sort: lists are short */
+		uint64_t key = v[i];
+		size_t k = i;
+
+		while (k > 0 && v[k - 1] > key) {
+			v[k] = v[k - 1];
+			k--;
+		}
+		v[k] = key;
+	}
+	*out = v;
+	return 0;
+fail:
+	free(v);
+	(void)closedir(d);
+	return -1;
+}
+
+static int
+open_sub(int dirfd, const char *fmt, uint64_t v)
+{
+	char name[32];
+
+	(void)snprintf(name, sizeof(name), fmt, v);
+	return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+}
+
+/* Remove an empty bucket whose time is long past; a busy one stays. */
+static void
+prune(int dirfd, const char *fmt, uint64_t v, int64_t end, int64_t now)
+{
+	char name[32];
+
+	if (end + BUCKET_GRACE >= now)
+		return;
+	(void)snprintf(name, sizeof(name), fmt, v);
+	(void)unlinkat(dirfd, name, AT_REMOVEDIR);	/* ENOTEMPTY: in use */
+}
+
+/* Claim the due jobs of one leaf bucket. */
+static int
+scan_leaf(struct claim *c, int leaffd)
+{
+	char id[SPOOL_ID_MAX + 1];
+	struct dirent *de = NULL;
+	int64_t eligible;
+	DIR *d;
+	int fd, rv = 0;
+
+	if ((fd = dup(leaffd)) == -1)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		(void)close_fd(fd);
+		return -1;
+	}
+	while (c->nout < c->want && (errno = 0, de = readdir(d)) != NULL) {
+		if (parse_new_name(de->d_name, id, &eligible) == -1 ||
+		    eligible > c->now)
+			continue;
+		if ((rv = take(c, leaffd, de->d_name, id, SPOOL_NEW,
+		    (uint64_t)eligible)) == -1)
+			break;
+		rv = 0;
+	}
+	if (rv == 0 && errno != 0 && de == NULL)
+		rv = -1;
+	(void)closedir(d);	/* read-only */
+	return rv;
+}
+
+/*
+ * Walk new/ in time order: the smallest top bucket, its smallest middle
+ * bucket, its leaves, and so on, stopping at the first bucket that starts
+ * after now.  Each level holds at most 4096 names, so the cost of finding
+ * the oldest jobs does not grow with the backlog.
+ */
+static int
+walk_new(struct claim *c)
+{
+	uint64_t *tops = NULL, *mids = NULL, *leaves = NULL;
+	size_t nt, nm, nl, t, m, l;
+	int topfd = -1, midfd = -1, leaffd = -1, rv = -1, stop = 0;
+	int64_t start;
+
+	if (list_level(c->sp->newfd, 8, &tops, &nt) == -1)
+		return -1;
+	for (t = 0; t < nt && !stop && c->nout < c->want; t++) {
+		if (bucket_start(tops[t], 0, 0) > c->now)
+			break;
+		if ((topfd = open_sub(c->sp->newfd, "%08" PRIx64, tops[t])) == -1)
+			continue;	/* pruned by another claimer */
+		if (list_level(topfd, 3, &mids, &nm) == -1)
+			goto out;
+		for (m = 0; m < nm && !stop && c->nout < c->want; m++) {
+			if (bucket_start(tops[t], (unsigned)mids[m], 0) > c->now) {
+				stop = 1;
+				break;
+			}
+			if ((midfd = open_sub(topfd, "%03" PRIx64, mids[m])) == -1)
+				continue;
+			if (list_level(midfd, 3, &leaves, &nl) == -1)
+				goto out;
+			for (l = 0; l < nl && c->nout < c->want; l++) {
+				start = bucket_start(tops[t], (unsigned)mids[m],
+				    (unsigned)leaves[l]);
+				if (start > c->now) {
+					stop = 1;
+					break;
+				}
+				leaffd = open_sub(midfd, "%03" PRIx64, leaves[l]);
+				if (leaffd == -1)
+					continue;
+				if (scan_leaf(c, leaffd) == -1)
+					goto out;
+				(void)close_fd(leaffd);	/* read-only */
+				leaffd = -1;
+				if (c->nout < c->want)
+					prune(midfd, "%03" PRIx64, leaves[l],
+					    start + 16, c->now);
+			}
+			free(leaves);
+			leaves = NULL;
+			(void)close_fd(midfd);
+			midfd = -1;
+			if (!stop && c->nout < c->want)
+				prune(topfd, "%03" PRIx64, mids[m],
+				    bucket_start(tops[t], (unsigned)mids[m] + 1,
+				    0), c->now);
+		}
+		free(mids);
+		mids = NULL;
+		(void)close_fd(topfd);
+		topfd = -1;
+		if (!stop && c->nout < c->want)
+			prune(c->sp->newfd, "%08" PRIx64, tops[t],
+			    bucket_start(tops[t] + 1, 0, 0), c->now);
+	}
+	rv = 0;
+out:
+	free(tops);
+	free(mids);
+	free(leaves);
+	if (leaffd != -1)
+		(void)close_fd(leaffd);
+	if (midfd != -1)
+		(void)close_fd(midfd);
+	if (topfd != -1)
+		(void)close_fd(topfd);
+	return rv;
+}
+
+/*
+ * The next-expiry hint: a time before which no lease expires.  Claims that
+ * make a lease lower it if they must; a claim that finds it past reads all
+ * of leased/ under the hint's lock, takes over what expired and writes the
+ * earliest expiry it saw.  A claimer lowers the hint only after its renames,
+ * under the same lock, so a scan can never overwrite a lease it missed.
+ */
+static int64_t
+hint_read(int fd)
+{
+	char buf[32];
+	ssize_t n;
+	char *end;
+	long long v;
+
+	if ((n = pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
+		return 0;
+	buf[n] = '\0';
+	v = strtoll(buf, &end, 10);
+	return end == buf ? 0 : (int64_t)v;
+}
+
+static int
+hint_write(int fd, int64_t v)
+{
+	char buf[32];
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "%019" PRId64 "\n", v);
+	if (pwrite(fd, buf, (size_t)n, 0) != n)
+		return -1;
+	/* Durable: a power cut must not bring back a later time. */
+	return sync_fd(fd);
+}
+
+static int
+open_hint(struct spool *sp)
+{
+	int fd = openat(sp->dirfd, "next-expiry", O_RDWR | O_CREAT | O_CLOEXEC |
+	    O_NOFOLLOW | O_NONBLOCK, 0666);
+
+	if (fd != -1 && file_mode(sp, fd, 0660) == -1) {
+		(void)close_fd(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int
+scan_leased(struct claim *c, int hintfd)
+{
+	char id[SPOOL_ID_MAX + 1];
+	struct dirent *de;
+	uint64_t tok;
+	DIR *d;
+	int fd, rv = 0, complete;
+
+	if (lock_fd(hintfd, 0) == -1)
+		return -1;
+	if (hint_read(hintfd) > c->now)
+		return 0;	/* another claimer just scanned */
+	if ((fd = dup(c->sp->leasedfd)) == -1)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		(void)close_fd(fd);
+		return -1;
+	}
+	c->min_until = NO_EXPIRY;
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		if (parse_leased_name(de->d_name, id, &tok) == -1)
+			continue;
+		if (c->nout == c->want) {
+			c->min_until = c->now;	/* more may be due: rescan */
+			break;
+		}
+		if ((rv = take(c, c->sp->leasedfd, de->d_name, id,
+		    SPOOL_LEASED, tok)) == -1)
+			break;
+		/* A busy lease is being finished or renewed: look again. */
+		if (rv == 1 && c->now + 1000 < c->min_until)
+			c->min_until = c->now + 1000;
+		rv = 0;
+	}
+	complete = rv == 0 && (de != NULL || errno == 0);
+	(void)closedir(d);	/* read-only */
+	if (!complete)
+		return -1;
+	return hint_write(hintfd, c->min_until);
+}
+
+int
+spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
+    struct spool_lease *out, size_t max, size_t *n)
+{
+	struct claim *c;
+	int hintfd, rv = 0, e;
+	int64_t hint;
+
+	*n = 0;
+	if (max == 0 || max > SPOOL_BATCH_MAX || opts->lease_ms < 0 ||
+	    !spool_valid_owner(opts->owner)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return -1;
+	c->sp = sp;
+	c->now = now_ms();
+	c->lease = opts->lease_ms ? opts->lease_ms : sp->lease_ms;
+	c->owner = opts->owner;
+	c->out = out;
+	c->want = max;
+	c->our_until = NO_EXPIRY;
+	if ((hintfd = open_hint(sp)) == -1) {
+		free(c);
+		return -1;
+	}
+	hint = hint_read(hintfd);
+	if (hint <= c->now && scan_leased(c, hintfd) == -1)
+		rv = -1;
+	/* The hint's lock (if taken) is not needed past here. */
+	(void)flock(hintfd, LOCK_UN);
+	if (rv == 0 && c->nout < c->want && walk_new(c) == -1)
+		rv = -1;
+	e = errno;
+	if (flush(c) == -1 && rv == 0) {
+		rv = -1;
+		e = errno;
+	}
+	if (rv == 0 && c->our_until != NO_EXPIRY) {
+		if (lock_fd(hintfd, 0) == -1 ||
+		    (c->our_until < hint_read(hintfd) &&
+		    hint_write(hintfd, c->our_until) == -1)) {
+			rv = -1;
+			e = errno;
+		}
+	}
+	(void)close_fd(hintfd);	/* and its lock */
+	if (rv == 0)
+		crash_point("claim-logged");
+	*n = c->nout;
+	dirset_free(&c->ds);
+	abuf_free(&c->ab);
+	free(c);
+	errno = e;
+	if (rv == -1)
+		return -1;
+	return *n > 0 ? 1 : 0;
+}
+
+void
+spool_free_leases(struct spool_lease *l, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(l[i].path);
+		l[i].path = NULL;
+	}
+}

@@ -1,0 +1,236 @@
+/*
+ * Enqueue: the payload is copied into tmp/ and fsync'd, the sidecar record
+ * is written and fsync'd, then one rename publishes the file in new/.  Until
+ * that rename the job does not exist: a crash leaves a file in tmp/ (never
+ * read by claimers, swept by age) and a record that the next writer marks
+ * void.  A batch shares the fsyncs of meta/, the buckets and the audit log.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
+
+#include "internal.h"
+
+struct pend {
+	struct spool_job *in;
+	char tmp[NAME_MAX_SPOOL];
+	struct job j;
+	int open;		/* j is open and locked */
+	int64_t eligible;
+};
+
+static void
+fail_item(struct spool_result *res, int err, int changed)
+{
+	res->status = -1;
+	res->err = err;
+	res->changed = changed;
+}
+
+static int
+copy_payload(struct spool *sp, struct pend *p)
+{
+	char buf[65536];
+	ssize_t n;
+	int fd, e;
+
+	(void)snprintf(p->tmp, sizeof(p->tmp), "%s,%ld.%lu", p->in->id,
+	    (long)getpid(), ++sp->tmpseq);
+	/* Job files are read-only: the spool never rewrites a payload. */
+	fd = openat(sp->tmpfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL |
+	    O_CLOEXEC | O_NOFOLLOW, 0444);
+	if (fd == -1)
+		return -1;
+	if (file_mode(sp, fd, 0440) == -1)
+		goto fail;
+	for (;;) {
+		n = read(p->in->fd, buf, sizeof(buf));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			goto fail;
+		if (n == 0)
+			break;
+		if (write_all(fd, buf, (size_t)n) == -1)
+			goto fail;
+	}
+	if (sync_fd(fd) == -1)
+		goto fail;
+	if (close_fd(fd) == -1) {
+		e = errno;
+		(void)unlinkat(sp->tmpfd, p->tmp, 0);
+		errno = e;
+		return -1;
+	}
+	crash_point("enqueue-copied");
+	return 0;
+fail:
+	e = errno;
+	(void)close_fd(fd);
+	(void)unlinkat(sp->tmpfd, p->tmp, 0);
+	errno = e;
+	return -1;
+}
+
+static int
+valid_job(const struct spool_job *in)
+{
+	return (in->id == NULL || spool_valid_id(in->id)) &&
+	    (in->trace == NULL || spool_valid_id(in->trace)) &&
+	    in->max_attempts >= 0 && in->delay_ms >= 0 &&
+	    (in->deadline_ms == -1 || in->deadline_ms > 0);
+}
+
+/* Take the lock, check the ID is free (or done), write the record. */
+static void
+record(struct spool *sp, struct pend *p, int64_t now, int dup,
+    struct abuf *ab, int *created)
+{
+	struct spool_job *in = p->in;
+	int64_t ttl = in->deadline_ms == -1 ? sp->deadline_ms : in->deadline_ms;
+	struct rec r;
+
+	if (dup) {
+		in->res.status = 1;
+		in->res.refusal = SPOOL_NO_EXISTS;
+		in->res.state = SPOOL_NEW;
+		goto drop;
+	}
+	if (job_open(sp, in->id, 1, 0, &p->j, ab) == -1) {
+		fail_item(&in->res, errno, 0);
+		goto drop;
+	}
+	p->open = 1;
+	*created |= p->j.created;
+	if (p->j.cur.loc != SPOOL_ABSENT && p->j.cur.loc != SPOOL_DONE) {
+		in->res.status = 1;
+		in->res.refusal = SPOOL_NO_EXISTS;
+		in->res.state = p->j.cur.loc;
+		in->res.token = p->j.hi;
+		goto drop;
+	}
+	rec_next(&p->j, &r, EV_ENQUEUE, now);
+	r.loc = SPOOL_NEW;
+	r.eligible = p->eligible = now + in->delay_ms;
+	r.att = 0;
+	r.cyc = p->j.cur.cyc + 1;
+	r.max = in->max_attempts ? in->max_attempts : sp->max_attempts;
+	r.ttl = ttl;
+	r.deadline = now + ttl;
+	r.created = now;
+	r.se = 0;
+	(void)snprintf(r.trace, sizeof(r.trace), "%s",
+	    in->trace != NULL ? in->trace : "");
+	if (job_record(&p->j, &r) == -1 || job_commit(&p->j) == -1) {
+		fail_item(&in->res, errno, 0);
+		goto drop;
+	}
+	crash_point("enqueue-recorded");
+	return;
+drop:
+	(void)unlinkat(sp->tmpfd, p->tmp, 0);
+	p->tmp[0] = '\0';
+}
+
+int
+spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
+{
+	struct dirset ds = { NULL, 0 };
+	struct abuf ab = { NULL, 0, 0 };
+	struct pend *p;
+	const char **ids = NULL;
+	size_t *order = NULL, i, k, m = 0;
+	int64_t now = now_ms();
+	uuid_t uu;
+	int created = 0, e, rv = 0;
+
+	if (n > SPOOL_BATCH_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((p = calloc(n ? n : 1, sizeof(*p))) == NULL ||
+	    (order = calloc(n ? n : 1, sizeof(*order))) == NULL ||
+	    (ids = calloc(n ? n : 1, sizeof(*ids))) == NULL) {
+		free(p);
+		free(order);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		memset(&jobs[i].res, 0, sizeof(jobs[i].res));
+		p[i].in = &jobs[i];
+		if (!valid_job(&jobs[i])) {
+			fail_item(&jobs[i].res, EINVAL, 0);
+			continue;
+		}
+		if (jobs[i].id == NULL) {
+			uuid_generate(uu);
+			uuid_unparse_lower(uu, jobs[i].idbuf);
+			jobs[i].id = jobs[i].idbuf;
+		} else if (jobs[i].id != jobs[i].idbuf)
+			(void)snprintf(jobs[i].idbuf, sizeof(jobs[i].idbuf),
+			    "%s", jobs[i].id);
+		ids[i] = jobs[i].id;
+		if (copy_payload(sp, &p[i]) == -1)
+			fail_item(&jobs[i].res, errno, 0);
+		else
+			order[m++] = i;
+	}
+	/* Lock in ID order, so that two batches never wait on each other. */
+	sort_by_id(order, m, ids);
+	n = m;
+	for (k = 0; k < n; k++)
+		record(sp, &p[order[k]], now, k > 0 && strcmp(p[order[k]].in->id,
+		    p[order[k - 1]].in->id) == 0, &ab, &created);
+	if (created && sync_dir(sp->metafd, ".") == -1) {
+		e = errno;
+		for (k = 0; k < n; k++)
+			if (p[order[k]].tmp[0] != '\0') {
+				fail_item(&p[order[k]].in->res, e, 0);
+				(void)unlinkat(sp->tmpfd, p[order[k]].tmp, 0);
+				p[order[k]].tmp[0] = '\0';
+			}
+	}
+	for (k = 0; k < n; k++) {
+		struct pend *q = &p[order[k]];
+
+		if (q->tmp[0] == '\0')
+			continue;
+		if (publish_new(sp, sp->tmpfd, q->tmp, q->in->id, q->eligible,
+		    &ds) == -1) {
+			fail_item(&q->in->res, errno, 0);
+			(void)unlinkat(sp->tmpfd, q->tmp, 0);
+			q->tmp[0] = '\0';
+			continue;
+		}
+		crash_point("enqueue-published");
+		q->in->res.state = SPOOL_NEW;
+		q->in->res.token = q->j.hi;
+		/* settle removes the previous cycle's file from done/ */
+		if (audit_add(&ab, sp, q->in->id, &q->j.cur, "enqueue") == -1 ||
+		    job_settle(sp, &q->j, &ab) == -1)
+			fail_item(&q->in->res, errno, 1);
+	}
+	if (dirset_sync(sp, &ds) == -1 || (crash_point("enqueue-synced"),
+	    audit_flush(sp, &ab)) == -1) {
+		e = errno;
+		for (k = 0; k < n; k++)
+			if (p[order[k]].tmp[0] != '\0' &&
+			    p[order[k]].in->res.status == 0)
+				fail_item(&p[order[k]].in->res, e, 1);
+	} else
+		crash_point("enqueue-logged");
+	for (k = 0; k < n; k++)
+		if (p[order[k]].open)
+			job_close(&p[order[k]].j);
+	dirset_free(&ds);
+	abuf_free(&ab);
+	free(ids);
+	free(order);
+	free(p);
+	return rv;
+}

@@ -1,0 +1,182 @@
+/*
+ * Finish: end a delivery.  Only the current token may; the record names
+ * where the job goes (done/, dead/, or back to new/) and is fsync'd before
+ * the rename from leased/ID,TOKEN, a name only this lease's holder moves.
+ * A repeat of a finish that this token already made succeeds and changes
+ * nothing, so a worker may retry a finish whose answer it did not see.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/*
+ * Does token hold the job's lease?  If not, fill res with the refusal: a
+ * token that is not the last one issued is stale; the last one, on a job
+ * that is no longer leased, is "not leased".
+ */
+int
+lease_refusal(const struct job *j, uint64_t token, struct spool_result *res)
+{
+	if (j->cur.loc == SPOOL_LEASED && j->cur.tok == token)
+		return 0;
+	res->status = 1;
+	res->refusal = j->cur.loc == SPOOL_ABSENT ? SPOOL_NO_JOB :
+	    token == j->cur.tok ? SPOOL_NO_NOT_LEASED : SPOOL_NO_STALE;
+	res->state = j->cur.loc;
+	res->token = j->cur.tok;
+	return 1;
+}
+
+/* Printable ASCII only, and short: the detail is for people. */
+static void
+sanitise(char *dst, const char *src)
+{
+	size_t i;
+
+	for (i = 0; src != NULL && src[i] != '\0' && i < SPOOL_DETAIL_MAX; i++)
+		dst[i] = src[i] >= ' ' && src[i] < 0x7f ? src[i] : '?';
+	dst[i] = '\0';
+}
+
+static int
+valid_finish(const struct spool_finish *f)
+{
+	if (f->id == NULL || !spool_valid_id(f->id) || f->token == 0 ||
+	    f->token > INT64_MAX || f->class < 0 ||
+	    f->class > SPOOL_CLASS_LEASE_EXPIRED || f->delay_ms < -1)
+		return 0;
+	switch (f->outcome) {
+	case SPOOL_OK:
+		return f->class == SPOOL_CLASS_NONE && f->delay_ms == -1;
+	case SPOOL_PERMANENT:
+		return f->delay_ms == -1;
+	case SPOOL_RETRY:
+		return 1;
+	case SPOOL_RELEASE:
+		return f->class == SPOOL_CLASS_NONE;
+	default:
+		return 0;
+	}
+}
+
+/* The record that ends this delivery, and its audit event. */
+static const char *
+decide(struct spool *sp, const struct job *j, const struct spool_finish *f,
+    int64_t now, struct rec *r)
+{
+	int64_t eligible;
+
+	rec_next(j, r, EV_PARK, now);
+	(void)snprintf(r->owner, sizeof(r->owner), "%s", j->cur.owner);
+	r->out = f->outcome;
+	r->cls = f->class;
+	sanitise(r->detail, f->detail);
+	r->loc = SPOOL_DEAD;
+	if (f->class == SPOOL_CLASS_UNKNOWN_SIDE_EFFECT) {
+		r->reason = SPOOL_REASON_SIDE_EFFECT;
+		r->se = 1;
+		return "park";
+	}
+	switch (f->outcome) {
+	case SPOOL_OK:
+		r->ev = EV_OK;
+		r->loc = SPOOL_DONE;
+		return "ok";
+	case SPOOL_PERMANENT:
+		r->reason = SPOOL_REASON_PERMANENT;
+		return "park";
+	case SPOOL_RELEASE:
+		r->ev = EV_RELEASE;
+		r->loc = SPOOL_NEW;
+		r->eligible = now + (f->delay_ms > 0 ? f->delay_ms : 0);
+		r->att = j->cur.att - 1;	/* this delivery did not count */
+		return "release";
+	default:
+		break;
+	}
+	if (j->cur.att >= j->cur.max) {
+		r->reason = SPOOL_REASON_EXHAUSTED;
+		return "park";
+	}
+	eligible = now + (f->delay_ms >= 0 ? f->delay_ms :
+	    backoff_ms(sp, j->cur.att));
+	if (eligible >= j->cur.deadline) {
+		r->reason = SPOOL_REASON_DEADLINE;
+		return "park";
+	}
+	r->ev = EV_RETRY;
+	r->loc = SPOOL_NEW;
+	r->eligible = eligible;
+	return "retry";
+}
+
+static int
+finish_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
+{
+	struct spool_finish *f = (struct spool_finish *)b->arg + i;
+	char from[NAME_MAX_SPOOL];
+	const char *event;
+	struct rec r;
+	int r_move;
+
+	if (job_finished(j, f->token, f->outcome)) {
+		f->res.state = j->cur.loc;	/* a repeat: nothing to do */
+		f->res.token = j->cur.tok;
+		f->res.reason = j->cur.reason;
+		return 0;
+	}
+	if (lease_refusal(j, f->token, &f->res))
+		return 0;
+	event = decide(sp, j, f, b->now, &r);
+	if (job_record(j, &r) == -1 || job_commit(j) == -1)
+		return -1;
+	crash_point("finish-recorded");
+	(void)snprintf(from, sizeof(from), "%s,%" PRIu64, f->id, f->token);
+	if (r.loc == SPOOL_NEW)
+		r_move = publish_new(sp, sp->leasedfd, from, f->id, r.eligible,
+		    &b->ds);
+	else
+		r_move = move_noreplace(sp->leasedfd, from, r.loc == SPOOL_DONE ?
+		    sp->donefd : sp->deadfd, f->id) == -1 || dirset_add(&b->ds,
+		    r.loc == SPOOL_DONE ? "done" : "dead") == -1 ? -1 : 0;
+	if (r_move == -1)
+		return -1;
+	crash_point("finish-moved");
+	f->res.state = r.loc;
+	f->res.token = r.tok;
+	f->res.reason = r.reason;
+	f->res.changed = 1;
+	if (audit_add(&b->ab, sp, f->id, &r, event) == -1)
+		return -1;
+	f->res.changed = 0;
+	return 0;
+}
+
+static const char *
+finish_item(struct batch *b, size_t i, struct spool_result **res)
+{
+	struct spool_finish *f = (struct spool_finish *)b->arg + i;
+
+	memset(&f->res, 0, sizeof(f->res));
+	*res = &f->res;
+	return valid_finish(f) ? f->id : NULL;
+}
+
+int
+spool_finish(struct spool *sp, struct spool_finish *f, size_t n)
+{
+	struct batch b;
+
+	memset(&b, 0, sizeof(b));
+	b.n = n;
+	b.item = finish_item;
+	b.one = finish_one;
+	b.arg = f;
+	b.name = "finish";
+	return batch_run(sp, &b);
+}

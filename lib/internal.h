@@ -1,0 +1,168 @@
+/*
+ * Private to libspool: the handle, the sidecar record model and the helpers
+ * every operation shares.  Nothing here is exported; see spool.h for the
+ * contract and spool-layout.md for the format these functions implement.
+ */
+#ifndef SPOOL_INTERNAL_H
+#define SPOOL_INTERNAL_H
+
+#include <sys/types.h>
+#include <stdint.h>
+
+#include "spool.h"
+
+/* Longest name the spool builds under its top directory. */
+#define NAME_MAX_SPOOL	256
+#define HOST_MAX	64
+
+struct spool {
+	int dirfd;		/* the spool's top directory */
+	int tmpfd, newfd, leasedfd, donefd, deadfd, metafd, auditfd;
+	char *path;		/* absolute path of the top directory */
+	int group;		/* shared by a group: setgid, group-writable */
+	int64_t lease_ms, deadline_ms, backoff_ms, backoff_max_ms;
+	int max_attempts;
+	char host[HOST_MAX + 1];	/* names this writer's audit file */
+	char writer[HOST_MAX + 24];	/* host:pid, the audit writer column */
+	unsigned long tmpseq;
+};
+
+/* Sidecar events (spool-layout.md, "Sidecar"). */
+enum event {
+	EV_NONE,
+	EV_ENQUEUE, EV_CLAIM, EV_RENEW, EV_OK, EV_RETRY, EV_RELEASE,
+	EV_PARK, EV_REDRIVE, EV_VOID
+};
+
+/*
+ * One sidecar record: the event and the job's whole state after it, so the
+ * state of a job is its last effective record.
+ */
+struct rec {
+	int64_t t;
+	int ev;
+	int loc;		/* enum spool_state after the event */
+	int64_t eligible;	/* loc new: eligible time */
+	uint64_t tok;		/* current token; loc leased: the lease's */
+	int att, cyc, max;
+	int64_t deadline, ttl, created;
+	char trace[SPOOL_ID_MAX + 1];
+	char owner[SPOOL_ID_MAX + 1];
+	int64_t until;		/* loc leased: lease expiry */
+	int out;		/* finish records: enum spool_outcome */
+	int cls, reason, se;
+	char detail[SPOOL_DETAIL_MAX + 1];
+	char by[SPOOL_ID_MAX + 1], note[SPOOL_ID_MAX + 1];
+	uint64_t prev;		/* reclaim: the token it superseded */
+};
+
+/* A job opened for change: its sidecar locked and folded. */
+struct job {
+	char id[SPOOL_ID_MAX + 1];
+	int fd;			/* sidecar, flock'd */
+	int created;		/* we created the sidecar */
+	struct rec cur;		/* state after the last effective record */
+	struct rec prev;	/* state before it */
+	uint64_t hi;		/* highest token ever issued */
+	int voidtail;		/* last record did not take effect */
+	size_t valid, size;	/* sidecar bytes: complete lines, all */
+	char *finishes;		/* "tok out\n" of every finish, for repeats */
+	size_t nfinishes;
+	int finish_last;	/* the last record was a finish */
+	char pending[2048];	/* lines to append on commit */
+	size_t npending;
+};
+
+/* Audit lines of one call, written in one write after its renames. */
+struct abuf {
+	char *p;
+	size_t len, size;
+};
+
+/* io.c */
+int64_t now_ms(void);
+ssize_t read_full(int fd, void *buf, size_t n);
+int write_all(int fd, const void *buf, size_t n);
+int sync_fd(int fd);
+int sync_dir(int dirfd, const char *rel);
+int close_fd(int fd);
+int lock_fd(int fd, int nonblock);
+int move_noreplace(int fromfd, const char *from, int tofd, const char *to);
+int mkdir_mode(struct spool *sp, int dirfd, const char *rel);
+int file_mode(struct spool *sp, int fd, mode_t mode);
+void crash_point(const char *name);
+void sort_by_id(size_t *order, size_t n, const char **ids);
+int reason_from_name(const char *s);
+extern struct spool_counters counters;
+
+/* queue.c: the directories a call must fsync before it returns */
+struct dirset {
+	char **names;		/* relative to the spool's top directory */
+	size_t n;
+};
+int dirset_add(struct dirset *ds, const char *rel);
+int dirset_sync(struct spool *sp, struct dirset *ds);
+void dirset_free(struct dirset *ds);
+
+/* names.c: where a job's file is, for each state */
+struct stat;
+struct place {
+	int dirfd;
+	int close;		/* dirfd is ours to close */
+	char name[NAME_MAX_SPOOL];
+};
+int bucket_rel(char *buf, size_t len, int64_t eligible);
+int64_t bucket_start(uint64_t top, unsigned mid, unsigned leaf);
+int leaf_name(char *buf, size_t len, const char *id, int64_t eligible);
+int parse_new_name(const char *name, char *id, int64_t *eligible);
+int parse_leased_name(const char *name, char *id, uint64_t *token);
+int open_bucket(struct spool *sp, int64_t eligible, int create,
+    struct dirset *ds);
+int place_of(struct spool *sp, const char *id, const struct rec *r,
+    struct place *p);
+void place_done(struct place *p);
+int place_stat(struct spool *sp, const char *id, const struct rec *r,
+    struct stat *st);
+
+/* meta.c: the sidecar */
+int job_open(struct spool *sp, const char *id, int create, int nonblock,
+    struct job *j, struct abuf *ab);
+void job_close(struct job *j);
+int job_settle(struct spool *sp, struct job *j, struct abuf *ab);
+int job_record(struct job *j, const struct rec *r);
+int job_commit(struct job *j);
+int job_finished(const struct job *j, uint64_t tok, int out);
+void rec_next(const struct job *j, struct rec *r, int ev, int64_t now);
+int rec_parse(const char *line, size_t len, struct rec *r);
+size_t rec_format(char *buf, size_t len, const struct rec *r);
+
+/* batch.c: lock in ID order, one transition each, one group commit */
+struct batch {
+	size_t n;
+	/* item i's ID (NULL if the item is invalid) and result */
+	const char *(*item)(struct batch *b, size_t i,
+	    struct spool_result **res);
+	int (*one)(struct spool *sp, struct job *j, size_t i, struct batch *b);
+	void *arg;			/* the caller's items */
+	const struct spool_operator *op;
+	const char *name;		/* "finish": names the crash points */
+	int64_t now;
+	struct dirset ds;
+	struct abuf ab;
+};
+int batch_run(struct spool *sp, struct batch *b);
+int lease_refusal(const struct job *j, uint64_t token,
+    struct spool_result *res);
+
+/* audit.c */
+int audit_add(struct abuf *ab, struct spool *sp, const char *id,
+    const struct rec *r, const char *event);
+int audit_flush(struct spool *sp, struct abuf *ab);
+void abuf_free(struct abuf *ab);
+
+/* queue.c: moving a job's file into new/ */
+int publish_new(struct spool *sp, int fromfd, const char *from,
+    const char *id, int64_t eligible, struct dirset *ds);
+int64_t backoff_ms(struct spool *sp, int attempt);
+
+#endif

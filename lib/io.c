@@ -1,0 +1,256 @@
+/*
+ * System calls the way the spool needs them: EINTR retried (never for
+ * close), short writes completed, every fsync counted, and the one
+ * no-replace move that every state change goes through.  Also the two test
+ * hooks, SPOOL_TEST_NOW and SPOOL_TEST_CRASH (spool(7), ENVIRONMENT).
+ */
+#define _GNU_SOURCE
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct spool_counters counters;
+
+void
+spool_get_counters(struct spool_counters *c)
+{
+	*c = counters;
+}
+
+/*
+ * Milliseconds since the epoch.  SPOOL_TEST_NOW pins the clock so that the
+ * tests can stand exactly on a lease's expiry; it is read on every call so a
+ * test may move it between commands of one process's life.
+ */
+int64_t
+now_ms(void)
+{
+	struct timespec ts;
+	const char *s;
+	char *end;
+	long long v;
+
+	if ((s = getenv("SPOOL_TEST_NOW")) != NULL && *s != '\0') {
+		errno = 0;
+		v = strtoll(s, &end, 10);
+		if (errno == 0 && *end == '\0' && v >= 0)
+			return v;
+	}
+	(void)clock_gettime(CLOCK_REALTIME, &ts);	/* cannot fail */
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * SPOOL_TEST_CRASH=point[:n] kills the process with SIGKILL the n-th time
+ * (default the first) it reaches the named point: the crash tests walk every
+ * point that spool-layout.md lists.
+ */
+void
+crash_point(const char *name)
+{
+	static int hits;
+	const char *s, *colon;
+	size_t len;
+	int want = 1;
+
+	if ((s = getenv("SPOOL_TEST_CRASH")) == NULL)
+		return;
+	colon = strchr(s, ':');
+	len = colon != NULL ? (size_t)(colon - s) : strlen(s);
+	if (strlen(name) != len || strncmp(s, name, len) != 0)
+		return;
+	if (colon != NULL)
+		want = atoi(colon + 1);
+	if (++hits == want)
+		(void)kill(getpid(), SIGKILL);
+}
+
+ssize_t
+read_full(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < n) {
+		r = read(fd, (char *)buf + got, n - got);
+		if (r == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+/* A write that writes nothing is a full disk (as git's write_in_full). */
+int
+write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	ssize_t w;
+
+	while (n > 0) {
+		w = write(fd, p, n);
+		if (w == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (w == 0) {
+			errno = ENOSPC;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* fdatasync: the spool's files only ever need their data and size. */
+int
+sync_fd(int fd)
+{
+	int r;
+
+	do
+		r = fdatasync(fd);
+	while (r == -1 && errno == EINTR);
+	if (r == 0)
+		counters.fsyncs++;
+	return r;
+}
+
+int
+sync_dir(int dirfd, const char *rel)
+{
+	int fd, r, e;
+
+	fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd == -1)
+		return -1;
+	do
+		r = fsync(fd);
+	while (r == -1 && errno == EINTR);
+	if (r == 0)
+		counters.fsyncs++;
+	e = errno;
+	if (close_fd(fd) == -1 && r == 0)
+		return -1;
+	errno = e;
+	return r;
+}
+
+/*
+ * close(2) is not retried: on Linux the descriptor is gone even when it
+ * reports EINTR, and a retry could close a descriptor another thread just
+ * opened.  EINTR is not an error for us either.
+ */
+int
+close_fd(int fd)
+{
+	if (close(fd) == -1 && errno != EINTR)
+		return -1;
+	return 0;
+}
+
+int
+lock_fd(int fd, int nonblock)
+{
+	int r;
+
+	do
+		r = flock(fd, LOCK_EX | (nonblock ? LOCK_NB : 0));
+	while (r == -1 && errno == EINTR);
+	return r;
+}
+
+/*
+ * Move a name without ever replacing another file.  renameat2 with
+ * RENAME_NOREPLACE where the file system has it; elsewhere (GlusterFS, NFS
+ * answer EINVAL) link(2) then unlink(2): a crash between the two leaves the
+ * job's file with two names, and the sidecar says which one is current
+ * (spool-layout.md, "Crashes").  SPOOL_TEST_NOREPLACE=link forces the
+ * fallback so that the tests cover it.
+ */
+int
+move_noreplace(int fromfd, const char *from, int tofd, const char *to)
+{
+	static int use_link = -1;
+	const char *s;
+
+	if (use_link == -1) {
+		s = getenv("SPOOL_TEST_NOREPLACE");
+		use_link = s != NULL && strcmp(s, "link") == 0;
+	}
+	if (!use_link) {
+		if (renameat2(fromfd, from, tofd, to, RENAME_NOREPLACE) == 0) {
+			counters.renames++;
+			return 0;
+		}
+		if (errno != EINVAL && errno != ENOSYS)
+			return -1;
+		use_link = 1;
+	}
+	if (linkat(fromfd, from, tofd, to, 0) == -1)
+		return -1;
+	counters.renames++;
+	crash_point("move-linked");
+	/*
+	 * The move has happened: the new name exists.  If the old one cannot
+	 * be removed now, the next command that opens the job removes it.
+	 */
+	(void)unlinkat(fromfd, from, 0);
+	return 0;
+}
+
+/* Directories and files a shared spool's users can all write. */
+int
+mkdir_mode(struct spool *sp, int dirfd, const char *rel)
+{
+	if (mkdirat(dirfd, rel, sp->group ? 02770 : 0777) == -1)
+		return -1;
+	/* The umask may have taken the group's write bit: give it back. */
+	if (sp->group && fchmodat(dirfd, rel, 02770, 0) == -1)
+		return -1;
+	return 0;
+}
+
+int
+file_mode(struct spool *sp, int fd, mode_t mode)
+{
+	if (!sp->group)
+		return 0;
+	return fchmod(fd, mode & 0770);
+}
+
+static int
+cmp_ids(const void *a, const void *b, void *ids)
+{
+	const char **v = ids;
+
+	return strcmp(v[*(const size_t *)a], v[*(const size_t *)b]);
+}
+
+/*
+ * Every call that locks several jobs locks them in ID order, so two calls
+ * never hold one job each while waiting for the other's.
+ */
+void
+sort_by_id(size_t *order, size_t n, const char **ids)
+{
+	qsort_r(order, n, sizeof(*order), cmp_ids, ids);
+}

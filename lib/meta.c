@@ -1,0 +1,597 @@
+/*
+ * The sidecar, meta/ID: an append-only log of records, each holding the
+ * event and the job's whole state after it.  The file is never replaced by
+ * rename, so the flock(2) on it guards the job across all its transitions.
+ *
+ * A record is written and fsync'd before the rename it describes; until that
+ * rename is done the record is void.  So on opening a job we check that its
+ * file is where the last record says: if it is not, the record is void and
+ * the job is where the one before it said (spool-layout.md, "Crashes").
+ */
+#define _GNU_SOURCE
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+
+static const char *const events[] = {
+	"-", "enqueue", "claim", "renew", "ok", "retry", "release", "park",
+	"redrive", "void"
+};
+
+static const char *const locs[] = {
+	"absent", "new", "leased", "done", "dead"
+};
+
+static int
+name_index(const char *const *names, int n, const char *s, size_t len)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0)
+			return i;
+	return -1;
+}
+
+#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int
+num(const char *s, size_t len, int64_t *v)
+{
+	int64_t n = 0;
+	size_t i;
+
+	if (len == 0 || len > 19)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		n = n * 10 + (s[i] - '0');
+	}
+	*v = n;
+	return 0;
+}
+
+static int
+word(const char *s, size_t len, char *dst, size_t size)
+{
+	if (len >= size)
+		return -1;
+	memcpy(dst, s, len);
+	dst[len] = '\0';
+	return 0;
+}
+
+static int
+hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* detail is stored percent-encoded: it may hold spaces and '%'. */
+static int
+decode(const char *s, size_t len, char *dst, size_t size)
+{
+	size_t i, o = 0;
+	int hi, lo;
+
+	for (i = 0; i < len; i++) {
+		if (o + 1 >= size)
+			return -1;
+		if (s[i] != '%') {
+			dst[o++] = s[i];
+			continue;
+		}
+		if (i + 2 >= len)
+			return -1;
+		if ((hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0)
+			return -1;
+		dst[o++] = (char)(hi << 4 | lo);
+		i += 2;
+	}
+	dst[o] = '\0';
+	return 0;
+}
+
+int
+rec_parse(const char *line, size_t len, struct rec *r)
+{
+	const char *p = line, *end = line + len, *sp, *eq, *v;
+	size_t klen, vlen;
+	int64_t n;
+	int i;
+
+	memset(r, 0, sizeof(*r));
+	while (p < end) {
+		if ((sp = memchr(p, ' ', (size_t)(end - p))) == NULL)
+			sp = end;
+		if ((eq = memchr(p, '=', (size_t)(sp - p))) == NULL)
+			return -1;
+		klen = (size_t)(eq - p);
+		v = eq + 1;
+		vlen = (size_t)(sp - v);
+#define KEY(k) (klen == sizeof(k) - 1 && memcmp(p, k, klen) == 0)
+#define NUM(field) do { if (num(v, vlen, &n) == -1) return -1; field = n; } while (0)
+		if (KEY("t"))
+			NUM(r->t);
+		else if (KEY("ev")) {
+			if ((r->ev = name_index(events, NELEM(events), v,
+			    vlen)) <= 0)
+				return -1;
+		} else if (KEY("at")) {
+			if (vlen > 4 && memcmp(v, "new:", 4) == 0) {
+				r->loc = SPOOL_NEW;
+				if (num(v + 4, vlen - 4, &r->eligible) == -1)
+					return -1;
+			} else if ((r->loc = name_index(locs, NELEM(locs), v,
+			    vlen)) <= SPOOL_NEW)
+				return -1;
+		} else if (KEY("tok")) {
+			NUM(r->tok);
+		} else if (KEY("att"))
+			NUM(r->att);
+		else if (KEY("cyc"))
+			NUM(r->cyc);
+		else if (KEY("max"))
+			NUM(r->max);
+		else if (KEY("dl"))
+			NUM(r->deadline);
+		else if (KEY("ttl"))
+			NUM(r->ttl);
+		else if (KEY("created"))
+			NUM(r->created);
+		else if (KEY("until"))
+			NUM(r->until);
+		else if (KEY("se"))
+			NUM(r->se);
+		else if (KEY("prev"))
+			NUM(r->prev);
+		else if (KEY("trace")) {
+			if (word(v, vlen, r->trace, sizeof(r->trace)) == -1)
+				return -1;
+		} else if (KEY("own")) {
+			if (word(v, vlen, r->owner, sizeof(r->owner)) == -1)
+				return -1;
+		} else if (KEY("by")) {
+			if (word(v, vlen, r->by, sizeof(r->by)) == -1)
+				return -1;
+		} else if (KEY("note")) {
+			if (word(v, vlen, r->note, sizeof(r->note)) == -1)
+				return -1;
+		} else if (KEY("detail")) {
+			if (decode(v, vlen, r->detail, sizeof(r->detail)) == -1)
+				return -1;
+		} else if (KEY("out")) {
+			char name[32];
+
+			if (word(v, vlen, name, sizeof(name)) == -1 ||
+			    (i = spool_outcome_from_name(name)) == -1)
+				return -1;
+			r->out = i;
+		} else if (KEY("cls")) {
+			char name[32];
+
+			if (word(v, vlen, name, sizeof(name)) == -1 ||
+			    (i = spool_class_from_name(name)) == -1)
+				return -1;
+			r->cls = i;
+		} else if (KEY("reason")) {
+			char name[32];
+
+			if (word(v, vlen, name, sizeof(name)) == -1 ||
+			    (i = reason_from_name(name)) == -1)
+				return -1;
+			r->reason = i;
+		}
+		/* Unknown keys are skipped: later versions may add some. */
+#undef KEY
+#undef NUM
+		p = sp + 1;
+	}
+	if (r->ev == EV_NONE || (r->ev != EV_VOID && r->loc == SPOOL_ABSENT))
+		return -1;
+	return 0;
+}
+
+struct buf {
+	char *p;
+	size_t len, size;
+	int over;
+};
+
+static void
+put(struct buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#include <stdarg.h>
+
+static void
+put(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (b->over)
+		return;
+	va_start(ap, fmt);
+	r = vsnprintf(b->p + b->len, b->size - b->len, fmt, ap);
+	va_end(ap);
+	if (r < 0 || (size_t)r >= b->size - b->len)
+		b->over = 1;
+	else
+		b->len += (size_t)r;
+}
+
+/* One record as a line, without the newline; 0 if it did not fit. */
+size_t
+rec_format(char *dst, size_t size, const struct rec *r)
+{
+	struct buf b = { dst, 0, size, 0 };
+	const unsigned char *d;
+
+	put(&b, "t=%" PRId64 " ev=%s", r->t, events[r->ev]);
+	if (r->ev == EV_VOID) {
+		put(&b, " tok=%" PRIu64, r->tok);
+		return b.over ? 0 : b.len;
+	}
+	if (r->loc == SPOOL_NEW)
+		put(&b, " at=new:%" PRId64, r->eligible);
+	else
+		put(&b, " at=%s", locs[r->loc]);
+	put(&b, " tok=%" PRIu64 " att=%d cyc=%d max=%d dl=%" PRId64
+	    " ttl=%" PRId64 " created=%" PRId64, r->tok, r->att, r->cyc,
+	    r->max, r->deadline, r->ttl, r->created);
+	if (r->trace[0] != '\0')
+		put(&b, " trace=%s", r->trace);
+	if (r->owner[0] != '\0')
+		put(&b, " own=%s", r->owner);
+	if (r->until != 0)
+		put(&b, " until=%" PRId64, r->until);
+	if (r->prev != 0)
+		put(&b, " prev=%" PRIu64, r->prev);
+	if (r->out != 0)
+		put(&b, " out=%s", spool_outcome_name(r->out));
+	if (r->cls != 0)
+		put(&b, " cls=%s", spool_class_name(r->cls));
+	if (r->reason != 0)
+		put(&b, " reason=%s", spool_reason_name(r->reason));
+	if (r->se)
+		put(&b, " se=1");
+	if (r->by[0] != '\0')
+		put(&b, " by=%s", r->by);
+	if (r->note[0] != '\0')
+		put(&b, " note=%s", r->note);
+	if (r->detail[0] != '\0') {
+		put(&b, " detail=");
+		for (d = (const unsigned char *)r->detail; *d != '\0'; d++) {
+			if (*d > ' ' && *d < 0x7f && *d != '%')
+				put(&b, "%c", *d);
+			else
+				put(&b, "%%%02X", *d);
+		}
+	}
+	return b.over ? 0 : b.len;
+}
+
+static int
+add_finish(struct job *j, uint64_t tok, int out)
+{
+	char *p;
+	int n;
+
+	if ((p = realloc(j->finishes, j->nfinishes + 32)) == NULL)
+		return -1;
+	j->finishes = p;
+	n = snprintf(p + j->nfinishes, 32, "%" PRIu64 " %d\n", tok, out);
+	j->nfinishes += (size_t)n;
+	return 0;
+}
+
+/* Drop the last entry: the finish that a void record made. */
+static void
+pop_finish(struct job *j)
+{
+	while (j->nfinishes > 0 && j->finishes[j->nfinishes - 1] == '\n')
+		j->nfinishes--;
+	while (j->nfinishes > 0 && j->finishes[j->nfinishes - 1] != '\n')
+		j->nfinishes--;
+}
+
+/* Did token tok already finish this job with outcome out? */
+int
+job_finished(const struct job *j, uint64_t tok, int out)
+{
+	char want[32];
+	const char *p, *end = j->finishes + j->nfinishes, *nl;
+	int n;
+
+	n = snprintf(want, sizeof(want), "%" PRIu64 " %d", tok, out);
+	for (p = j->finishes; p < end; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if ((size_t)(nl - p) == (size_t)n && memcmp(p, want, n) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Read every complete line and fold it into the job's state. */
+static int
+fold(struct job *j, const char *buf, size_t len)
+{
+	const char *p = buf, *nl;
+	struct rec r;
+	int finish_last = 0;
+
+	memset(&j->cur, 0, sizeof(j->cur));
+	memset(&j->prev, 0, sizeof(j->prev));
+	while ((nl = memchr(p, '\n', len - (size_t)(p - buf))) != NULL) {
+		if (rec_parse(p, (size_t)(nl - p), &r) == -1) {
+			errno = EUCLEAN;
+			return -1;
+		}
+		if (r.tok > j->hi)
+			j->hi = r.tok;
+		if (r.ev == EV_VOID) {
+			if (finish_last)
+				pop_finish(j);
+			j->cur = j->prev;
+			memset(&j->prev, 0, sizeof(j->prev));
+			finish_last = 0;
+		} else {
+			j->prev = j->cur;
+			j->cur = r;
+			finish_last = r.out != 0;
+			if (finish_last && add_finish(j, r.tok, r.out) == -1)
+				return -1;
+		}
+		p = nl + 1;
+	}
+	j->valid = (size_t)(p - buf);
+	j->size = len;
+	j->finish_last = finish_last;
+	return 0;
+}
+
+static int
+same_place(const struct rec *a, const struct rec *b)
+{
+	if (a->loc != b->loc)
+		return 0;
+	if (a->loc == SPOOL_NEW)
+		return a->eligible == b->eligible;
+	if (a->loc == SPOOL_LEASED)
+		return a->tok == b->tok;
+	return 1;
+}
+
+static int
+unlink_place(struct spool *sp, const char *id, const struct rec *r)
+{
+	struct place p;
+	int rv;
+
+	if (place_of(sp, id, r, &p) == -1)
+		return -1;
+	rv = unlinkat(p.dirfd, p.name, 0);
+	place_done(&p);
+	return rv == -1 && errno != ENOENT ? -1 : 0;
+}
+
+/*
+ * Find where the job's file is and put right what an interrupted transition
+ * left: a void last record, a second name from the link(2) fallback, or the
+ * previous cycle's file in done/ after a new enqueue.
+ */
+int
+job_settle(struct spool *sp, struct job *j, struct abuf *ab)
+{
+	struct stat st, st2;
+	int r;
+
+	j->voidtail = 0;
+	if (j->cur.loc == SPOOL_ABSENT)
+		return 0;
+	if ((r = place_stat(sp, j->id, &j->cur, &st)) == -1)
+		return -1;
+	if (r == 1) {
+		if (j->prev.loc == SPOOL_ABSENT ||
+		    same_place(&j->prev, &j->cur))
+			return 0;
+		if ((r = place_stat(sp, j->id, &j->prev, &st2)) == -1)
+			return errno == EUCLEAN ? 0 : -1;
+		if (r == 0)
+			return 0;
+		if (st.st_ino == st2.st_ino && st.st_dev == st2.st_dev)
+			return unlink_place(sp, j->id, &j->prev);
+		if (j->prev.loc == SPOOL_DONE && j->cur.ev == EV_ENQUEUE) {
+			/*
+			 * The previous cycle's file: the enqueue of this
+			 * cycle removes it, and makes that durable at once so
+			 * that a power cut cannot bring it back.
+			 */
+			struct rec gone = j->prev;
+
+			if (unlink_place(sp, j->id, &j->prev) == -1 ||
+			    sync_dir(sp->donefd, ".") == -1)
+				return -1;
+			gone.t = now_ms();
+			if (ab != NULL && audit_add(ab, sp, j->id, &gone,
+			    "supersede") == -1)
+				return -1;
+		}
+		/* Any other second file is not ours to judge: spool-fsck. */
+		return 0;
+	}
+	j->voidtail = 1;
+	if (j->finish_last)
+		pop_finish(j);
+	j->finish_last = 0;
+	if (j->prev.loc != SPOOL_ABSENT) {
+		if ((r = place_stat(sp, j->id, &j->prev, &st)) == -1)
+			return -1;
+		if (r == 0) {
+			errno = EUCLEAN;	/* the file is nowhere */
+			return -1;
+		}
+	}
+	j->cur = j->prev;
+	memset(&j->prev, 0, sizeof(j->prev));
+	return 0;
+}
+
+/*
+ * Open, lock and read the sidecar of id, and settle the job.  create makes
+ * the sidecar if there is none (enqueue); otherwise ENOENT means no job.
+ * nonblock: EWOULDBLOCK if another process holds the job (claimers skip it).
+ */
+int
+job_open(struct spool *sp, const char *id, int create, int nonblock,
+    struct job *j, struct abuf *ab)
+{
+	const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+	struct stat st;
+	char *buf = NULL;
+	ssize_t got;
+	int e;
+
+	memset(j, 0, sizeof(*j));
+	strcpy(j->id, id);
+	j->fd = openat(sp->metafd, id, flags);
+	if (j->fd == -1 && errno == ENOENT && create) {
+		j->fd = openat(sp->metafd, id, flags | O_CREAT | O_EXCL, 0666);
+		if (j->fd != -1)
+			j->created = 1;
+		else if (errno == EEXIST)
+			j->fd = openat(sp->metafd, id, flags);
+	}
+	if (j->fd == -1)
+		return -1;
+	if (j->created && file_mode(sp, j->fd, 0660) == -1)
+		goto fail;
+	if (lock_fd(j->fd, nonblock) == -1 || fstat(j->fd, &st) == -1)
+		goto fail;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EUCLEAN;
+		goto fail;
+	}
+	if ((buf = malloc((size_t)st.st_size + 1)) == NULL)
+		goto fail;
+	if ((got = pread(j->fd, buf, (size_t)st.st_size, 0)) == -1)
+		goto fail;
+	if (fold(j, buf, (size_t)got) == -1 || job_settle(sp, j, ab) == -1)
+		goto fail;
+	free(buf);
+	return 0;
+fail:
+	e = errno;
+	free(buf);
+	job_close(j);
+	errno = e;
+	return -1;
+}
+
+void
+job_close(struct job *j)
+{
+	/* Closing drops the lock; the sidecar was fsync'd on commit. */
+	if (j->fd != -1)
+		(void)close_fd(j->fd);
+	j->fd = -1;
+	free(j->finishes);
+	j->finishes = NULL;
+	j->nfinishes = 0;
+}
+
+/* A new record based on the job's current state. */
+void
+rec_next(const struct job *j, struct rec *r, int ev, int64_t now)
+{
+	*r = j->cur;
+	r->t = now;
+	r->ev = ev;
+	r->tok = j->hi;
+	r->owner[0] = r->by[0] = r->note[0] = r->detail[0] = '\0';
+	r->until = 0;
+	r->prev = 0;
+	r->out = r->cls = r->reason = 0;
+}
+
+/* Queue r to be appended; it becomes the job's state.  See job_commit. */
+int
+job_record(struct job *j, const struct rec *r)
+{
+	struct rec v;
+	size_t n;
+
+	if (j->voidtail) {
+		memset(&v, 0, sizeof(v));
+		v.t = r->t;
+		v.ev = EV_VOID;
+		v.tok = j->hi;
+		n = rec_format(j->pending + j->npending,
+		    sizeof(j->pending) - j->npending - 1, &v);
+		if (n == 0)
+			goto toolong;
+		j->npending += n;
+		j->pending[j->npending++] = '\n';
+		j->voidtail = 0;
+	}
+	n = rec_format(j->pending + j->npending,
+	    sizeof(j->pending) - j->npending - 1, r);
+	if (n == 0)
+		goto toolong;
+	j->npending += n;
+	j->pending[j->npending++] = '\n';
+	j->prev = j->cur;
+	j->cur = *r;
+	if (r->tok > j->hi)
+		j->hi = r->tok;
+	j->finish_last = r->out != 0;
+	if (j->finish_last && add_finish(j, r->tok, r->out) == -1)
+		return -1;
+	return 0;
+toolong:
+	errno = EOVERFLOW;
+	return -1;
+}
+
+/*
+ * Append the queued records in one write and fdatasync them.  A line that a
+ * crash cut short (the file does not end in a newline) is cut off first.
+ */
+int
+job_commit(struct job *j)
+{
+	if (j->npending == 0)
+		return 0;
+	if (j->valid < j->size) {
+		if (ftruncate(j->fd, (off_t)j->valid) == -1)
+			return -1;
+		j->size = j->valid;
+	}
+	if (lseek(j->fd, 0, SEEK_END) == -1 ||
+	    write_all(j->fd, j->pending, j->npending) == -1)
+		return -1;
+	crash_point("record-written");
+	if (sync_fd(j->fd) == -1)
+		return -1;
+	j->size += j->npending;
+	j->valid = j->size;
+	j->npending = 0;
+	return 0;
+}

@@ -1,0 +1,218 @@
+/*
+ * Where a job's file is.  A state and the job's sidecar record name the file
+ * exactly: new/TTTTTTTT/MMM/LLL/ID,ELIGIBLE, leased/ID,TOKEN, done/ID,
+ * dead/ID.  Directories below new/ are opened one component at a time with
+ * O_NOFOLLOW, so a symlink planted in the tree is never followed.
+ */
+#define _GNU_SOURCE
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Eligible times are grouped in slots of 16 ms, 4096 slots a directory. */
+#define SLOT_SHIFT	4
+
+int
+bucket_rel(char *buf, size_t len, int64_t eligible)
+{
+	uint64_t slot = (uint64_t)eligible >> SLOT_SHIFT;
+	int r;
+
+	r = snprintf(buf, len, "%08" PRIx64 "/%03x/%03x", slot >> 24,
+	    (unsigned)(slot >> 12) & 0xfff, (unsigned)slot & 0xfff);
+	if (r < 0 || (size_t)r >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* The first and last millisecond of a bucket named by its components. */
+int64_t
+bucket_start(uint64_t top, unsigned mid, unsigned leaf)
+{
+	return (int64_t)(((top << 24) | ((uint64_t)mid << 12) | leaf)
+	    << SLOT_SHIFT);
+}
+
+int
+leaf_name(char *buf, size_t len, const char *id, int64_t eligible)
+{
+	int r = snprintf(buf, len, "%s,%" PRId64, id, eligible);
+
+	if (r < 0 || (size_t)r >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* Split "ID,NUMBER"; the ',' is outside the ID alphabet. */
+static int
+split_name(const char *name, char *id, uint64_t *num)
+{
+	const char *comma = strrchr(name, ',');
+	uint64_t v = 0;
+	size_t len;
+	const char *p;
+
+	if (comma == NULL || (len = (size_t)(comma - name)) > SPOOL_ID_MAX ||
+	    comma[1] == '\0' || strlen(comma + 1) > 19)
+		return -1;
+	for (p = comma + 1; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	memcpy(id, name, len);
+	id[len] = '\0';
+	if (!spool_valid_id(id) || v > INT64_MAX)
+		return -1;
+	*num = v;
+	return 0;
+}
+
+int
+parse_new_name(const char *name, char *id, int64_t *eligible)
+{
+	uint64_t v;
+
+	if (split_name(name, id, &v) == -1)
+		return -1;
+	*eligible = (int64_t)v;
+	return 0;
+}
+
+int
+parse_leased_name(const char *name, char *id, uint64_t *token)
+{
+	return split_name(name, id, token);
+}
+
+/*
+ * Open a directory below new/ one component at a time, never following a
+ * symlink.  With create, missing components are made, and each parent that
+ * gained an entry is added to ds so that the new name is made durable.
+ */
+int
+open_bucket(struct spool *sp, int64_t eligible, int create, struct dirset *ds)
+{
+	char rel[NAME_MAX_SPOOL], parent[NAME_MAX_SPOOL], *part, *slash;
+	int fd, next, e;
+
+	if (bucket_rel(rel, sizeof(rel), eligible) == -1)
+		return -1;
+	if ((fd = dup(sp->newfd)) == -1)
+		return -1;
+	strcpy(parent, "new");
+	for (part = rel; part != NULL; part = slash) {
+		if ((slash = strchr(part, '/')) != NULL)
+			*slash++ = '\0';
+		next = openat(fd, part,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next == -1 && errno == ENOENT && create) {
+			if (mkdir_mode(sp, fd, part) == -1 && errno != EEXIST)
+				goto fail;
+			if (dirset_add(ds, parent) == -1)
+				goto fail;
+			next = openat(fd, part,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (next == -1)
+			goto fail;
+		(void)close_fd(fd);	/* read-only directory: nothing lost */
+		fd = next;
+		if (strlen(parent) + strlen(part) + 2 > sizeof(parent)) {
+			errno = ENAMETOOLONG;
+			goto fail;
+		}
+		strcat(parent, "/");
+		strcat(parent, part);
+	}
+	return fd;
+fail:
+	e = errno;
+	(void)close_fd(fd);
+	errno = e;
+	return -1;
+}
+
+/*
+ * The directory and name of the file that record r says the job has.  For
+ * new/ the bucket is opened and *dirfd must be closed by the caller (close
+ * is set); ENOENT if the bucket does not exist.
+ */
+int
+place_of(struct spool *sp, const char *id, const struct rec *r,
+    struct place *p)
+{
+	int n;
+
+	p->close = 0;
+	switch (r->loc) {
+	case SPOOL_NEW:
+		if (leaf_name(p->name, sizeof(p->name), id, r->eligible) == -1)
+			return -1;
+		if ((p->dirfd = open_bucket(sp, r->eligible, 0, NULL)) == -1)
+			return -1;
+		p->close = 1;
+		return 0;
+	case SPOOL_LEASED:
+		p->dirfd = sp->leasedfd;
+		n = snprintf(p->name, sizeof(p->name), "%s,%" PRIu64, id,
+		    r->tok);
+		break;
+	case SPOOL_DONE:
+		p->dirfd = sp->donefd;
+		n = snprintf(p->name, sizeof(p->name), "%s", id);
+		break;
+	case SPOOL_DEAD:
+		p->dirfd = sp->deadfd;
+		n = snprintf(p->name, sizeof(p->name), "%s", id);
+		break;
+	default:
+		errno = ENOENT;
+		return -1;
+	}
+	if (n < 0 || (size_t)n >= sizeof(p->name)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+void
+place_done(struct place *p)
+{
+	if (p->close)
+		(void)close_fd(p->dirfd);	/* read-only directory */
+	p->close = 0;
+}
+
+/* lstat of the file record r names: 1 present, 0 absent, -1 error. */
+int
+place_stat(struct spool *sp, const char *id, const struct rec *r,
+    struct stat *st)
+{
+	struct place p;
+	int rv;
+
+	if (place_of(sp, id, r, &p) == -1)
+		return errno == ENOENT ? 0 : -1;
+	rv = fstatat(p.dirfd, p.name, st, AT_SYMLINK_NOFOLLOW);
+	place_done(&p);
+	if (rv == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISREG(st->st_mode)) {
+		errno = EUCLEAN;	/* not ours: for spool-fsck */
+		return -1;
+	}
+	return 1;
+}

@@ -1,0 +1,382 @@
+/*
+ * Opening and creating a spool.  A spool is recognised by its format file,
+ * which the init writes last: a directory without it is not a spool, even
+ * if an interrupted init left the state directories behind.  Defaults come
+ * from the config file, written by spool-init and edited by people.
+ */
+#define _GNU_SOURCE
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static const char *const subdirs[] = {
+	"tmp", "new", "leased", "done", "dead", "meta", "audit"
+};
+#define NSUBDIRS	(sizeof(subdirs) / sizeof(subdirs[0]))
+
+/* The only names a spool's top directory holds. */
+static const char *const topnames[] = {
+	"format", "config", "next-expiry", "tmp", "new", "leased", "done",
+	"dead", "meta", "audit"
+};
+
+static const char default_config[] =
+    "# Defaults of this spool; see spool(7).  Durations take ms s m h d.\n"
+    "lease=30s\n"
+    "max-attempts=5\n"
+    "deadline=7d\n"
+    "backoff=1s\n"
+    "backoff-max=1h\n";
+
+static int
+read_small(int dirfd, const char *name, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd, e;
+
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd == -1)
+		return -1;
+	n = read_full(fd, buf, size - 1);
+	e = errno;
+	(void)close_fd(fd);	/* read-only */
+	if (n == -1) {
+		errno = e;
+		return -1;
+	}
+	if ((size_t)n == size - 1) {
+		errno = EBADMSG;	/* longer than any file of ours */
+		return -1;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+static int
+parse_config(struct spool *sp, char *text)
+{
+	char *line, *next, *eq;
+	int64_t v;
+
+	sp->lease_ms = 30000;
+	sp->max_attempts = 5;
+	sp->deadline_ms = 7LL * 86400000;
+	sp->backoff_ms = 1000;
+	sp->backoff_max_ms = 3600000;
+	for (line = text; line != NULL && *line != '\0'; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		if (line[0] == '#' || line[0] == '\0')
+			continue;
+		if ((eq = strchr(line, '=')) == NULL)
+			return -1;
+		*eq++ = '\0';
+		if (strcmp(line, "max-attempts") == 0) {
+			if (spool_parse_token(eq, (uint64_t *)&v) == -1 ||
+			    v > 1000000)
+				return -1;
+			sp->max_attempts = (int)v;
+			continue;
+		}
+		if (spool_parse_duration(eq, &v) == -1)
+			return -1;
+		if (strcmp(line, "lease") == 0 && v > 0)
+			sp->lease_ms = v;
+		else if (strcmp(line, "deadline") == 0 && v > 0)
+			sp->deadline_ms = v;
+		else if (strcmp(line, "backoff") == 0)
+			sp->backoff_ms = v;
+		else if (strcmp(line, "backoff-max") == 0)
+			sp->backoff_max_ms = v;
+		else
+			return -1;
+	}
+	return sp->backoff_max_ms >= sp->backoff_ms ? 0 : -1;
+}
+
+/* Host name as the audit file's name: the ID alphabet, at most 64 bytes. */
+static void
+set_host(struct spool *sp)
+{
+	const char *s = getenv("SPOOL_HOST");
+	char name[256];
+	size_t i;
+
+	if (s == NULL || !spool_valid_id(s)) {
+		if (gethostname(name, sizeof(name)) == -1)
+			strcpy(name, "localhost");
+		name[sizeof(name) - 1] = '\0';
+		s = name;
+	}
+	for (i = 0; s[i] != '\0' && i < HOST_MAX; i++)
+		sp->host[i] = (s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' &&
+		    s[i] <= '9') || s[i] == '.' || s[i] == '_' ||
+		    (s[i] == '-' && i > 0) ? s[i] : '_';
+	sp->host[i] = '\0';
+	if (i == 0)
+		strcpy(sp->host, "localhost");
+	(void)snprintf(sp->writer, sizeof(sp->writer), "%s:%ld", sp->host,
+	    (long)getpid());
+}
+
+static int
+check_format(int dirfd)
+{
+	char buf[64];
+
+	if (read_small(dirfd, "format", buf, sizeof(buf)) == -1) {
+		if (errno == ENOENT)
+			errno = ENODATA;	/* not a spool */
+		return -1;
+	}
+	if (strcmp(buf, "1\n") != 0) {
+		errno = EPROTO;
+		return -1;
+	}
+	return 0;
+}
+
+struct spool *
+spool_open(const char *dir)
+{
+	struct spool *sp;
+	struct stat st;
+	char cfg[4096];
+	int *fds[NSUBDIRS];
+	size_t i;
+	int e;
+
+	if ((sp = calloc(1, sizeof(*sp))) == NULL)
+		return NULL;
+	fds[0] = &sp->tmpfd;
+	fds[1] = &sp->newfd;
+	fds[2] = &sp->leasedfd;
+	fds[3] = &sp->donefd;
+	fds[4] = &sp->deadfd;
+	fds[5] = &sp->metafd;
+	fds[6] = &sp->auditfd;
+	for (i = 0; i < NSUBDIRS; i++)
+		*fds[i] = -1;
+	sp->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sp->dirfd == -1 || check_format(sp->dirfd) == -1)
+		goto fail;
+	for (i = 0; i < NSUBDIRS; i++) {
+		*fds[i] = openat(sp->dirfd, subdirs[i],
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (*fds[i] == -1) {
+			if (errno == ENOENT || errno == ENOTDIR ||
+			    errno == ELOOP)
+				errno = EUCLEAN;
+			goto fail;
+		}
+	}
+	if (fstat(sp->dirfd, &st) == -1)
+		goto fail;
+	sp->group = (st.st_mode & S_ISGID) != 0;
+	if (read_small(sp->dirfd, "config", cfg, sizeof(cfg)) == -1) {
+		if (errno != ENOENT)
+			goto fail;
+		cfg[0] = '\0';
+	}
+	if (parse_config(sp, cfg) == -1) {
+		errno = EBADMSG;
+		goto fail;
+	}
+	if ((sp->path = realpath(dir, NULL)) == NULL)
+		goto fail;
+	set_host(sp);
+	return sp;
+fail:
+	e = errno;
+	spool_close(sp);
+	errno = e;
+	return NULL;
+}
+
+void
+spool_close(struct spool *sp)
+{
+	int fds[] = { sp->dirfd, sp->tmpfd, sp->newfd, sp->leasedfd,
+	    sp->donefd, sp->deadfd, sp->metafd, sp->auditfd };
+	size_t i;
+
+	if (sp == NULL)
+		return;
+	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] != -1)
+			(void)close_fd(fds[i]);	/* directories */
+	free(sp->path);
+	free(sp);
+}
+
+/* Write a small file durably: tmp/, fsync, rename into the top dir. */
+static int
+write_top_file(struct spool *sp, int tmpfd, const char *name,
+    const char *text)
+{
+	char tmp[64];
+	int fd, e;
+
+	(void)snprintf(tmp, sizeof(tmp), "%s,%ld", name, (long)getpid());
+	(void)unlinkat(tmpfd, tmp, 0);	/* a leftover of a crashed init */
+	fd = openat(tmpfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+	    O_NOFOLLOW, 0666);
+	if (fd == -1)
+		return -1;
+	if (file_mode(sp, fd, 0664) == -1 ||
+	    write_all(fd, text, strlen(text)) == -1 || sync_fd(fd) == -1) {
+		e = errno;
+		(void)close_fd(fd);
+		(void)unlinkat(tmpfd, tmp, 0);
+		errno = e;
+		return -1;
+	}
+	if (close_fd(fd) == -1 ||
+	    move_noreplace(tmpfd, tmp, sp->dirfd, name) == -1) {
+		e = errno;
+		(void)unlinkat(tmpfd, tmp, 0);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+check_empty_or_ours(int dirfd)
+{
+	struct dirent *de;
+	DIR *d;
+	size_t i;
+	int fd, ours = 1;
+
+	if ((fd = dup(dirfd)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			(void)close_fd(fd);
+		return -1;
+	}
+	while (ours && (errno = 0, de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		for (ours = 0, i = 0; i < sizeof(topnames) / sizeof(topnames[0]);
+		    i++)
+			if (strcmp(de->d_name, topnames[i]) == 0)
+				ours = 1;
+	}
+	(void)closedir(d);	/* read-only */
+	if (!ours) {
+		errno = EEXIST;
+		return -1;
+	}
+	return 0;
+}
+
+/* Make the new spool's own name durable. */
+static int
+sync_parent(const char *dir)
+{
+	char *copy, *slash;
+	int fd, r, e;
+
+	if ((copy = strdup(dir)) == NULL)
+		return -1;
+	for (slash = copy + strlen(copy); slash > copy + 1 && slash[-1] == '/';)
+		*--slash = '\0';
+	if ((slash = strrchr(copy, '/')) == NULL)
+		strcpy(copy, ".");
+	else if (slash == copy)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	/* The parent is the user's: it may be reached through symlinks. */
+	fd = open(copy, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(copy);
+	if (fd == -1)
+		return -1;
+	r = sync_fd(fd);
+	e = errno;
+	(void)close_fd(fd);
+	errno = e;
+	return r;
+}
+
+int
+spool_init(const char *dir, const char *groupname)
+{
+	struct spool sp;
+	struct group *gr = NULL;
+	char buf[64];
+	size_t i;
+	int made, fd, tmpfd = -1, e;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.group = groupname != NULL;
+	if (groupname != NULL && (gr = getgrnam(groupname)) == NULL) {
+		errno = ESRCH;
+		return -1;
+	}
+	made = mkdir(dir, sp.group ? 02770 : 0777) == 0;
+	if (!made && errno != EEXIST)
+		return -1;
+	if ((sp.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -1;
+	if (read_small(sp.dirfd, "format", buf, sizeof(buf)) == 0) {
+		if (strcmp(buf, "1\n") != 0) {
+			errno = EPROTO;
+			goto fail;
+		}
+	} else if (errno != ENOENT || check_empty_or_ours(sp.dirfd) == -1)
+		goto fail;
+	if (gr != NULL && (fchown(sp.dirfd, (uid_t)-1, gr->gr_gid) == -1 ||
+	    fchmod(sp.dirfd, 02770) == -1))
+		goto fail;
+	for (i = 0; i < NSUBDIRS; i++) {
+		if (mkdir_mode(&sp, sp.dirfd, subdirs[i]) == -1) {
+			if (errno != EEXIST)
+				goto fail;
+			if (gr != NULL && (fchownat(sp.dirfd, subdirs[i],
+			    (uid_t)-1, gr->gr_gid, AT_SYMLINK_NOFOLLOW) == -1 ||
+			    fchmodat(sp.dirfd, subdirs[i], 02770, 0) == -1))
+				goto fail;
+		}
+		if ((fd = openat(sp.dirfd, subdirs[i], O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1)
+			goto fail;
+		if (i == 0)
+			tmpfd = fd;
+		else
+			(void)close_fd(fd);	/* read-only directory */
+	}
+	if (faccessat(sp.dirfd, "config", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
+	    write_top_file(&sp, tmpfd, "config", default_config) == -1)
+		goto fail;
+	/* The format file last: until it is there, this is not a spool. */
+	if (sync_dir(sp.dirfd, ".") == -1)
+		goto fail;
+	if (faccessat(sp.dirfd, "format", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
+	    (write_top_file(&sp, tmpfd, "format", "1\n") == -1 ||
+	    sync_dir(sp.dirfd, ".") == -1))
+		goto fail;
+	if (made && sync_parent(dir) == -1)
+		goto fail;
+	(void)close_fd(tmpfd);
+	(void)close_fd(sp.dirfd);
+	return 0;
+fail:
+	e = errno;
+	if (tmpfd != -1)
+		(void)close_fd(tmpfd);
+	(void)close_fd(sp.dirfd);
+	errno = e;
+	return -1;
+}

@@ -1,0 +1,83 @@
+/*
+ * Redrive: a person puts parked jobs back in new/, unchanged.  Only a job
+ * in dead/ now may go, so of two operators redriving one job, the second
+ * finds it gone from dead/ and is refused.  The token is kept (never
+ * lowered), attempts start again, the deadline is fresh, the cycle counts.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int
+redrive_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
+{
+	struct spool_item *it = (struct spool_item *)b->arg + i;
+	const struct spool_operator *op = b->op;
+	struct rec r;
+
+	if (j->cur.loc != SPOOL_DEAD || (j->cur.se && !op->reconciled)) {
+		it->res.status = 1;
+		it->res.refusal = j->cur.loc == SPOOL_ABSENT ? SPOOL_NO_JOB :
+		    j->cur.loc != SPOOL_DEAD ? SPOOL_NO_NOT_PARKED :
+		    SPOOL_NO_UNRECONCILED;
+		it->res.state = j->cur.loc;
+		it->res.token = j->cur.tok;
+		return 0;
+	}
+	rec_next(j, &r, EV_REDRIVE, b->now);
+	r.loc = SPOOL_NEW;
+	r.eligible = b->now;
+	r.att = 0;
+	r.cyc = j->cur.cyc + 1;
+	r.deadline = b->now + j->cur.ttl;
+	r.se = 0;
+	(void)snprintf(r.by, sizeof(r.by), "%s", op->by);
+	(void)snprintf(r.note, sizeof(r.note), "%s", op->note);
+	if (job_record(j, &r) == -1 || job_commit(j) == -1)
+		return -1;
+	crash_point("redrive-recorded");
+	if (publish_new(sp, sp->deadfd, it->id, it->id, b->now, &b->ds) == -1)
+		return -1;
+	crash_point("redrive-moved");
+	it->res.state = SPOOL_NEW;
+	it->res.token = r.tok;
+	it->res.changed = 1;
+	if (audit_add(&b->ab, sp, it->id, &r, "redrive") == -1)
+		return -1;
+	it->res.changed = 0;
+	return 0;
+}
+
+static const char *
+redrive_item(struct batch *b, size_t i, struct spool_result **res)
+{
+	struct spool_item *it = (struct spool_item *)b->arg + i;
+
+	memset(&it->res, 0, sizeof(it->res));
+	*res = &it->res;
+	return spool_valid_id(it->id) ? it->id : NULL;
+}
+
+int
+spool_redrive(struct spool *sp, const struct spool_operator *op,
+    struct spool_item *items, size_t n)
+{
+	struct batch b;
+
+	if (!spool_valid_note(op->by) || !spool_valid_note(op->note)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&b, 0, sizeof(b));
+	b.n = n;
+	b.item = redrive_item;
+	b.one = redrive_one;
+	b.arg = items;
+	b.op = op;
+	b.name = "redrive";
+	return batch_run(sp, &b);
+}

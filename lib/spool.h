@@ -1,0 +1,270 @@
+/*
+ * libspool: a durable job queue that is a directory.
+ *
+ * A spool is a directory.  Each job is one file holding its payload bytes,
+ * never rewritten; the job's state is the directory its file is in (new/,
+ * leased/, done/, dead/), and every change of state is one rename(2).  The
+ * mutable facts about a job (lease token, attempts, cycles, lease holder,
+ * history) live in its sidecar, meta/ID, an append-only record log that is
+ * read and extended under flock(2).  Every transition also appends one line
+ * to the audit log.  spool-layout.md is the complete on-disk specification;
+ * this header is the programming contract.
+ *
+ * Calling sequence:
+ *
+ *	sp = spool_open(dir);                      once per process
+ *	spool_enqueue(sp, jobs, n);                producers
+ *	spool_claim(sp, &opts, out, max, &n);      workers ...
+ *	spool_renew(sp, id, token, lease, &res);   ... while they work
+ *	spool_finish(sp, fins, n);                 ... when they are done
+ *	spool_redrive(sp, &op, items, n);          operators
+ *	spool_close(sp);
+ *
+ * Return convention: functions return 0 on success and -1 with errno set on
+ * failure.  Batch calls (enqueue, finish, redrive) report on every item in its
+ * own struct spool_result and return -1 only when something went wrong that
+ * is not about one item; spool_claim returns 1 (claimed), 0 (nothing
+ * eligible) or -1.  The library never prints and never exits.
+ *
+ * Durability: when a call reports an item done, that item's transition is
+ * durable: file data fsync'd before its name was published, every directory
+ * renamed into fsync'd after the last rename there, the sidecar record and
+ * the audit line fsync'd.  A batch shares its directory and audit fsyncs.
+ *
+ * After a crash: a transition is complete when its rename is; the sidecar
+ * record written before it is void until then and is marked so by the next
+ * writer.  Every call that touches a job first settles what an interrupted
+ * transition left behind (spool-layout.md, "Crashes"), so a crash never
+ * needs a person.
+ *
+ * Threads: a struct spool may be used by one thread at a time.
+ */
+#ifndef SPOOL_H
+#define SPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SPOOL_FORMAT	1	/* on-disk format this library reads and writes */
+#define SPOOL_ID_MAX	128	/* longest ID, note, owner or trace, in bytes */
+#define SPOOL_DETAIL_MAX 200	/* longest detail kept, in bytes */
+#define SPOOL_BATCH_MAX	1024	/* most items one call may carry */
+
+struct spool;
+
+/* Where a job is. */
+enum spool_state {
+	SPOOL_ABSENT,		/* no such job (or its file was never published) */
+	SPOOL_NEW,		/* queued: ready, or scheduled for later */
+	SPOOL_LEASED,		/* claimed, under a lease */
+	SPOOL_DONE,		/* finished ok (or dropped) */
+	SPOOL_DEAD		/* parked, waiting for a person */
+};
+
+/* How a delivery ended. */
+enum spool_outcome {
+	SPOOL_OK = 1,		/* to done/ */
+	SPOOL_RETRY,		/* to new/ after a delay, unless spent */
+	SPOOL_PERMANENT,	/* to dead/ at once */
+	SPOOL_RELEASE		/* to new/ unused, attempt not spent */
+};
+
+/* The closed set of failure classes (SEMANTICS.md section 5). */
+enum spool_class {
+	SPOOL_CLASS_NONE,
+	SPOOL_CLASS_TRANSIENT,
+	SPOOL_CLASS_RATE_LIMITED,
+	SPOOL_CLASS_DEPENDENCY_DOWN,
+	SPOOL_CLASS_INVALID_INPUT,
+	SPOOL_CLASS_PERMISSION,
+	SPOOL_CLASS_CANCELLED,
+	SPOOL_CLASS_UNKNOWN_SIDE_EFFECT,
+	SPOOL_CLASS_CRASHED,
+	SPOOL_CLASS_TIMEOUT,
+	SPOOL_CLASS_LEASE_EXPIRED
+};
+
+/* Why a job is parked in dead/. */
+enum spool_reason {
+	SPOOL_REASON_NONE,
+	SPOOL_REASON_PERMANENT,		/* finished permanent */
+	SPOOL_REASON_EXHAUSTED,		/* attempts spent */
+	SPOOL_REASON_DEADLINE,		/* its deadline passed */
+	SPOOL_REASON_SIDE_EFFECT	/* class unknown-side-effect: reconcile */
+};
+
+/* Why an item was refused: a negative answer, not an error. */
+enum spool_refusal {
+	SPOOL_NO_NONE,
+	SPOOL_NO_EXISTS,	/* enqueue: the ID is queued, leased or parked */
+	SPOOL_NO_JOB,		/* no job has this ID */
+	SPOOL_NO_STALE,		/* token is not the current one */
+	SPOOL_NO_NOT_LEASED,	/* finish/renew: the job is not leased */
+	SPOOL_NO_NOT_PARKED,	/* redrive: the job is not in dead/ */
+	SPOOL_NO_UNRECONCILED	/* redrive: side effect may have happened */
+};
+
+/* What became of one item of a batch call. */
+struct spool_result {
+	int status;		/* 0 done, 1 refused, -1 failed */
+	int refusal;		/* status 1: enum spool_refusal */
+	int err;		/* status -1: errno */
+	int changed;		/* status -1: the transition took effect but
+				   was not made durable (retrying is safe) */
+	enum spool_state state;	/* refused: where the job is; done: where it
+				   went */
+	uint64_t token;		/* the job's current token */
+	int reason;		/* done into dead/: enum spool_reason */
+};
+
+/*
+ * Open the spool at dir.  Checks the format version (EPROTO if this library
+ * does not know it, ENOTDIR/ENOENT if dir is not a spool) and reads the
+ * spool's defaults from its config file (EINVAL if malformed).  Returns NULL
+ * with errno set on failure.
+ */
+struct spool *spool_open(const char *dir);
+void spool_close(struct spool *sp);
+
+/*
+ * Create the spool layout at dir, or complete a layout that an interrupted
+ * init left.  Idempotent.  Refuses (EEXIST) a directory that holds anything
+ * that is not part of a spool, and (EPROTO) a spool of another format.
+ * group: NULL, or a group name; then the directories are setgid and owned by
+ * that group and every file the spool creates is group-writable.
+ */
+int spool_init(const char *dir, const char *group);
+
+/* Enqueue. */
+struct spool_job {
+	/* in */
+	const char *id;		/* NULL: a UUID is made and put in idbuf */
+	int fd;			/* payload, read to end of file */
+	const char *trace;	/* trace/correlation ID, or NULL */
+	int max_attempts;	/* 0: the spool's default */
+	int64_t deadline_ms;	/* time allowed from now; -1: default */
+	int64_t delay_ms;	/* eligible after this long; 0: at once */
+	/* out */
+	char idbuf[SPOOL_ID_MAX + 1];
+	struct spool_result res;
+};
+
+/*
+ * Publish each job: its payload is copied into tmp/, fsync'd, recorded in
+ * its sidecar, then renamed into new/.  An ID that is queued, leased or
+ * parked is refused (SPOOL_NO_EXISTS, res.state says where).  An ID whose
+ * job is done starts a new cycle, and the previous cycle's file leaves
+ * done/ in the same call.  IDs must pass spool_valid_id().
+ */
+int spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n);
+
+/* Claim. */
+struct spool_claim_opts {
+	int64_t lease_ms;	/* lease length; 0: the spool's default */
+	const char *owner;	/* lease holder's name (spool_valid_owner) */
+};
+
+struct spool_lease {
+	char id[SPOOL_ID_MAX + 1];
+	uint64_t token;		/* fencing token, strictly increasing per ID */
+	int attempt;		/* 1 for the first delivery of a cycle */
+	int cycle;		/* 1 for the first cycle */
+	int64_t lease_until;	/* ms since the epoch */
+	char trace[SPOOL_ID_MAX + 1];
+	char *path;		/* absolute path of the job file (malloc'd;
+				   spool_free_leases() frees) */
+};
+
+/*
+ * Claim up to max eligible jobs, oldest eligible time first.  Expired leases
+ * are taken over first (each with a higher token); a job whose attempts are
+ * spent, or whose deadline has passed, parks instead of being delivered.
+ * Returns 1 with *n > 0 leases in out, 0 when nothing is eligible, -1 on
+ * error (if the error came after some jobs changed state, *n says how many
+ * and errno is that of the failure: those leases are not durable and will
+ * simply expire).
+ */
+int spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
+    struct spool_lease *out, size_t max, size_t *n);
+void spool_free_leases(struct spool_lease *l, size_t n);
+
+/*
+ * Extend the lease that token names to now + lease_ms (0: the spool's
+ * default).  Refused (SPOOL_NO_STALE) if another claim took the job,
+ * (SPOOL_NO_NOT_LEASED) if the job is no longer leased.
+ */
+int spool_renew(struct spool *sp, const char *id, uint64_t token,
+    int64_t lease_ms, struct spool_result *res);
+
+/* Finish. */
+struct spool_finish {
+	/* in */
+	const char *id;
+	uint64_t token;
+	enum spool_outcome outcome;
+	enum spool_class class;	/* retry, permanent: why it failed */
+	const char *detail;	/* short text, sanitised and cut to
+				   SPOOL_DETAIL_MAX; or NULL */
+	int64_t delay_ms;	/* retry, release: eligible again after this
+				   long; -1: backoff (retry) or at once */
+	/* out */
+	struct spool_result res;
+};
+
+/*
+ * End a delivery, as SEMANTICS.md section 5 says.  A stale token is refused
+ * and changes nothing.  Repeating a finish that this token already made with
+ * the same outcome succeeds and changes nothing.  A retry whose attempts are
+ * spent parks as exhausted, one whose next eligible time would pass the
+ * deadline parks as deadline, and class unknown-side-effect always parks for
+ * reconciliation; res.state and res.reason say which.
+ */
+int spool_finish(struct spool *sp, struct spool_finish *f, size_t n);
+
+/* Operator actions. */
+struct spool_operator {
+	const char *by;		/* who: spool_valid_note() */
+	const char *note;	/* why: a ticket, spool_valid_note() */
+	int reconciled;		/* the operator checked the side effect */
+};
+
+struct spool_item {
+	const char *id;
+	struct spool_result res;
+};
+
+/*
+ * Put parked jobs back in new/, unchanged, eligible at once: attempts reset,
+ * a fresh deadline, one more cycle, token kept.  Refused unless the job is in
+ * dead/ now (SPOOL_NO_NOT_PARKED), and for a job flagged as possibly having
+ * had its side effect unless op->reconciled (SPOOL_NO_UNRECONCILED).
+ */
+int spool_redrive(struct spool *sp, const struct spool_operator *op,
+    struct spool_item *items, size_t n);
+
+/* Validation and parsing, shared by every command (return 1 if valid). */
+int spool_valid_id(const char *s);	/* [A-Za-z0-9._-], first alnum, <=128 */
+int spool_valid_note(const char *s);	/* same alphabet: ops, INC-4411 */
+int spool_valid_owner(const char *s);	/* also ':' and '@': host:pid */
+
+/* "500ms", "30s", "5m", "2h", "7d"; a bare number is seconds.  0 or -1. */
+int spool_parse_duration(const char *s, int64_t *ms);
+/* A decimal token, 1 .. 2^63-1.  0 or -1. */
+int spool_parse_token(const char *s, uint64_t *token);
+/* Names as the commands and files spell them; -1 if unknown. */
+int spool_outcome_from_name(const char *s);
+int spool_class_from_name(const char *s);
+const char *spool_outcome_name(int outcome);
+const char *spool_class_name(int class);
+const char *spool_reason_name(int reason);
+const char *spool_state_name(int state);	/* "new", "done", ... */
+const char *spool_refusal_name(int refusal);	/* a short phrase */
+
+/* Counters of the system calls that cost: for benchmarks and tests. */
+struct spool_counters {
+	unsigned long fsyncs;	/* fsync + fdatasync */
+	unsigned long renames;
+};
+void spool_get_counters(struct spool_counters *c);
+
+#endif

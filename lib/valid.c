@@ -1,0 +1,176 @@
+/*
+ * The one place that decides what is a valid ID, note, owner, duration or
+ * token, and how outcomes, classes and reasons are spelled.  Every string
+ * from outside passes through here before it reaches a path or a file.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int
+is_alnum(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9');
+}
+
+static int
+valid_word(const char *s, const char *extra)
+{
+	size_t i;
+
+	if (s == NULL || !is_alnum((unsigned char)s[0]))
+		return 0;
+	for (i = 0; s[i] != '\0'; i++) {
+		if (i >= SPOOL_ID_MAX)
+			return 0;
+		if (!is_alnum((unsigned char)s[i]) && s[i] != '.' &&
+		    s[i] != '_' && s[i] != '-' &&
+		    (extra == NULL || strchr(extra, s[i]) == NULL))
+			return 0;
+	}
+	return 1;
+}
+
+int
+spool_valid_id(const char *s)
+{
+	return valid_word(s, NULL);
+}
+
+int
+spool_valid_note(const char *s)
+{
+	return valid_word(s, NULL);
+}
+
+int
+spool_valid_owner(const char *s)
+{
+	return valid_word(s, ":@");
+}
+
+/* Digits only, no sign, no overflow past max. */
+static int
+parse_digits(const char *s, size_t len, uint64_t max, uint64_t *v)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	if (len == 0)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		if (n > (max - (uint64_t)(s[i] - '0')) / 10)
+			return -1;
+		n = n * 10 + (uint64_t)(s[i] - '0');
+	}
+	*v = n;
+	return 0;
+}
+
+/* Up to 100 years: far enough for any deadline, far from overflow. */
+#define DURATION_MAX	((uint64_t)100 * 366 * 86400 * 1000)
+
+int
+spool_parse_duration(const char *s, int64_t *ms)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t ms;
+	} units[] = {
+		{ "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 },
+		{ "d", 86400000 }, { "", 1000 }
+	};
+	size_t len, digits, i;
+	uint64_t v;
+
+	if (s == NULL)
+		return -1;
+	len = strlen(s);
+	for (digits = 0; digits < len && s[digits] >= '0' && s[digits] <= '9';)
+		digits++;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(s + digits, units[i].suffix) != 0)
+			continue;
+		if (parse_digits(s, digits, DURATION_MAX, &v) == -1 ||
+		    v > DURATION_MAX / units[i].ms)
+			return -1;
+		*ms = (int64_t)(v * units[i].ms);
+		return 0;
+	}
+	return -1;
+}
+
+int
+spool_parse_token(const char *s, uint64_t *token)
+{
+	uint64_t v;
+
+	if (s == NULL || parse_digits(s, strlen(s), INT64_MAX, &v) == -1 ||
+	    v == 0)
+		return -1;
+	*token = v;
+	return 0;
+}
+
+static const char *const outcomes[] = {
+	NULL, "ok", "retry", "permanent", "release"
+};
+
+static const char *const classes[] = {
+	"-", "transient", "rate-limited", "dependency-down", "invalid-input",
+	"permission", "cancelled", "unknown-side-effect", "crashed", "timeout",
+	"lease-expired"
+};
+
+static const char *const reasons[] = {
+	"-", "permanent", "exhausted", "deadline", "side-effect"
+};
+
+static const char *const states[] = {
+	"absent", "new", "leased", "done", "dead"
+};
+
+static const char *const refusals[] = {
+	"refused", "already queued", "no such job", "stale token",
+	"not leased", "not parked", "side effect not reconciled"
+};
+
+#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int
+lookup(const char *const *names, int n, const char *s)
+{
+	int i;
+
+	for (i = 1; i < n; i++)
+		if (s != NULL && strcmp(names[i], s) == 0)
+			return i;
+	return -1;
+}
+
+static const char *
+name_of(const char *const *names, int n, int v)
+{
+	return v >= 0 && v < n && names[v] != NULL ? names[v] : "?";
+}
+
+int spool_outcome_from_name(const char *s) { return lookup(outcomes, NELEM(outcomes), s); }
+int spool_class_from_name(const char *s) { return lookup(classes, NELEM(classes), s); }
+const char *spool_outcome_name(int v) { return name_of(outcomes, NELEM(outcomes), v); }
+const char *spool_class_name(int v) { return name_of(classes, NELEM(classes), v); }
+const char *spool_reason_name(int v) { return name_of(reasons, NELEM(reasons), v); }
+const char *spool_state_name(int v) { return name_of(states, NELEM(states), v); }
+const char *spool_refusal_name(int v) { return name_of(refusals, NELEM(refusals), v); }
+
+/* For the sidecar reader: reasons are parsed as well as printed. */
+int
+reason_from_name(const char *s)
+{
+	int v = lookup(reasons, NELEM(reasons), s);
+
+	return v == -1 && strcmp(s, "-") == 0 ? 0 : v;
+}
