@@ -161,13 +161,13 @@ where(int state)
 {
 	switch (state) {
 	case SPOOL_NEW:
-		return "it is queued in new/";
+		return "the job is in new/";
 	case SPOOL_LEASED:
-		return "it is leased (in leased/)";
+		return "the job is in leased/";
 	case SPOOL_DONE:
-		return "it is in done/";
+		return "the job is in done/";
 	case SPOOL_DEAD:
-		return "it is parked in dead/";
+		return "the job is in dead/";
 	default:
 		return "there is no such job";
 	}
@@ -187,7 +187,7 @@ report(const char *id, const struct spool_result *res)
 			break;
 		case SPOOL_NO_STALE:
 			say("%s: stale token: the current token is %" PRIu64
-			    " (%s)", id, res->token, where(res->state));
+			    " and %s", id, res->token, where(res->state));
 			break;
 		case SPOOL_NO_UNRECONCILED:
 			say("%s: its side effect may have happened: reconcile "

@@ -135,7 +135,7 @@ static const char *const states[] = {
 };
 
 static const char *const refusals[] = {
-	"refused", "already queued", "no such job", "stale token",
+	"refused", "duplicate ID", "no such job", "stale token",
 	"not leased", "not parked", "side effect not reconciled"
 };
 

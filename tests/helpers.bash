@@ -1,0 +1,64 @@
+# Shared by every bats file: a fresh spool per test, and the checks that
+# say a spool is consistent.  Load with: load helpers
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+	export PATH="$BATS_TEST_DIRNAME/../bin:$PATH"
+	export SPOOL_DIR="$BATS_TEST_TMPDIR/spool"
+	export SPOOL_HOST=testhost
+	unset SPOOL_TEST_CRASH SPOOL_TEST_NOW SPOOL_TEST_NOREPLACE
+	spool-init
+}
+
+# Every name and mode in the spool, and the checksum of every file: two
+# snapshots are equal when the spool is byte-for-byte unchanged.
+snapshot() {
+	(cd "$SPOOL_DIR" && find . -printf '%y %m %s %p\n' | LC_ALL=C sort &&
+	    find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+}
+
+# The IDs whose file is in STATE (new, leased, done, dead), one a line.
+ids_in() {
+	case $1 in
+	new) find "$SPOOL_DIR/new" -type f -printf '%f\n' | sed 's/,[0-9]*$//' ;;
+	leased) find "$SPOOL_DIR/leased" -type f -printf '%f\n' | sed 's/,[0-9]*$//' ;;
+	*) find "$SPOOL_DIR/$1" -type f -printf '%f\n' ;;
+	esac | LC_ALL=C sort
+}
+
+# The state an ID's file is in; fails unless it is in exactly one.
+state_of() {
+	local s n=0 found=
+	for s in new leased done dead; do
+		if ids_in "$s" | grep -qxF -- "$1"; then
+			n=$((n + $(ids_in "$s" | grep -cxF -- "$1")))
+			found=$s
+		fi
+	done
+	[ "$n" -eq 1 ] || { echo "$1 has $n files" >&2; return 1; }
+	echo "$found"
+}
+
+# The path of an ID's job file, wherever it is.
+path_of() {
+	find "$SPOOL_DIR/new" "$SPOOL_DIR/leased" "$SPOOL_DIR/done" \
+	    "$SPOOL_DIR/dead" -type f \( -name "$1" -o -name "$1,*" \)
+}
+
+# No ID has files in two states, or two files in one; tmp/ is empty.
+check_invariants() {
+	local dups
+	dups=$(for s in new leased done dead; do ids_in "$s"; done | uniq -d)
+	[ -z "$dups" ] || { echo "in two places: $dups" >&2; return 1; }
+}
+
+# Fail with a diff unless the file's content is the given text.
+assert_file() {
+	diff -u <(printf '%s' "$2") "$1"
+}
+
+# The audit log with its first and last fields (time, writer) removed.
+audit_events() {
+	cat "$SPOOL_DIR"/audit/*.log | cut -d' ' -f2-10
+}
