@@ -1,5 +1,6 @@
 # spool: a Unix filesystem job spool.  Plain make; see README.md.
 PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -7,12 +8,11 @@ WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CPPFLAGS += -Ilib
 LDLIBS = -luuid
 ifeq ($(SAN),1)
-CFLAGS += -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+CFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-LIBSRC = $(wildcard lib/*.c)
-LIBOBJ = $(LIBSRC:.c=.o)
+LIBOBJ = $(patsubst %.c,%.o,$(wildcard lib/*.c))
 CMDS = spool-init spool-enqueue spool-claim spool-renew spool-finish spool-redrive
 BINS = $(addprefix bin/,$(CMDS))
 
@@ -22,15 +22,33 @@ lib/libspool.a: $(LIBOBJ)
 	$(AR) rcs $@ $(LIBOBJ)
 
 $(LIBOBJ): lib/spool.h lib/internal.h
-bin/common.o: bin/common.h lib/spool.h
+bin/common.o $(BINS:=.o): bin/common.h lib/spool.h
 
-%.o: %.c
+.c.o:
 	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS) -c -o $@ $<
 
-bin/spool-%: bin/spool-%.o bin/common.o lib/libspool.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BINS): %: %.o bin/common.o lib/libspool.a
+	$(CC) $(LDFLAGS) -o $@ $@.o bin/common.o lib/libspool.a $(LDLIBS)
+
+# Installs what is missing (as root) or says what to install.
+deps:
+	@tests/deps.sh
+
+check: deps
+	@$(MAKE) --no-print-directory all
+	@tests/run
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@contrib/demo.sh
+
+install: all
+	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7
+	cp $(BINS) $(DESTDIR)$(BINDIR)/
+	cp man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	cp man/*.7 $(DESTDIR)$(MANDIR)/man7/
 
 clean:
 	rm -f lib/*.o lib/libspool.a bin/*.o $(BINS)
 
-.PHONY: all clean
+.PHONY: all deps check demo install clean

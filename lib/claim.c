@@ -25,6 +25,7 @@
 #define HELD_MAX	64	/* jobs kept locked before a group commit */
 #define BUCKET_GRACE	2000	/* ms before an empty past bucket goes */
 #define NO_EXPIRY	INT64_MAX
+#define RESCAN_MS	1000	/* longest a scan trusts what it did not see */
 
 struct claim {
 	struct spool *sp;
@@ -362,7 +363,10 @@ out:
  * make a lease lower it if they must; a claim that finds it past reads all
  * of leased/ under the hint's lock, takes over what expired and writes the
  * earliest expiry it saw.  A claimer lowers the hint only after its renames,
- * under the same lock, so a scan can never overwrite a lease it missed.
+ * under the same lock, so a scan cannot overwrite a lease it missed.  But a
+ * claimer killed between its renames and that update leaves a lease the
+ * hint does not know, so a scan never writes a time more than RESCAN_MS
+ * ahead: such a lease is taken over at most that late.
  */
 static int64_t
 hint_read(int fd)
@@ -424,7 +428,7 @@ scan_leased(struct claim *c, int hintfd)
 		(void)close_fd(fd);
 		return -1;
 	}
-	c->min_until = NO_EXPIRY;
+	c->min_until = c->now + RESCAN_MS;
 	while ((errno = 0, de = readdir(d)) != NULL) {
 		if (parse_leased_name(de->d_name, id, &tok) == -1)
 			continue;
@@ -435,9 +439,7 @@ scan_leased(struct claim *c, int hintfd)
 		if ((rv = take(c, c->sp->leasedfd, de->d_name, id,
 		    SPOOL_LEASED, tok)) == -1)
 			break;
-		/* A busy lease is being finished or renewed: look again. */
-		if (rv == 1 && c->now + 1000 < c->min_until)
-			c->min_until = c->now + 1000;
+		/* A busy lease is being finished or renewed: seen soon. */
 		rv = 0;
 	}
 	complete = rv == 0 && (de != NULL || errno == 0);
