@@ -150,9 +150,10 @@ const char *
 opt_word(const char *opt, const char *arg, int (*valid)(const char *))
 {
 	if (!valid(arg))
-		die(EXIT_PERM, "%s: bad value (letters, digits, '.', '_' and "
-		    "'-', starting with a letter or digit, at most %d bytes)",
-		    opt, SPOOL_ID_MAX);
+		die(EXIT_PERM, "%s: bad value (letters, digits, '.', '_', "
+		    "'-'%s, starting with a letter or digit, at most %d bytes)",
+		    opt, valid == spool_valid_owner ? ", ':', '@'" : "",
+		    SPOOL_ID_MAX);
 	return arg;
 }
 
@@ -201,6 +202,11 @@ report(const char *id, const struct spool_result *res)
 	default:
 		if (res->err == EINVAL) {
 			say("%s: invalid request", id);
+			return EXIT_PERM;
+		}
+		if (res->err == ERANGE) {
+			say("%s: --delay reaches past the deadline: the job "
+			    "could never be delivered", id);
 			return EXIT_PERM;
 		}
 		if (res->err == EUCLEAN) {

@@ -1,4 +1,6 @@
 /* spool-enqueue: publish one job per FILE (stdin when none); print IDs. */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -67,8 +69,6 @@ main(int argc, char **argv)
 	if (tmpl.id != NULL && nfiles > 1)
 		die(EXIT_PERM, "--id names one job: give one FILE");
 	sp = open_spool(spool_dir(dir));
-	if (tmpl.deadline_ms != -1 && tmpl.delay_ms >= tmpl.deadline_ms)
-		die(EXIT_PERM, "--delay reaches past --deadline");
 	if ((jobs = calloc(CHUNK, sizeof(*jobs))) == NULL)
 		die(EXIT_TEMP, "%s", strerror(errno));
 	for (i = 0; i < nfiles; i += n) {
@@ -82,7 +82,14 @@ main(int argc, char **argv)
 			const char *f = files[i + k];
 			int fd = strcmp(f, "-") == 0 ? dup(0) :
 			    open(f, O_RDONLY | O_CLOEXEC);
+			struct stat st;
 
+			if (fd != -1 && fstat(fd, &st) == 0 &&
+			    S_ISDIR(st.st_mode)) {
+				(void)close(fd);
+				fd = -1;
+				errno = EISDIR;
+			}
 			if (fd == -1) {
 				say("%s: %s", f, strerror(errno));
 				status = worst(status, errno == ENOENT ||

@@ -44,6 +44,8 @@ main(int argc, char **argv)
 		die(EXIT_PERM, "%s: no such group", group);
 	case ENOTDIR:
 		die(EXIT_PERM, "%s: not a directory", dir);
+	case ENOENT:
+		die(EXIT_PERM, "%s: no such parent directory", dir);
 	default:
 		die(EXIT_TEMP, "%s: %s", dir, strerror(errno));
 	}

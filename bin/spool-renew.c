@@ -36,7 +36,9 @@ main(int argc, char **argv)
 	}
 	if (argc - optind != 2)
 		usage();
-	id = opt_word("ID", argv[optind], spool_valid_id);
+	id = argv[optind];
+	if (!spool_valid_id(id))
+		die(EXIT_PERM, "%.140s: bad ID", id);
 	if (spool_parse_token(argv[optind + 1], &token) == -1)
 		die(EXIT_PERM, "%s: bad token (a number from 1 to 2^63-1)", id);
 	sp = open_spool(spool_dir(dir));

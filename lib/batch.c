@@ -57,11 +57,19 @@ batch_run(struct spool *sp, struct batch *b)
 	for (k = 0; k < m; k++) {
 		struct spool_result *r = res[order[k]];
 
+		/*
+		 * An ID named twice acts on the job as the first left it,
+		 * as two calls in a row would (the sort keeps their order).
+		 */
 		if (k > 0 && strcmp(ids[order[k]], ids[order[k - 1]]) == 0) {
-			failed(r, EINVAL, 0);	/* one job, once a call */
-			continue;
-		}
-		if (job_open(sp, ids[order[k]], 0, 0, &jobs[order[k]],
+			if (jobs[order[k - 1]].fd == -1) {
+				*r = *res[order[k - 1]];
+				continue;
+			}
+			jobs[order[k]] = jobs[order[k - 1]];
+			jobs[order[k - 1]].fd = -1;
+			jobs[order[k - 1]].finishes = NULL;
+		} else if (job_open(sp, ids[order[k]], 0, 0, &jobs[order[k]],
 		    &b->ab) == -1) {
 			if (errno == ENOENT) {
 				r->status = 1;

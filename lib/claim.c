@@ -488,14 +488,13 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 		rv = -1;
 		e = errno;
 	}
-	if (rv == 0 && c->our_until != NO_EXPIRY) {
-		if (lock_fd(hintfd, 0) == -1 ||
-		    (c->our_until < hint_read(hintfd) &&
-		    hint_write(hintfd, c->our_until) == -1)) {
-			rv = -1;
-			e = errno;
-		}
-	}
+	/*
+	 * The leases are durable now.  If the hint cannot be lowered, they
+	 * are still taken over when due, at most RESCAN_MS late.
+	 */
+	if (rv == 0 && c->our_until != NO_EXPIRY && lock_fd(hintfd, 0) == 0 &&
+	    c->our_until < hint_read(hintfd))
+		(void)hint_write(hintfd, c->our_until);
 	(void)close_fd(hintfd);	/* and its lock */
 	if (rv == 0)
 		crash_point("claim-logged");

@@ -77,13 +77,20 @@ fail:
 	return -1;
 }
 
+/* 0, or the errno for a job that cannot be taken: ERANGE if it could
+ * never be delivered (eligible only after its deadline). */
 static int
-valid_job(const struct spool_job *in)
+check_job(struct spool *sp, const struct spool_job *in)
 {
-	return (in->id == NULL || spool_valid_id(in->id)) &&
-	    (in->trace == NULL || spool_valid_id(in->trace)) &&
-	    in->max_attempts >= 0 && in->delay_ms >= 0 &&
-	    (in->deadline_ms == -1 || in->deadline_ms > 0);
+	if ((in->id != NULL && !spool_valid_id(in->id)) ||
+	    (in->trace != NULL && !spool_valid_id(in->trace)) ||
+	    in->max_attempts < 0 || in->delay_ms < 0 ||
+	    (in->deadline_ms != -1 && in->deadline_ms <= 0))
+		return EINVAL;
+	if (in->delay_ms >= (in->deadline_ms == -1 ? sp->deadline_ms :
+	    in->deadline_ms))
+		return ERANGE;
+	return 0;
 }
 
 /* Take the lock, check the ID is free (or done), write the record. */
@@ -163,8 +170,8 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 	for (i = 0; i < n; i++) {
 		memset(&jobs[i].res, 0, sizeof(jobs[i].res));
 		p[i].in = &jobs[i];
-		if (!valid_job(&jobs[i])) {
-			fail_item(&jobs[i].res, EINVAL, 0);
+		if ((e = check_job(sp, &jobs[i])) != 0) {
+			fail_item(&jobs[i].res, e, 0);
 			continue;
 		}
 		if (jobs[i].id == NULL) {

@@ -241,8 +241,10 @@ static int
 cmp_ids(const void *a, const void *b, void *ids)
 {
 	const char **v = ids;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	int c = strcmp(v[i], v[j]);
 
-	return strcmp(v[*(const size_t *)a], v[*(const size_t *)b]);
+	return c != 0 ? c : (i > j) - (i < j);	/* stable */
 }
 
 /*

@@ -118,10 +118,12 @@ struct spool_result {
 };
 
 /*
- * Open the spool at dir.  Checks the format version (EPROTO if this library
- * does not know it, ENOTDIR/ENOENT if dir is not a spool) and reads the
- * spool's defaults from its config file (EINVAL if malformed).  Returns NULL
- * with errno set on failure.
+ * Open the spool at dir.  Checks the format version and reads the spool's
+ * defaults from its config file.  Returns NULL with errno set on failure:
+ * ENOENT or ENOTDIR (no such directory), ENODATA (a directory but not a
+ * spool: no format file), EPROTO (a format this library does not know),
+ * EBADMSG (config malformed), EUCLEAN (a state directory is missing or is
+ * not a directory), or that of a failed system call.
  */
 struct spool *spool_open(const char *dir);
 void spool_close(struct spool *sp);
@@ -154,7 +156,10 @@ struct spool_job {
  * its sidecar, then renamed into new/.  An ID that is queued, leased or
  * parked is refused (SPOOL_NO_EXISTS, res.state says where).  An ID whose
  * job is done starts a new cycle, and the previous cycle's file leaves
- * done/ in the same call.  IDs must pass spool_valid_id().
+ * done/ in the same call.  IDs must pass spool_valid_id(); an item fails
+ * with EINVAL if a field is out of range, ERANGE if its delay reaches its
+ * deadline (it could never be delivered).  An ID named twice in one call:
+ * the second is refused as a duplicate.
  */
 int spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n);
 
@@ -190,7 +195,8 @@ void spool_free_leases(struct spool_lease *l, size_t n);
 
 /*
  * Extend the lease that token names to now + lease_ms (0: the spool's
- * default).  Refused (SPOOL_NO_STALE) if another claim took the job,
+ * default), or keep its expiry if that is later: a renew never shortens a
+ * lease.  Refused (SPOOL_NO_STALE) if another claim took the job,
  * (SPOOL_NO_NOT_LEASED) if the job is no longer leased.
  */
 int spool_renew(struct spool *sp, const char *id, uint64_t token,
@@ -212,7 +218,8 @@ struct spool_finish {
 };
 
 /*
- * End a delivery, as SEMANTICS.md section 5 says.  A stale token is refused
+ * End a delivery, as SEMANTICS.md section 5 says.  An ID named twice in one
+ * call is handled twice in order, as two calls would.  A stale token is refused
  * and changes nothing.  Repeating a finish that this token already made with
  * the same outcome succeeds and changes nothing.  A retry whose attempts are
  * spent parks as exhausted, one whose next eligible time would pass the

@@ -1,0 +1,63 @@
+# Reads `strace -f -y` output of one spool command and prints every breach
+# of the durability order (spool-layout.md, "Transitions"):
+#  - a file in tmp/ is fdatasync'd after its last write, before it is moved;
+#  - a job's sidecar record is fdatasync'd before the job's file moves;
+#  - every directory moved into, and every parent of a new directory, is
+#    fsync'd after the last move there, before the process ends;
+#  - the audit log is fdatasync'd after its last write, and that write comes
+#    after the last move.
+# Prints "checked N moves" on a line of its own at the end.
+
+function path(s,    a, b) {
+	a = index(s, "<")
+	b = index(s, ">")
+	return (a && b > a) ? substr(s, a + 1, b - a - 1) : ""
+}
+function unq(s) {
+	gsub(/^ *"/, "", s)
+	gsub(/".*$/, "", s)
+	return s
+}
+function ok(line) { return line ~ /= 0$/ || line ~ /= 0</ }
+function id_of(name) { sub(/,.*$/, "", name); return name }
+{
+	sub(/^[0-9]+ +/, "")		# strace -f pid prefix
+	n++
+}
+/^(write|pwrite64)\(/ {
+	p = path($0); wrote[p] = n
+	if (p ~ /\/audit\/[^\/]*$/) audit_write = n
+}
+/^(fdatasync|fsync)\(/ && ok($0) {
+	p = path($0); synced[p] = n
+	if (p ~ /\/audit\/[^\/]*$/) audit_sync = n
+}
+/^mkdirat\(/ && ok($0) {
+	split($0, f, ", ")
+	made[++nmade] = path(f[1]); made_at[nmade] = n
+}
+/^(renameat2|linkat)\(/ && ok($0) {
+	split($0, f, ", ")
+	src = path(f[1]) "/" unq(f[2]); dir = path(f[3]); dst = unq(f[4])
+	moves++; last_move = n
+	into[dir] = n
+	if (src ~ /\/tmp\/[^\/]*$/ && !(src in synced && synced[src] > wrote[src] && synced[src] < n))
+		print "line " n ": " src " moved before its data was fdatasync'd"
+	meta = dir; sub(/\/(new|leased|done|dead)(\/.*)?$/, "/meta/", meta)
+	meta = meta id_of(dst)
+	if (dir !~ /\/(tmp|meta|audit)$/ && !(meta in synced && synced[meta] > wrote[meta] && synced[meta] < n))
+		print "line " n ": " dst " moved before its sidecar record was fdatasync'd"
+}
+END {
+	for (d in into)
+		if (!(d in synced) || synced[d] < into[d])
+			print d ": moved into but not fsync'd after"
+	for (i = 1; i <= nmade; i++)
+		if (!(made[i] in synced) || synced[made[i]] < made_at[i])
+			print made[i] ": gained a directory but not fsync'd after"
+	if (moves && (!audit_write || audit_write < last_move))
+		print "no audit line written after the last move"
+	if (audit_write && audit_sync < audit_write)
+		print "audit log not fdatasync'd after its last write"
+	print "checked " moves + 0 " moves"
+}
