@@ -39,7 +39,7 @@ main(int argc, char **argv)
 	case EEXIST:
 		die(EXIT_PERM, "%s: exists and is not a spool", dir);
 	case EPROTO:
-		die(EXIT_PERM, "%s: a spool of an unknown format", dir);
+		die(EXIT_PERM, "%s: unknown spool format", dir);
 	case ESRCH:
 		die(EXIT_PERM, "%s: no such group", group);
 	case ENOTDIR:
