@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@ cmd_init(char **argv, int prints)
 
 	if (argv[0] != NULL)
 		progname = (slash = strrchr(argv[0], '/')) ? slash + 1 : argv[0];
+	opterr = 0;	/* a bad option gets one line: the usage */
 	for (fd = 0; fd <= 2; fd++) {
 		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
 			continue;
@@ -49,8 +51,14 @@ vsay(const char *fmt, va_list ap)
 	char line[1024];
 	int n;
 
+	char *p;
+
 	n = snprintf(line, sizeof(line), "%s: ", progname);
 	(void)vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	/* What the user gave may hold a newline: it must not make two. */
+	for (p = line; *p != '\0'; p++)
+		if ((unsigned char)*p < ' ' || *p == 0x7f)
+			*p = '?';
 	n = (int)strlen(line);
 	line[n++] = '\n';
 	(void)!write(2, line, (size_t)n);	/* nowhere to report failure */
