@@ -124,6 +124,7 @@ take(struct claim *c, int dirfd, const char *name, const char *id,
 		/* The holder's lease ran out: it may have done the work. */
 		r.cls = SPOOL_CLASS_LEASE_EXPIRED;
 		r.se = 1;
+		(void)snprintf(r.owner, sizeof(r.owner), "%s", j->cur.owner);
 	}
 	if (r.reason != 0) {
 		r.loc = SPOOL_DEAD;

@@ -1,0 +1,454 @@
+#!/usr/bin/env bats
+# spool-finish: ok to done/, permanent to dead/, retry back to new/ (or
+# parked when attempts or deadline are spent), release without spending the
+# attempt; only the current token may, and a repeat changes nothing.
+
+load helpers
+
+# at_ms MS CMD...: run CMD with the library clock pinned at MS.
+at_ms() {
+	local ms=$1
+	shift
+	SPOOL_TEST_NOW=$ms "$@"
+}
+
+# The line spool-claim prints for a lease: ID TOKEN ATTEMPT PATH.
+lease_line() {
+	printf '%s\t%s\t%s\t%s/leased/%s,%s\n' "$1" "$2" "$3" \
+	    "$(realpath "$SPOOL_DIR")" "$1" "$2"
+}
+
+# The named fields of ID's last sidecar record, "key=value" a line ("key="
+# when the record does not have it).
+last_rec() {
+	local id=$1 rec k
+	shift
+	rec=$(tail -n 1 "$SPOOL_DIR/meta/$id")
+	for k; do
+		printf '%s=%s\n' "$k" "$(tr ' ' '\n' <<<"$rec" | sed -n "s/^$k=//p")"
+	done
+}
+
+# The eligible time in the new/ file name of ID (ID,ELIGIBLE).
+eligible_of() {
+	local name
+	name=$(find "$SPOOL_DIR/new" -type f -name "$1,*" -printf '%f\n')
+	[ -n "$name" ] || { echo "$1 is not in new/" >&2; return 1; }
+	echo "${name#"$1",}"
+}
+
+# enqueue_claim ID [ENQUEUE OPTIONS...]: enqueue ID at T and claim it as w1.
+enqueue_claim() {
+	local id=$1
+	shift
+	at_ms $T spool-enqueue --id "$id" "$@" <<<"payload of $id" >/dev/null
+	[ "$(at_ms $T spool-claim --owner w1 | cut -f1-3)" = "$(printf '%s\t1\t1' "$id")" ]
+}
+
+T=1000000
+
+@test "ok moves the job to done/ID with its payload" {
+	enqueue_claim j1
+	run -0 --separate-stderr at_ms $((T + 100)) spool-finish j1 1 ok
+	[ "$output" = j1 ]
+	[ "$stderr" = "" ]
+	[ "$(state_of j1)" = done ]
+	[ -f "$SPOOL_DIR/done/j1" ]
+	assert_file "$SPOOL_DIR/done/j1" "payload of j1
+"
+	[ -z "$(ids_in leased)" ]
+	check_invariants
+	[ "$(audit_events | tail -n 1)" = "ok j1 1 1 1 w1 - - -" ]
+	diff -u - <(last_rec j1 t ev at tok att out) <<EOT
+t=$((T + 100))
+ev=ok
+at=done
+tok=1
+att=1
+out=ok
+EOT
+}
+
+@test "permanent parks the job in dead/ID with reason permanent and its class" {
+	enqueue_claim j1
+	run -0 --separate-stderr at_ms $((T + 100)) spool-finish --class invalid-input j1 1 permanent
+	[ "$output" = j1 ]
+	[ "$stderr" = "" ]
+	[ "$(state_of j1)" = dead ]
+	assert_file "$SPOOL_DIR/dead/j1" "payload of j1
+"
+	[ "$(audit_events | tail -n 1)" = "park j1 1 1 1 w1 permanent invalid-input -" ]
+	diff -u - <(last_rec j1 ev at out reason cls se) <<EOT
+ev=park
+at=dead
+out=permanent
+reason=permanent
+cls=invalid-input
+se=
+EOT
+}
+
+@test "retry --delay 0 puts the job back in new/, claimable at once with the next token" {
+	enqueue_claim j1
+	run -0 --separate-stderr at_ms $((T + 100)) spool-finish --delay 0 --class transient j1 1 retry
+	[ "$output" = j1 ]
+	[ "$stderr" = "" ]
+	[ "$(state_of j1)" = new ]
+	[ "$(eligible_of j1)" = $((T + 100)) ]
+	run -0 --separate-stderr at_ms $((T + 100)) spool-claim --owner w2
+	diff -u <(lease_line j1 2 2) <(printf '%s\n' "$output")
+	[ "$stderr" = "" ]
+	assert_file "$(cut -f4 <<<"$output")" "payload of j1
+"
+	diff -u - <(audit_events) <<EOT
+enqueue j1 0 0 1 - - - -
+claim j1 1 1 1 w1 - - -
+retry j1 1 1 1 w1 - transient -
+claim j1 2 2 1 w2 - - -
+EOT
+}
+
+@test "retry without --delay waits for backoff: half to all of backoff * 2^(n-1)" {
+	cat >"$SPOOL_DIR/config" <<EOT
+lease=30s
+max-attempts=5
+deadline=7d
+backoff=1s
+backoff-max=1500ms
+EOT
+	enqueue_claim j1
+	now=$((T + 100)) tok=1
+	# Retry n waits within [lo, hi]: 1s, then 2s and 4s capped at 1.5s.
+	for range in "500 1000" "750 1500" "750 1500"; do
+		set -- $range
+		run -0 --separate-stderr at_ms $now spool-finish j1 $tok retry
+		[ "$output" = j1 ]
+		[ "$stderr" = "" ]
+		e=$(eligible_of j1)
+		echo "retry at $now: eligible $e, want $((now + $1)) .. $((now + $2))"
+		[ "$e" -ge $((now + $1)) ]
+		[ "$e" -le $((now + $2)) ]
+		run -1 at_ms $((e - 1)) spool-claim --owner w1
+		[ "$output" = "" ]
+		tok=$((tok + 1))
+		run -0 at_ms $e spool-claim --owner w1
+		diff -u <(lease_line j1 $tok $tok) <(printf '%s\n' "$output")
+		now=$((e + 100))
+	done
+}
+
+@test "the first retry's backoff with backoff=1s lands between now+500 and now+1000" {
+	cat >"$SPOOL_DIR/config" <<EOT
+backoff=1s
+EOT
+	# (The loop variable is not "i": bats 1.8's run with flags sets it.)
+	for k in 1 2 3 4 5 6 7 8; do
+		at_ms $T spool-enqueue --id j$k </dev/null >/dev/null
+	done
+	[ "$(at_ms $T spool-claim --owner w1 -n 8 | wc -l)" -eq 8 ]
+	for k in 1 2 3 4 5 6 7 8; do
+		run -0 at_ms $((T + 10)) spool-finish j$k 1 retry
+		[ "$output" = j$k ]
+		e=$(eligible_of j$k)
+		[ "$e" -ge $((T + 510)) ]
+		[ "$e" -le $((T + 1010)) ]
+	done
+	# Not claimable at once.
+	run -1 --separate-stderr at_ms $((T + 10)) spool-claim --owner w2
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
+	[ "$(ids_in new | wc -l)" -eq 8 ]
+}
+
+@test "backoff counts deliveries: a retry after a reclaim waits the second backoff" {
+	# spool-layout.md, config: "a retry that ends attempt n waits between
+	# half and all of min(backoff * 2^(n-1), backoff-max)".  A delivery
+	# whose lease ran out was attempt 1; the retry ends attempt 2.
+	cat >"$SPOOL_DIR/config" <<EOT
+backoff=1s
+EOT
+	for k in 1 2 3 4; do
+		at_ms $T spool-enqueue --id j$k </dev/null >/dev/null
+	done
+	at_ms $T spool-claim --owner w1 --lease 300ms -n 4 >/dev/null
+	[ "$(at_ms $((T + 300)) spool-claim --owner w2 -n 4 | cut -f2,3 | sort -u)" = "$(printf '2\t2')" ]
+	for k in 1 2 3 4; do
+		run -0 at_ms $((T + 400)) spool-finish j$k 2 retry
+		[ "$output" = j$k ]
+		e=$(eligible_of j$k)
+		echo "j$k: eligible $e, want $((T + 1400)) .. $((T + 2400))"
+		[ "$e" -ge $((T + 1400)) ]
+		[ "$e" -le $((T + 2400)) ]
+	done
+}
+
+@test "retry when the attempts are spent parks the job as exhausted" {
+	enqueue_claim j1 --max-attempts 1
+	run -0 --separate-stderr at_ms $((T + 100)) spool-finish --delay 0 --class dependency-down j1 1 retry
+	[ "$output" = j1 ]
+	[ "$stderr" = "" ]
+	[ "$(state_of j1)" = dead ]
+	[ "$(audit_events | tail -n 1)" = "park j1 1 1 1 w1 exhausted dependency-down -" ]
+	diff -u - <(last_rec j1 ev at att out reason cls) <<EOT
+ev=park
+at=dead
+att=1
+out=retry
+reason=exhausted
+cls=dependency-down
+EOT
+}
+
+@test "retry whose next eligible time passes the deadline parks the job as deadline" {
+	enqueue_claim j1 --deadline 2s
+	run -0 --separate-stderr at_ms $((T + 100)) spool-finish --delay 5s j1 1 retry
+	[ "$output" = j1 ]
+	[ "$stderr" = "" ]
+	[ "$(state_of j1)" = dead ]
+	[ "$(audit_events | tail -n 1)" = "park j1 1 1 1 w1 deadline - -" ]
+	diff -u - <(last_rec j1 ev at out reason) <<EOT
+ev=park
+at=dead
+out=retry
+reason=deadline
+EOT
+
+	# A delay that stays inside the deadline retries.
+	enqueue_claim j2 --deadline 2s
+	run -0 at_ms $((T + 100)) spool-finish --delay 1s j2 1 retry
+	[ "$(state_of j2)" = new ]
+	[ "$(eligible_of j2)" = $((T + 1100)) ]
+}
+
+@test "release puts the job back in new/ without spending the attempt" {
+	enqueue_claim j1 --max-attempts 1
+	run -0 --separate-stderr at_ms $((T + 100)) spool-finish j1 1 release
+	[ "$output" = j1 ]
+	[ "$stderr" = "" ]
+	[ "$(state_of j1)" = new ]
+	[ "$(eligible_of j1)" = $((T + 100)) ]
+	# The only attempt is still there: delivered again, as attempt 1.
+	run -0 --separate-stderr at_ms $((T + 100)) spool-claim --owner w2
+	diff -u <(lease_line j1 2 1) <(printf '%s\n' "$output")
+	[ "$stderr" = "" ]
+	diff -u - <(audit_events) <<EOT
+enqueue j1 0 0 1 - - - -
+claim j1 1 1 1 w1 - - -
+release j1 1 0 1 w1 - - -
+claim j1 2 1 1 w2 - - -
+EOT
+}
+
+@test "release --delay makes the job eligible after that delay" {
+	enqueue_claim j1
+	run -0 at_ms $((T + 100)) spool-finish --delay 2s j1 1 release
+	[ "$(eligible_of j1)" = $((T + 2100)) ]
+	run -1 at_ms $((T + 2099)) spool-claim --owner w2
+	run -0 at_ms $((T + 2100)) spool-claim --owner w2
+	diff -u <(lease_line j1 2 1) <(printf '%s\n' "$output")
+}
+
+@test "class unknown-side-effect parks at once, reason side-effect, se=1, even for retry" {
+	enqueue_claim j1
+	run -0 --separate-stderr at_ms $((T + 100)) spool-finish --class unknown-side-effect --delay 0 j1 1 retry
+	[ "$output" = j1 ]
+	[ "$stderr" = "" ]
+	[ "$(state_of j1)" = dead ]
+	[ "$(audit_events | tail -n 1)" = "park j1 1 1 1 w1 side-effect unknown-side-effect -" ]
+	diff -u - <(last_rec j1 ev at out reason cls se) <<EOT
+ev=park
+at=dead
+out=retry
+reason=side-effect
+cls=unknown-side-effect
+se=1
+EOT
+}
+
+@test "class unknown-side-effect with permanent also flags the job se=1" {
+	enqueue_claim j1
+	run -0 at_ms $((T + 100)) spool-finish --class unknown-side-effect j1 1 permanent
+	[ "$(state_of j1)" = dead ]
+	diff -u - <(last_rec j1 ev at cls se) <<EOT
+ev=park
+at=dead
+cls=unknown-side-effect
+se=1
+EOT
+}
+
+@test "repeating a finish with the same token and outcome succeeds and changes nothing" {
+	for outcome in ok permanent retry release; do
+		enqueue_claim j-$outcome
+		delay=()
+		[ $outcome = retry ] && delay=(--delay 1s)
+		run -0 at_ms $((T + 100)) spool-finish "${delay[@]}" j-$outcome 1 $outcome
+		before=$(snapshot)
+		run -0 --separate-stderr at_ms $((T + 200)) spool-finish "${delay[@]}" j-$outcome 1 $outcome
+		[ "$output" = j-$outcome ]
+		[ "$stderr" = "" ]
+		[ "$(snapshot)" = "$before" ]
+	done
+}
+
+@test "a repeated retry is still a no-op after the job was claimed again" {
+	enqueue_claim j1
+	at_ms $((T + 100)) spool-finish --delay 0 j1 1 retry >/dev/null
+	at_ms $((T + 100)) spool-claim --owner w2 >/dev/null
+	before=$(snapshot)
+	run -0 --separate-stderr at_ms $((T + 200)) spool-finish --delay 0 j1 1 retry
+	[ "$output" = j1 ]
+	[ "$stderr" = "" ]
+	[ "$(snapshot)" = "$before" ]
+	[ "$(state_of j1)" = leased ]
+}
+
+@test "repeating a finish with another outcome is refused and changes nothing" {
+	enqueue_claim j1
+	at_ms $((T + 100)) spool-finish j1 1 ok >/dev/null
+	before=$(snapshot)
+	run -1 --separate-stderr at_ms $((T + 200)) spool-finish j1 1 permanent
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-finish: j1: not leased: the job is in done/" ]
+	run -1 --separate-stderr at_ms $((T + 200)) spool-finish --delay 0 j1 1 retry
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-finish: j1: not leased: the job is in done/" ]
+	[ "$(snapshot)" = "$before" ]
+	[ "$(state_of j1)" = done ]
+}
+
+@test "a stale token is refused with the exact message and changes nothing" {
+	at_ms $T spool-enqueue --id j1 </dev/null >/dev/null
+	at_ms $T spool-claim --owner w1 --lease 300ms >/dev/null
+	at_ms $((T + 300)) spool-claim --owner w2 >/dev/null
+	before=$(snapshot)
+	run -1 --separate-stderr at_ms $((T + 301)) spool-finish j1 1 ok
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-finish: j1: stale token: the current token is 2 and the job is in leased/" ]
+	[ "$(snapshot)" = "$before" ]
+	# The current holder still can.
+	run -0 at_ms $((T + 302)) spool-finish j1 2 ok
+	[ "$output" = j1 ]
+	[ "$(state_of j1)" = done ]
+}
+
+@test "a finish for an unknown ID is refused: no such job" {
+	before=$(snapshot)
+	run -1 --separate-stderr spool-finish nope 1 ok
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-finish: nope: no such job" ]
+	[ "$(snapshot)" = "$before" ]
+}
+
+@test "bad arguments are refused with status 100 and change nothing" {
+	enqueue_claim j1
+	before=$(snapshot)
+	run -100 --separate-stderr spool-finish j1 1 maybe
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-finish: j1: bad outcome 'maybe' (ok, retry, permanent or release)" ]
+	run -100 --separate-stderr spool-finish j1 0 ok
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-finish: j1: bad token '0' (a number from 1 to 2^63-1)" ]
+	run -100 --separate-stderr spool-finish ../j1 1 ok
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-finish: ../j1: bad ID" ]
+	run -100 --separate-stderr spool-finish --class bogus j1 1 retry
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-finish: --class: unknown class 'bogus' (see spool(7))" ]
+	[ "$(snapshot)" = "$before" ]
+	[ "$(state_of j1)" = leased ]
+}
+
+@test "finish - reads ID TOKEN OUTCOME lines and reports each refusal" {
+	at_ms $T spool-enqueue --id a </dev/null >/dev/null
+	at_ms $((T + 20)) spool-enqueue --id b </dev/null >/dev/null
+	at_ms $((T + 40)) spool-enqueue --id c </dev/null >/dev/null
+	at_ms $((T + 60)) spool-enqueue --id d </dev/null >/dev/null
+	[ "$(at_ms $((T + 60)) spool-claim --owner w1 -n 3 | cut -f1 | tr '\n' ' ')" = "a b c " ]
+	at_ms $((T + 60)) spool-claim --owner w1 --lease 300ms >/dev/null
+	at_ms $((T + 360)) spool-claim --owner w2 >/dev/null	# d: token 2
+	run -100 --separate-stderr at_ms $((T + 400)) spool-finish - <<EOT
+a 1 ok
+b 1 retry
+this is not a finish
+d 1 ok
+c 1 permanent
+EOT
+	diff -u - <(printf '%s\n' "$output") <<EOT
+a
+b
+c
+EOT
+	diff -u - <(printf '%s\n' "$stderr") <<EOT
+spool-finish: stdin line 3: want ID TOKEN OUTCOME
+spool-finish: d: stale token: the current token is 2 and the job is in leased/
+EOT
+	[ "$(state_of a)" = done ]
+	[ "$(state_of b)" = new ]
+	[ "$(state_of c)" = dead ]
+	[ "$(state_of d)" = leased ]
+	check_invariants
+	diff -u - <(audit_events | tail -n 3) <<EOT
+ok a 1 1 1 w1 - - -
+retry b 1 1 1 w1 - - -
+park c 1 1 1 w1 permanent - -
+EOT
+}
+
+@test "finish - with only a stale line exits 1" {
+	at_ms $T spool-enqueue --id a </dev/null >/dev/null
+	at_ms $T spool-enqueue --id b </dev/null >/dev/null
+	at_ms $T spool-claim --owner w1 -n 2 >/dev/null
+	run -1 --separate-stderr at_ms $((T + 1)) spool-finish - <<EOT
+a 1 ok
+b 7 ok
+EOT
+	[ "$output" = a ]
+	[ "$stderr" = "spool-finish: b: stale token: the current token is 1 and the job is in leased/" ]
+}
+
+@test "finish - naming one job twice handles it twice, in order" {
+	enqueue_claim j1
+	run -1 --separate-stderr at_ms $((T + 100)) spool-finish - <<EOT
+j1 1 permanent
+j1 1 ok
+EOT
+	[ "$output" = j1 ]
+	[ "$stderr" = "spool-finish: j1: not leased: the job is in dead/" ]
+	[ "$(state_of j1)" = dead ]
+
+	enqueue_claim j2
+	run -0 --separate-stderr at_ms $((T + 100)) spool-finish - <<EOT
+j2 1 ok
+j2 1 ok
+EOT
+	diff -u - <(printf '%s\n' "$output") <<EOT
+j2
+j2
+EOT
+	[ "$stderr" = "" ]
+	[ "$(state_of j2)" = done ]
+	[ "$(audit_events | grep -c '^ok j2 ')" -eq 1 ]
+}
+
+@test "--detail is stored sanitised and percent-encoded, and never in the audit log" {
+	enqueue_claim j1
+	detail=$'disk full:\tsda1\x01 at 99% \xc3\xa9'
+	run -0 --separate-stderr at_ms $((T + 100)) spool-finish --class transient --detail "$detail" --delay 0 j1 1 retry
+	[ "$output" = j1 ]
+	[ "$stderr" = "" ]
+	# Printable ASCII, '?' for each other byte; %XX for space and '%'.
+	diff -u - <(last_rec j1 ev detail) <<EOT
+ev=retry
+detail=disk%20full:?sda1?%20at%2099%25%20??
+EOT
+	run -1 grep -r -e disk -e sda1 -e full "$SPOOL_DIR/audit"
+	[ "$output" = "" ]
+	[ "$(audit_events | tail -n 1)" = "retry j1 1 1 1 w1 - transient -" ]
+}
+
+@test "--detail is cut to 200 bytes" {
+	enqueue_claim j1
+	run -0 at_ms $((T + 100)) spool-finish --detail "$(printf 'x%.0s' $(seq 300))" j1 1 permanent
+	[ "$(last_rec j1 detail)" = "detail=$(printf 'x%.0s' $(seq 200))" ]
+}
