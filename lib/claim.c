@@ -23,7 +23,6 @@
 #include "internal.h"
 
 #define HELD_MAX	64	/* jobs kept locked before a group commit */
-#define BUCKET_GRACE	2000	/* ms before an empty past bucket goes */
 #define NO_EXPIRY	INT64_MAX
 #define RESCAN_MS	1000	/* longest a scan trusts what it did not see */
 
@@ -169,88 +168,11 @@ fail:
 	return -1;
 }
 
-/* Names of a bucket level: fixed-width lowercase hex, sorted. */
+/* Claim the due jobs of one leaf bucket; 1 when enough are claimed. */
 static int
-list_level(int dirfd, size_t width, uint64_t **out, size_t *n)
+claim_leaf(void *arg, int leaffd)
 {
-	struct dirent *de;
-	uint64_t *v = NULL, *nv, x;
-	size_t cap = 0, i;
-	DIR *d;
-	int fd, ok;
-	char *end;
-
-	*n = 0;
-	if ((fd = dup(dirfd)) == -1)
-		return -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		(void)close_fd(fd);
-		return -1;
-	}
-	while ((errno = 0, de = readdir(d)) != NULL) {
-		if (strlen(de->d_name) != width)
-			continue;
-		for (ok = 1, i = 0; i < width; i++)
-			ok &= (de->d_name[i] >= '0' && de->d_name[i] <= '9') ||
-			    (de->d_name[i] >= 'a' && de->d_name[i] <= 'f');
-		if (!ok)
-			continue;	/* not ours: spool-fsck reports it */
-		x = strtoull(de->d_name, &end, 16);
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			if ((nv = realloc(v, cap * sizeof(*v))) == NULL)
-				goto fail;
-			v = nv;
-		}
-		v[(*n)++] = x;
-	}
-	if (errno != 0)
-		goto fail;
-	(void)closedir(d);	/* read-only */
-	for (i = 1; i < *n; i++) {	/* insertion sort: lists are short */
-		uint64_t key = v[i];
-		size_t k = i;
-
-		while (k > 0 && v[k - 1] > key) {
-			v[k] = v[k - 1];
-			k--;
-		}
-		v[k] = key;
-	}
-	*out = v;
-	return 0;
-fail:
-	free(v);
-	(void)closedir(d);
-	return -1;
-}
-
-static int
-open_sub(int dirfd, const char *fmt, uint64_t v)
-{
-	char name[32];
-
-	(void)snprintf(name, sizeof(name), fmt, v);
-	return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-}
-
-/* Remove an empty bucket whose time is long past; a busy one stays. */
-static void
-prune(int dirfd, const char *fmt, uint64_t v, int64_t end, int64_t now)
-{
-	char name[32];
-
-	if (end + BUCKET_GRACE >= now)
-		return;
-	(void)snprintf(name, sizeof(name), fmt, v);
-	(void)unlinkat(dirfd, name, AT_REMOVEDIR);	/* ENOTEMPTY: in use */
-}
-
-/* Claim the due jobs of one leaf bucket. */
-static int
-scan_leaf(struct claim *c, int leaffd)
-{
+	struct claim *c = arg;
 	char id[SPOOL_ID_MAX + 1];
 	struct dirent *de = NULL;
 	int64_t eligible;
@@ -275,88 +197,7 @@ scan_leaf(struct claim *c, int leaffd)
 	if (rv == 0 && errno != 0 && de == NULL)
 		rv = -1;
 	(void)closedir(d);	/* read-only */
-	return rv;
-}
-
-/*
- * Walk new/ in time order: the smallest top bucket, its smallest middle
- * bucket, its leaves, and so on, stopping at the first bucket that starts
- * after now.  Each level holds at most 4096 names, so the cost of finding
- * the oldest jobs does not grow with the backlog.
- */
-static int
-walk_new(struct claim *c)
-{
-	uint64_t *tops = NULL, *mids = NULL, *leaves = NULL;
-	size_t nt, nm, nl, t, m, l;
-	int topfd = -1, midfd = -1, leaffd = -1, rv = -1, stop = 0;
-	int64_t start;
-
-	if (list_level(c->sp->newfd, 8, &tops, &nt) == -1)
-		return -1;
-	for (t = 0; t < nt && !stop && c->nout < c->want; t++) {
-		if (bucket_start(tops[t], 0, 0) > c->now)
-			break;
-		if ((topfd = open_sub(c->sp->newfd, "%08" PRIx64, tops[t])) == -1)
-			continue;	/* pruned by another claimer */
-		if (list_level(topfd, 3, &mids, &nm) == -1)
-			goto out;
-		for (m = 0; m < nm && !stop && c->nout < c->want; m++) {
-			if (bucket_start(tops[t], (unsigned)mids[m], 0) > c->now) {
-				stop = 1;
-				break;
-			}
-			if ((midfd = open_sub(topfd, "%03" PRIx64, mids[m])) == -1)
-				continue;
-			if (list_level(midfd, 3, &leaves, &nl) == -1)
-				goto out;
-			for (l = 0; l < nl && c->nout < c->want; l++) {
-				start = bucket_start(tops[t], (unsigned)mids[m],
-				    (unsigned)leaves[l]);
-				if (start > c->now) {
-					stop = 1;
-					break;
-				}
-				leaffd = open_sub(midfd, "%03" PRIx64, leaves[l]);
-				if (leaffd == -1)
-					continue;
-				if (scan_leaf(c, leaffd) == -1)
-					goto out;
-				(void)close_fd(leaffd);	/* read-only */
-				leaffd = -1;
-				if (c->nout < c->want)
-					prune(midfd, "%03" PRIx64, leaves[l],
-					    start + 16, c->now);
-			}
-			free(leaves);
-			leaves = NULL;
-			(void)close_fd(midfd);
-			midfd = -1;
-			if (!stop && c->nout < c->want)
-				prune(topfd, "%03" PRIx64, mids[m],
-				    bucket_start(tops[t], (unsigned)mids[m] + 1,
-				    0), c->now);
-		}
-		free(mids);
-		mids = NULL;
-		(void)close_fd(topfd);
-		topfd = -1;
-		if (!stop && c->nout < c->want)
-			prune(c->sp->newfd, "%08" PRIx64, tops[t],
-			    bucket_start(tops[t] + 1, 0, 0), c->now);
-	}
-	rv = 0;
-out:
-	free(tops);
-	free(mids);
-	free(leaves);
-	if (leaffd != -1)
-		(void)close_fd(leaffd);
-	if (midfd != -1)
-		(void)close_fd(midfd);
-	if (topfd != -1)
-		(void)close_fd(topfd);
-	return rv;
+	return rv == 0 && c->nout == c->want ? 1 : rv;
 }
 
 /*
@@ -482,7 +323,8 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 		rv = -1;
 	/* The hint's lock (if taken) is not needed past here. */
 	(void)flock(hintfd, LOCK_UN);
-	if (rv == 0 && c->nout < c->want && walk_new(c) == -1)
+	if (rv == 0 && c->nout < c->want &&
+	    bucket_walk(sp, c->now, c->now, claim_leaf, c) == -1)
 		rv = -1;
 	e = errno;
 	if (flush(c) == -1 && rv == 0) {
@@ -518,4 +360,71 @@ spool_free_leases(struct spool_lease *l, size_t n)
 		free(l[i].path);
 		l[i].path = NULL;
 	}
+}
+
+/* The earliest eligible time among the jobs of one leaf; 1 if any. */
+static int
+due_leaf(void *arg, int leaffd)
+{
+	char id[SPOOL_ID_MAX + 1];
+	int64_t *first = arg, eligible;
+	struct dirent *de;
+	DIR *d;
+	int fd, any = 0;
+
+	if ((fd = dup(leaffd)) == -1)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		(void)close_fd(fd);
+		return -1;
+	}
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		if (parse_new_name(de->d_name, id, &eligible) == -1)
+			continue;
+		any = 1;
+		if (eligible < *first)
+			*first = eligible;
+	}
+	any = errno != 0 ? -1 : any;
+	(void)closedir(d);	/* read-only */
+	return any;
+}
+
+int
+spool_next_due(struct spool *sp, int64_t *when)
+{
+	char id[SPOOL_ID_MAX + 1];
+	int64_t first = NO_EXPIRY, until = NO_EXPIRY, hint;
+	struct dirent *de;
+	struct job j;
+	uint64_t tok;
+	DIR *d;
+	int fd;
+
+	if (bucket_walk(sp, NO_EXPIRY, 0, due_leaf, &first) == -1)
+		return -1;
+	if ((fd = dup(sp->leasedfd)) == -1)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		(void)close_fd(fd);
+		return -1;
+	}
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		if (parse_leased_name(de->d_name, id, &tok) == -1 ||
+		    job_peek(sp, id, &j) == -1)
+			continue;	/* gone meanwhile, or damaged */
+		if (j.cur.loc == SPOOL_LEASED && j.cur.tok == tok &&
+		    j.cur.until < until)
+			until = j.cur.until;
+		job_close(&j);
+	}
+	(void)closedir(d);	/* read-only */
+	/* A claim looks in leased/ only once the hint has passed. */
+	if (until != NO_EXPIRY && (fd = open_hint(sp)) != -1) {
+		if ((hint = hint_read(fd)) > until)
+			until = hint;
+		(void)close_fd(fd);
+	}
+	*when = first < until ? first : until;
+	return 0;
 }

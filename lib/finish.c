@@ -99,6 +99,13 @@ decide(struct spool *sp, const struct job *j, const struct spool_finish *f,
 	default:
 		break;
 	}
+	/*
+	 * A delivery that ended in a crash or a timeout may have done its
+	 * work: if it parks, it waits for a person to reconcile, like a
+	 * delivery whose lease ran out.
+	 */
+	r->se = f->class == SPOOL_CLASS_CRASHED ||
+	    f->class == SPOOL_CLASS_TIMEOUT;
 	if (j->cur.att >= j->cur.max) {
 		r->reason = SPOOL_REASON_EXHAUSTED;
 		return "park";
@@ -109,6 +116,7 @@ decide(struct spool *sp, const struct job *j, const struct spool_finish *f,
 		r->reason = SPOOL_REASON_DEADLINE;
 		return "park";
 	}
+	r->se = 0;
 	r->ev = EV_RETRY;
 	r->loc = SPOOL_NEW;
 	r->eligible = eligible;

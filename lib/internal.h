@@ -11,6 +11,9 @@
 
 #include "spool.h"
 
+/* Eligible times are grouped in slots of 16 ms, 4096 slots a directory. */
+#define SLOT_SHIFT	4
+
 /* Longest name the spool builds under its top directory. */
 #define NAME_MAX_SPOOL	256
 #define HOST_MAX	64
@@ -128,6 +131,7 @@ int place_stat(struct spool *sp, const char *id, const struct rec *r,
 int job_open(struct spool *sp, const char *id, int create, int nonblock,
     struct job *j, struct abuf *ab);
 void job_close(struct job *j);
+int job_peek(struct spool *sp, const char *id, struct job *j);
 int job_settle(struct spool *sp, struct job *j, struct abuf *ab);
 int job_record(struct job *j, const struct rec *r);
 int job_commit(struct job *j);
@@ -164,5 +168,7 @@ void abuf_free(struct abuf *ab);
 int publish_new(struct spool *sp, int fromfd, const char *from,
     const char *id, int64_t eligible, struct dirset *ds);
 int64_t backoff_ms(struct spool *sp, int attempt);
+int bucket_walk(struct spool *sp, int64_t until, int64_t prune_now,
+    int (*leaf)(void *arg, int leaffd), void *arg);
 
 #endif

@@ -505,6 +505,44 @@ fail:
 	return -1;
 }
 
+/*
+ * Read a job's sidecar without locking it or settling it: for readers that
+ * must not wait on, or change, a job.  What it shows may be a moment old.
+ */
+int
+job_peek(struct spool *sp, const char *id, struct job *j)
+{
+	struct stat st;
+	char *buf = NULL;
+	ssize_t got;
+	int e;
+
+	memset(j, 0, sizeof(*j));
+	strcpy(j->id, id);
+	j->fd = openat(sp->metafd, id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK);
+	if (j->fd == -1)
+		return -1;
+	if (fstat(j->fd, &st) == -1)
+		goto fail;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EUCLEAN;
+		goto fail;
+	}
+	if ((buf = malloc((size_t)st.st_size + 1)) == NULL ||
+	    (got = pread(j->fd, buf, (size_t)st.st_size, 0)) == -1 ||
+	    fold(j, buf, (size_t)got) == -1)
+		goto fail;
+	free(buf);
+	return 0;
+fail:
+	e = errno;
+	free(buf);
+	job_close(j);
+	errno = e;
+	return -1;
+}
+
 void
 job_close(struct job *j)
 {

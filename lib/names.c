@@ -16,8 +16,6 @@
 
 #include "internal.h"
 
-/* Eligible times are grouped in slots of 16 ms, 4096 slots a directory. */
-#define SLOT_SHIFT	4
 
 int
 bucket_rel(char *buf, size_t len, int64_t eligible)

@@ -7,7 +7,10 @@
 #define _GNU_SOURCE
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,4 +119,128 @@ backoff_ms(struct spool *sp, int attempt)
 	seed ^= seed >> 7;
 	seed ^= seed << 17;
 	return d / 2 + (int64_t)(seed % (uint64_t)(d / 2 + 1));
+}
+
+/* Names of a bucket level: fixed-width lowercase hex, sorted. */
+static int
+list_level(int dirfd, size_t width, uint64_t **out, size_t *n)
+{
+	struct dirent *de;
+	uint64_t *v = NULL, *nv, x;
+	size_t cap = 0, i;
+	DIR *d;
+	int fd, ok;
+	char *end;
+
+	*n = 0;
+	if ((fd = dup(dirfd)) == -1)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		(void)close_fd(fd);
+		return -1;
+	}
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		if (strlen(de->d_name) != width)
+			continue;
+		for (ok = 1, i = 0; i < width; i++)
+			ok &= (de->d_name[i] >= '0' && de->d_name[i] <= '9') ||
+			    (de->d_name[i] >= 'a' && de->d_name[i] <= 'f');
+		if (!ok)
+			continue;	/* not ours: spool-fsck reports it */
+		x = strtoull(de->d_name, &end, 16);
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			if ((nv = realloc(v, cap * sizeof(*v))) == NULL)
+				goto fail;
+			v = nv;
+		}
+		v[(*n)++] = x;
+	}
+	if (errno != 0)
+		goto fail;
+	(void)closedir(d);	/* read-only */
+	for (i = 1; i < *n; i++) {	/* insertion sort: lists are short */
+		uint64_t key = v[i];
+		size_t k = i;
+
+		while (k > 0 && v[k - 1] > key) {
+			v[k] = v[k - 1];
+			k--;
+		}
+		v[k] = key;
+	}
+	*out = v;
+	return 0;
+fail:
+	free(v);
+	(void)closedir(d);
+	return -1;
+}
+
+#define BUCKET_GRACE	2000	/* ms before an empty past bucket goes */
+
+struct walk {
+	int64_t until, prune_now;
+	int (*leaf)(void *arg, int leaffd);
+	void *arg;
+};
+
+/*
+ * One level of new/: its buckets in time order, each opened with
+ * O_NOFOLLOW; the leaves are handed to w->leaf.  The slot bits that this
+ * level names sit above `shift`; prefix holds those of the levels above.
+ */
+static int
+walk_level(struct walk *w, int dirfd, int level, uint64_t prefix)
+{
+	static const int shift[] = { 24, 12, 0 };
+	uint64_t *v = NULL, slot;
+	char name[32];
+	size_t n, i;
+	int fd, rv = 0;
+	int64_t start, end;
+
+	if (list_level(dirfd, level == 0 ? 8 : 3, &v, &n) == -1)
+		return -1;
+	for (i = 0; i < n && rv == 0; i++) {
+		slot = prefix | v[i] << shift[level];
+		start = (int64_t)(slot << SLOT_SHIFT);
+		end = (int64_t)((slot + ((uint64_t)1 << shift[level])) <<
+		    SLOT_SHIFT);
+		if (start > w->until) {
+			rv = 1;
+			break;
+		}
+		(void)snprintf(name, sizeof(name), level == 0 ? "%08" PRIx64 :
+		    "%03" PRIx64, v[i]);
+		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		if (fd == -1)
+			continue;	/* pruned by another claimer */
+		rv = level == 2 ? w->leaf(w->arg, fd) :
+		    walk_level(w, fd, level + 1, slot);
+		(void)close_fd(fd);	/* read-only directory */
+		/* An empty bucket long past goes; one in use stays. */
+		if (rv == 0 && w->prune_now != 0 &&
+		    end + BUCKET_GRACE < w->prune_now)
+			(void)unlinkat(dirfd, name, AT_REMOVEDIR);
+	}
+	free(v);
+	return rv;
+}
+
+/*
+ * Visit the leaf buckets of new/ in time order, up to the first that starts
+ * after until; leaf returns 0 to go on, 1 to stop, -1 on error.  Each level
+ * holds at most 4096 names, so reaching the oldest jobs costs the same
+ * however many are queued.  With prune_now, empty buckets that ended before
+ * it (less a grace for producers) are removed on the way.
+ */
+int
+bucket_walk(struct spool *sp, int64_t until, int64_t prune_now,
+    int (*leaf)(void *arg, int leaffd), void *arg)
+{
+	struct walk w = { until, prune_now, leaf, arg };
+
+	return walk_level(&w, sp->newfd, 0, 0) == -1 ? -1 : 0;
 }

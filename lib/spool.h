@@ -194,6 +194,14 @@ int spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 void spool_free_leases(struct spool_lease *l, size_t n);
 
 /*
+ * When a claim may next find something: the earliest eligible time in
+ * new/, or the earliest lease expiry (not before a claim would look), in ms
+ * since the epoch; INT64_MAX if nothing is queued or leased.  A time in the
+ * past means now.  For a worker that sleeps until then.
+ */
+int spool_next_due(struct spool *sp, int64_t *when);
+
+/*
  * Extend the lease that token names to now + lease_ms (0: the spool's
  * default), or keep its expiry if that is later: a renew never shortens a
  * lease.  Refused (SPOOL_NO_STALE) if another claim took the job,
@@ -224,7 +232,8 @@ struct spool_finish {
  * the same outcome succeeds and changes nothing.  A retry whose attempts are
  * spent parks as exhausted, one whose next eligible time would pass the
  * deadline parks as deadline, and class unknown-side-effect always parks for
- * reconciliation; res.state and res.reason say which.
+ * reconciliation; res.state and res.reason say which.  A retry of class
+ * crashed or timeout that parks is flagged for reconciliation too.
  */
 int spool_finish(struct spool *sp, struct spool_finish *f, size_t n);
 
