@@ -72,6 +72,8 @@ struct job {
 	char *finishes;		/* "tok out\n" of every finish, for repeats */
 	size_t nfinishes;
 	int finish_last;	/* the last record was a finish */
+	dev_t dev;		/* the job file, once located */
+	ino_t ino;
 	char pending[2048];	/* lines to append on commit */
 	size_t npending;
 };
@@ -132,6 +134,7 @@ int job_open(struct spool *sp, const char *id, int create, int nonblock,
     struct job *j, struct abuf *ab);
 void job_close(struct job *j);
 int job_peek(struct spool *sp, const char *id, struct job *j);
+int job_locate(struct spool *sp, struct job *j);
 int job_settle(struct spool *sp, struct job *j, struct abuf *ab);
 int job_record(struct job *j, const struct rec *r);
 int job_commit(struct job *j);

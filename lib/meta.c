@@ -393,14 +393,15 @@ unlink_place(struct spool *sp, const char *id, const struct rec *r)
 }
 
 /*
- * Find where the job's file is and put right what an interrupted transition
- * left: a void last record, a second name from the link(2) fallback, or the
- * previous cycle's file in done/ after a new enqueue.
+ * Where is the job?  The last record took effect if the file is where it
+ * says; if not, the record is void and the job is where the one before it
+ * says (checked: EUCLEAN if the file is in neither place).  Changes
+ * nothing on disk.
  */
 int
-job_settle(struct spool *sp, struct job *j, struct abuf *ab)
+job_locate(struct spool *sp, struct job *j)
 {
-	struct stat st, st2;
+	struct stat st;
 	int r;
 
 	j->voidtail = 0;
@@ -409,32 +410,8 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 	if ((r = place_stat(sp, j->id, &j->cur, &st)) == -1)
 		return -1;
 	if (r == 1) {
-		if (j->prev.loc == SPOOL_ABSENT ||
-		    same_place(&j->prev, &j->cur))
-			return 0;
-		if ((r = place_stat(sp, j->id, &j->prev, &st2)) == -1)
-			return errno == EUCLEAN ? 0 : -1;
-		if (r == 0)
-			return 0;
-		if (st.st_ino == st2.st_ino && st.st_dev == st2.st_dev)
-			return unlink_place(sp, j->id, &j->prev);
-		if (j->prev.loc == SPOOL_DONE && j->cur.ev == EV_ENQUEUE) {
-			/*
-			 * The previous cycle's file: the enqueue of this
-			 * cycle removes it, and makes that durable at once so
-			 * that a power cut cannot bring it back.
-			 */
-			struct rec gone = j->prev;
-
-			if (unlink_place(sp, j->id, &j->prev) == -1 ||
-			    sync_dir(sp->donefd, ".") == -1)
-				return -1;
-			gone.t = now_ms();
-			if (ab != NULL && audit_add(ab, sp, j->id, &gone,
-			    "supersede") == -1)
-				return -1;
-		}
-		/* Any other second file is not ours to judge: spool-fsck. */
+		j->dev = st.st_dev;
+		j->ino = st.st_ino;
 		return 0;
 	}
 	j->voidtail = 1;
@@ -448,9 +425,53 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 			errno = EUCLEAN;	/* the file is nowhere */
 			return -1;
 		}
+		j->dev = st.st_dev;
+		j->ino = st.st_ino;
 	}
 	j->cur = j->prev;
 	memset(&j->prev, 0, sizeof(j->prev));
+	return 0;
+}
+
+/*
+ * Locate the job and put right what an interrupted transition left besides
+ * a void record: a second name from the link(2) fallback, or the previous
+ * cycle's file in done/ after a new enqueue.
+ */
+int
+job_settle(struct spool *sp, struct job *j, struct abuf *ab)
+{
+	struct stat st;
+	struct rec gone;
+	int r;
+
+	if (job_locate(sp, j) == -1)
+		return -1;
+	if (j->voidtail || j->cur.loc == SPOOL_ABSENT ||
+	    j->prev.loc == SPOOL_ABSENT || same_place(&j->prev, &j->cur))
+		return 0;
+	if ((r = place_stat(sp, j->id, &j->prev, &st)) == -1)
+		return errno == EUCLEAN ? 0 : -1;
+	if (r == 0)
+		return 0;
+	if (st.st_ino == j->ino && st.st_dev == j->dev)
+		return unlink_place(sp, j->id, &j->prev);
+	if (j->prev.loc == SPOOL_DONE && j->cur.ev == EV_ENQUEUE) {
+		/*
+		 * The previous cycle's file: the enqueue of this cycle
+		 * removes it, and makes that durable at once so that a power
+		 * cut cannot bring it back.
+		 */
+		gone = j->prev;
+		if (unlink_place(sp, j->id, &j->prev) == -1 ||
+		    sync_dir(sp->donefd, ".") == -1)
+			return -1;
+		gone.t = now_ms();
+		if (ab != NULL && audit_add(ab, sp, j->id, &gone,
+		    "supersede") == -1)
+			return -1;
+	}
+	/* Any other second file is not ours to judge: spool-fsck. */
 	return 0;
 }
 
