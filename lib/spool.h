@@ -258,6 +258,57 @@ struct spool_item {
 int spool_redrive(struct spool *sp, const struct spool_operator *op,
     struct spool_item *items, size_t n);
 
+/* Inspection: what an operator reads before deciding. */
+struct spool_delivery {
+	int cycle, attempt;
+	uint64_t token;
+	char owner[SPOOL_ID_MAX + 1];
+	int64_t claimed;	/* ms since the epoch */
+	int64_t ended;		/* 0: still under its lease */
+	const char *end;	/* "ok", "retry", "permanent", "release",
+				   "expired" (lease ran out), "parked" (by
+				   a claim: deadline or attempts), or NULL */
+	int class;
+	char detail[SPOOL_DETAIL_MAX + 1];
+};
+
+struct spool_job_info {
+	char id[SPOOL_ID_MAX + 1];
+	enum spool_state state;
+	int64_t since;		/* when it entered this state */
+	int64_t created, deadline, eligible, lease_until;
+	char trace[SPOOL_ID_MAX + 1];
+	char owner[SPOOL_ID_MAX + 1];	/* the lease holder, when leased */
+	uint64_t token;		/* highest token ever issued */
+	int attempts, max_attempts, cycles;
+	int reason, class;	/* why it parked, or how it last failed */
+	char detail[SPOOL_DETAIL_MAX + 1];
+	int side_effect;	/* may have happened: reconcile first */
+	int redriven;		/* this cycle began with a redrive */
+	char by[SPOOL_ID_MAX + 1], note[SPOOL_ID_MAX + 1];
+	int64_t acted;		/* the last operator action on it (by, note) */
+	struct spool_delivery *deliveries;	/* every cycle's, in order */
+	size_t ndeliveries;
+};
+
+/*
+ * Read what the sidecar knows of id, without locking or changing anything:
+ * it may be a moment old.  history: also fill deliveries (free them with
+ * spool_job_info_free).  ENOENT: no such job.  EUCLEAN: damaged.  The
+ * sidecar is read twice (state, then history): it is small.
+ */
+int spool_job_info(struct spool *sp, const char *id, int history,
+    struct spool_job_info *info);
+void spool_job_info_free(struct spool_job_info *info);
+
+/*
+ * Call fn(arg, id) for each job whose file is in state, in no set order; a
+ * job moving meanwhile may be seen twice or not at all.  fn returns 0 to go
+ * on, anything else to stop (and spool_list returns it).
+ */
+int spool_list(struct spool *sp, enum spool_state state,
+    int (*fn)(void *arg, const char *id), void *arg);
+
 /* Validation and parsing, shared by every command (return 1 if valid). */
 int spool_valid_id(const char *s);	/* [A-Za-z0-9._-], first alnum, <=128 */
 int spool_valid_note(const char *s);	/* same alphabet: ops, INC-4411 */

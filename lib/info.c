@@ -1,0 +1,254 @@
+/*
+ * Reading a job for people: its state, envelope and the history of every
+ * delivery, rebuilt from the sidecar's records.  Nothing here locks or
+ * changes the spool, so an operator's look never delays a worker.
+ */
+#define _GNU_SOURCE
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static struct spool_delivery *
+open_delivery(struct spool_job_info *in, uint64_t tok)
+{
+	size_t i;
+
+	for (i = in->ndeliveries; i-- > 0;)
+		if (in->deliveries[i].token == tok)
+			return in->deliveries[i].end == NULL ?
+			    &in->deliveries[i] : NULL;
+	return NULL;
+}
+
+static void
+end_delivery(struct spool_delivery *d, const struct rec *r, const char *end)
+{
+	if (d == NULL)
+		return;
+	d->ended = r->t;
+	d->end = end;
+	d->class = r->cls;
+	(void)snprintf(d->detail, sizeof(d->detail), "%s", r->detail);
+}
+
+/* One effective record's part in the history of deliveries. */
+static int
+add_history(struct spool_job_info *in, const struct rec *r, int wasleased)
+{
+	struct spool_delivery *d;
+
+	switch (r->ev) {
+	case EV_CLAIM:
+		if (r->prev != 0)
+			end_delivery(open_delivery(in, r->prev), r, "expired");
+		d = realloc(in->deliveries, (in->ndeliveries + 1) * sizeof(*d));
+		if (d == NULL)
+			return -1;
+		in->deliveries = d;
+		d += in->ndeliveries++;
+		memset(d, 0, sizeof(*d));
+		d->cycle = r->cyc;
+		d->attempt = r->att;
+		d->token = r->tok;
+		d->claimed = r->t;
+		(void)snprintf(d->owner, sizeof(d->owner), "%s", r->owner);
+		d->class = 0;
+		return 0;
+	case EV_OK:
+	case EV_RETRY:
+	case EV_RELEASE:
+	case EV_PARK:
+		if (r->out != 0)
+			end_delivery(open_delivery(in, r->tok), r,
+			    spool_outcome_name(r->out));
+		else if (wasleased)
+			end_delivery(open_delivery(in, r->tok), r,
+			    r->cls == SPOOL_CLASS_LEASE_EXPIRED ? "expired" :
+			    "parked");
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Replay the records: those a void record cancels are skipped, and the last
+ * one counts only if job_locate found the file where it says.
+ */
+static int
+replay(struct spool_job_info *in, const char *buf, size_t len, int lastvoid,
+    int history)
+{
+	const char *p = buf, *nl, *next;
+	struct rec r, v;
+	int wasleased = 0, skip;
+
+	while ((nl = memchr(p, '\n', len - (size_t)(p - buf))) != NULL) {
+		if (rec_parse(p, (size_t)(nl - p), &r) == -1)
+			return errno = EUCLEAN, -1;
+		next = nl + 1;
+		skip = r.ev == EV_VOID;
+		/* Is the next complete line a void, or is this the last? */
+		nl = memchr(next, '\n', len - (size_t)(next - buf));
+		if (nl == NULL)
+			skip |= lastvoid;
+		else if (rec_parse(next, (size_t)(nl - next), &v) == 0 &&
+		    v.ev == EV_VOID)
+			skip = 1;
+		if (!skip) {
+			if (history && add_history(in, &r, wasleased) == -1)
+				return -1;
+			wasleased = r.loc == SPOOL_LEASED;
+			if (r.by[0] != '\0') {
+				(void)snprintf(in->by, sizeof(in->by), "%s", r.by);
+				(void)snprintf(in->note, sizeof(in->note), "%s",
+				    r.note);
+				in->acted = r.t;
+			}
+			if (r.ev == EV_ENQUEUE || r.ev == EV_REDRIVE)
+				in->redriven = r.ev == EV_REDRIVE;
+		}
+		p = next;
+	}
+	return 0;
+}
+
+int
+spool_job_info(struct spool *sp, const char *id, int history,
+    struct spool_job_info *in)
+{
+	struct job j;
+	struct stat st;
+	char *buf = NULL;
+	const struct rec *c;
+	ssize_t got;
+	int e;
+
+	memset(in, 0, sizeof(*in));
+	if (!spool_valid_id(id)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (job_peek(sp, id, &j) == -1)
+		return -1;
+	if (job_locate(sp, &j) == -1)
+		goto fail;
+	if (j.cur.loc == SPOOL_ABSENT) {
+		errno = ENOENT;		/* a sidecar, but no job (yet) */
+		goto fail;
+	}
+	c = &j.cur;
+	(void)snprintf(in->id, sizeof(in->id), "%s", id);
+	in->state = (enum spool_state)c->loc;
+	in->since = c->t;
+	in->created = c->created;
+	in->deadline = c->deadline;
+	in->eligible = c->loc == SPOOL_NEW ? c->eligible : 0;
+	in->lease_until = c->loc == SPOOL_LEASED ? c->until : 0;
+	(void)snprintf(in->trace, sizeof(in->trace), "%s", c->trace);
+	if (c->loc == SPOOL_LEASED)
+		(void)snprintf(in->owner, sizeof(in->owner), "%s", c->owner);
+	in->token = j.hi;
+	in->attempts = c->att;
+	in->max_attempts = c->max;
+	in->cycles = c->cyc;
+	in->reason = c->reason;
+	in->class = c->cls;
+	(void)snprintf(in->detail, sizeof(in->detail), "%s", c->detail);
+	in->side_effect = c->se;
+	if (fstat(j.fd, &st) == -1 ||
+	    (buf = malloc((size_t)st.st_size + 1)) == NULL ||
+	    (got = pread(j.fd, buf, (size_t)st.st_size, 0)) == -1 ||
+	    replay(in, buf, (size_t)got, j.voidtail, history) == -1)
+		goto fail;
+	free(buf);
+	job_close(&j);
+	return 0;
+fail:
+	e = errno;
+	free(buf);
+	spool_job_info_free(in);
+	job_close(&j);
+	errno = e;
+	return -1;
+}
+
+void
+spool_job_info_free(struct spool_job_info *in)
+{
+	free(in->deliveries);
+	in->deliveries = NULL;
+	in->ndeliveries = 0;
+}
+
+struct lister {
+	int (*fn)(void *arg, const char *id);
+	void *arg;
+	int stop;
+};
+
+/* Hand every job name in dirfd to the lister: "ID" or "ID,NUMBER". */
+static int
+list_dir(int dirfd, int numbered, struct lister *l)
+{
+	char id[SPOOL_ID_MAX + 1];
+	struct dirent *de;
+	uint64_t v;
+	DIR *d;
+	int fd, rv = 0;
+
+	if ((fd = dup(dirfd)) == -1)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		(void)close_fd(fd);
+		return -1;
+	}
+	while (rv == 0 && (errno = 0, de = readdir(d)) != NULL) {
+		if (numbered ? parse_leased_name(de->d_name, id, &v) == -1 :
+		    !spool_valid_id(de->d_name))
+			continue;
+		rv = l->fn(l->arg, numbered ? id : de->d_name);
+	}
+	if (rv == 0 && errno != 0)
+		rv = -1;
+	(void)closedir(d);	/* read-only */
+	l->stop = rv;
+	return rv;
+}
+
+static int
+list_leaf(void *arg, int leaffd)
+{
+	return list_dir(leaffd, 1, arg);
+}
+
+int
+spool_list(struct spool *sp, enum spool_state state,
+    int (*fn)(void *arg, const char *id), void *arg)
+{
+	struct lister l = { fn, arg, 0 };
+
+	switch (state) {
+	case SPOOL_NEW:
+		if (bucket_walk(sp, INT64_MAX, 0, list_leaf, &l) == -1)
+			return -1;
+		return l.stop;
+	case SPOOL_LEASED:
+		return list_dir(sp->leasedfd, 1, &l);
+	case SPOOL_DONE:
+		return list_dir(sp->donefd, 0, &l);
+	case SPOOL_DEAD:
+		return list_dir(sp->deadfd, 0, &l);
+	default:
+		errno = EINVAL;
+		return -1;
+	}
+}
