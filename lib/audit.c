@@ -5,6 +5,7 @@
  * renaming it.  The line format is in spool-layout.md, "Audit log".
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -121,4 +122,53 @@ fail:
 	(void)close_fd(fd);
 	errno = e;
 	return -1;
+}
+
+int
+spool_audit_scan(struct spool *sp,
+    int (*fn)(void *arg, const char *line, size_t len), void *arg)
+{
+	char buf[65536];
+	struct dirent *de;
+	size_t have;
+	ssize_t n;
+	char *p, *nl;
+	DIR *d;
+	int dfd, fd, rv = 0;
+
+	if ((dfd = dup(sp->auditfd)) == -1)
+		return -1;
+	if ((d = fdopendir(dfd)) == NULL) {
+		(void)close_fd(dfd);
+		return -1;
+	}
+	/* Every regular file: HOST.log and whatever rotation named it. */
+	while (rv == 0 && (errno = 0, de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		fd = openat(sp->auditfd, de->d_name, O_RDONLY | O_CLOEXEC |
+		    O_NOFOLLOW | O_NONBLOCK);
+		if (fd == -1)
+			continue;	/* rotated away meanwhile */
+		have = 0;
+		while (rv == 0 && (n = read_full(fd, buf + have,
+		    sizeof(buf) - have)) > 0) {
+			have += (size_t)n;
+			for (p = buf; rv == 0 && (nl = memchr(p, '\n',
+			    have - (size_t)(p - buf))) != NULL; p = nl + 1)
+				rv = fn(arg, p, (size_t)(nl - p));
+			/* A line longer than the buffer is not ours: skip. */
+			have -= (size_t)(p - buf);
+			memmove(buf, p, have);
+			if (have == sizeof(buf))
+				have = 0;
+		}
+		(void)close_fd(fd);	/* read-only; a torn last line is ignored */
+		if (n == -1 && rv == 0)
+			rv = -1;
+	}
+	if (rv == 0 && errno != 0)
+		rv = -1;
+	(void)closedir(d);	/* read-only */
+	return rv;
 }

@@ -103,3 +103,47 @@ batch_run(struct spool *sp, struct batch *b)
 	free(res);
 	return 0;
 }
+
+void
+refuse(struct spool_result *res, int refusal, const struct job *j)
+{
+	res->status = 1;
+	res->refusal = j->cur.loc == SPOOL_ABSENT ? SPOOL_NO_JOB : refusal;
+	res->state = j->cur.loc;
+	res->token = j->hi;
+}
+
+static const char *
+item_id(struct batch *b, size_t i, struct spool_result **res)
+{
+	struct spool_item *it = (struct spool_item *)b->arg + i;
+
+	memset(&it->res, 0, sizeof(it->res));
+	*res = &it->res;
+	return spool_valid_id(it->id) ? it->id : NULL;
+}
+
+/* The operator's actions on a list of IDs: redrive, drop, cancel, purge. */
+int
+batch_items(struct spool *sp, const struct spool_operator *op,
+    struct spool_item *items, size_t n, const char *name,
+    int (*one)(struct spool *sp, struct job *j, size_t i, struct batch *b),
+    const void *extra)
+{
+	struct batch b;
+
+	if (op != NULL && (!spool_valid_note(op->by) ||
+	    !spool_valid_note(op->note))) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&b, 0, sizeof(b));
+	b.n = n;
+	b.item = item_id;
+	b.one = one;
+	b.arg = items;
+	b.op = op;
+	b.extra = extra;
+	b.name = name;
+	return batch_run(sp, &b);
+}

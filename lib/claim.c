@@ -305,6 +305,12 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 		errno = EINVAL;
 		return -1;
 	}
+	switch (spool_paused(sp)) {
+	case 1:
+		return 0;	/* spool_paused() tells the caller why */
+	case -1:
+		return -1;
+	}
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return -1;
 	c->sp = sp;

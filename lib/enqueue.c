@@ -6,6 +6,8 @@
  * void.  A batch shares the fsyncs of meta/, the buckets and the audit log.
  */
 #define _GNU_SOURCE
+#include <sys/statvfs.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -144,6 +146,28 @@ drop:
 	p->tmp[0] = '\0';
 }
 
+/*
+ * Keep the last of the disk for draining (as Postfix's queue_minfree):
+ * below the reserve, enqueue fails (EDQUOT, temporary) while claim, finish,
+ * redrive and drop, which need little or no new space, go on.
+ */
+static int
+below_reserve(struct spool *sp)
+{
+	struct statvfs vfs;
+
+	if (sp->reserve_bytes == 0 && sp->reserve_inodes == 0)
+		return 0;
+	if (fstatvfs(sp->dirfd, &vfs) == -1)
+		return -1;
+	if ((uint64_t)vfs.f_bavail * vfs.f_frsize < sp->reserve_bytes ||
+	    (vfs.f_files != 0 && (uint64_t)vfs.f_favail < sp->reserve_inodes)) {
+		errno = EDQUOT;
+		return -1;
+	}
+	return 0;
+}
+
 int
 spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 {
@@ -160,6 +184,8 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 		errno = EINVAL;
 		return -1;
 	}
+	if (below_reserve(sp) != 0)
+		return -1;
 	if ((p = calloc(n ? n : 1, sizeof(*p))) == NULL ||
 	    (order = calloc(n ? n : 1, sizeof(*order))) == NULL ||
 	    (ids = calloc(n ? n : 1, sizeof(*ids))) == NULL) {

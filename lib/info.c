@@ -164,6 +164,7 @@ spool_job_info(struct spool *sp, const char *id, int history,
 	in->class = c->cls;
 	(void)snprintf(in->detail, sizeof(in->detail), "%s", c->detail);
 	in->side_effect = c->se;
+	in->dropped = c->ev == EV_DROP;
 	if (fstat(j.fd, &st) == -1 ||
 	    (buf = malloc((size_t)st.st_size + 1)) == NULL ||
 	    (got = pread(j.fd, buf, (size_t)st.st_size, 0)) == -1 ||

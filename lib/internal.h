@@ -25,6 +25,7 @@ struct spool {
 	int group;		/* shared by a group: setgid, group-writable */
 	int64_t lease_ms, deadline_ms, backoff_ms, backoff_max_ms;
 	int max_attempts;
+	uint64_t reserve_bytes, reserve_inodes;	/* kept free for draining */
 	char host[HOST_MAX + 1];	/* names this writer's audit file */
 	char writer[HOST_MAX + 24];	/* host:pid, the audit writer column */
 	unsigned long tmpseq;
@@ -34,7 +35,7 @@ struct spool {
 enum event {
 	EV_NONE,
 	EV_ENQUEUE, EV_CLAIM, EV_RENEW, EV_OK, EV_RETRY, EV_RELEASE,
-	EV_PARK, EV_REDRIVE, EV_VOID
+	EV_PARK, EV_REDRIVE, EV_VOID, EV_DROP, EV_CANCEL, EV_PURGE
 };
 
 /*
@@ -100,6 +101,10 @@ void sort_by_id(size_t *order, size_t n, const char **ids);
 int reason_from_name(const char *s);
 extern struct spool_counters counters;
 
+/* open.c */
+int write_top_file(struct spool *sp, const char *name, const char *text,
+    int replace);
+
 /* queue.c: the directories a call must fsync before it returns */
 struct dirset {
 	char **names;		/* relative to the spool's top directory */
@@ -152,12 +157,18 @@ struct batch {
 	int (*one)(struct spool *sp, struct job *j, size_t i, struct batch *b);
 	void *arg;			/* the caller's items */
 	const struct spool_operator *op;
+	const void *extra;		/* what else one() needs */
 	const char *name;		/* "finish": names the crash points */
 	int64_t now;
 	struct dirset ds;
 	struct abuf ab;
 };
 int batch_run(struct spool *sp, struct batch *b);
+int batch_items(struct spool *sp, const struct spool_operator *op,
+    struct spool_item *items, size_t n, const char *name,
+    int (*one)(struct spool *sp, struct job *j, size_t i, struct batch *b),
+    const void *extra);
+void refuse(struct spool_result *res, int refusal, const struct job *j);
 int lease_refusal(const struct job *j, uint64_t token,
     struct spool_result *res);
 

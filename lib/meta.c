@@ -24,7 +24,7 @@
 
 static const char *const events[] = {
 	"-", "enqueue", "claim", "renew", "ok", "retry", "release", "park",
-	"redrive", "void"
+	"redrive", "void", "drop", "cancel", "purge"
 };
 
 static const char *const locs[] = {
@@ -139,7 +139,7 @@ rec_parse(const char *line, size_t len, struct rec *r)
 				if (num(v + 4, vlen - 4, &r->eligible) == -1)
 					return -1;
 			} else if ((r->loc = name_index(locs, NELEM(locs), v,
-			    vlen)) <= SPOOL_NEW)
+			    vlen)) == -1 || r->loc == SPOOL_NEW)
 				return -1;
 		} else if (KEY("tok")) {
 			NUM(r->tok);
@@ -203,7 +203,9 @@ rec_parse(const char *line, size_t len, struct rec *r)
 #undef NUM
 		p = sp + 1;
 	}
-	if (r->ev == EV_NONE || (r->ev != EV_VOID && r->loc == SPOOL_ABSENT))
+	/* Only a purge leaves a job nowhere. */
+	if (r->ev == EV_NONE || (r->ev != EV_VOID &&
+	    (r->loc == SPOOL_ABSENT) != (r->ev == EV_PURGE)))
 		return -1;
 	return 0;
 }
@@ -447,6 +449,9 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 
 	if (job_locate(sp, j) == -1)
 		return -1;
+	/* A purge is done once recorded: remove what it left. */
+	if (j->cur.ev == EV_PURGE && j->prev.loc != SPOOL_ABSENT)
+		return unlink_place(sp, j->id, &j->prev);
 	if (j->voidtail || j->cur.loc == SPOOL_ABSENT ||
 	    j->prev.loc == SPOOL_ABSENT || same_place(&j->prev, &j->cur))
 		return 0;

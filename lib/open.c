@@ -26,8 +26,8 @@ static const char *const subdirs[] = {
 
 /* The only names a spool's top directory holds. */
 static const char *const topnames[] = {
-	"format", "config", "next-expiry", "tmp", "new", "leased", "done",
-	"dead", "meta", "audit"
+	"format", "config", "next-expiry", "paused", "tmp", "new", "leased",
+	"done", "dead", "meta", "audit"
 };
 
 static const char default_config[] =
@@ -36,7 +36,10 @@ static const char default_config[] =
     "max-attempts=5\n"
     "deadline=7d\n"
     "backoff=1s\n"
-    "backoff-max=1h\n";
+    "backoff-max=1h\n"
+    "# Free space and inodes kept for draining: enqueue stops below them.\n"
+    "reserve=16M\n"
+    "reserve-inodes=1000\n";
 
 static int
 read_small(int dirfd, const char *name, char *buf, size_t size)
@@ -86,6 +89,16 @@ parse_config(struct spool *sp, char *text)
 			    v > 1000000)
 				return -1;
 			sp->max_attempts = (int)v;
+			continue;
+		}
+		if (strcmp(line, "reserve") == 0) {
+			if (spool_parse_size(eq, &sp->reserve_bytes) == -1)
+				return -1;
+			continue;
+		}
+		if (strcmp(line, "reserve-inodes") == 0) {
+			if (spool_parse_size(eq, &sp->reserve_inodes) == -1)
+				return -1;
 			continue;
 		}
 		if (spool_parse_duration(eq, &v) == -1)
@@ -220,11 +233,15 @@ spool_close(struct spool *sp)
 	free(sp);
 }
 
-/* Write a small file durably: tmp/, fsync, rename into the top dir. */
-static int
-write_top_file(struct spool *sp, int tmpfd, const char *name,
-    const char *text)
+/*
+ * Write a small file durably: tmp/, fsync, rename into the top directory,
+ * fsync that.  replace: a file of that name may be replaced (the pause).
+ */
+int
+write_top_file(struct spool *sp, const char *name, const char *text,
+    int replace)
 {
+	int tmpfd = sp->tmpfd;
 	char tmp[64];
 	int fd, e;
 
@@ -242,14 +259,15 @@ write_top_file(struct spool *sp, int tmpfd, const char *name,
 		errno = e;
 		return -1;
 	}
-	if (close_fd(fd) == -1 ||
-	    move_noreplace(tmpfd, tmp, sp->dirfd, name) == -1) {
+	if (close_fd(fd) == -1 || (replace ?
+	    renameat(tmpfd, tmp, sp->dirfd, name) :
+	    move_noreplace(tmpfd, tmp, sp->dirfd, name)) == -1) {
 		e = errno;
 		(void)unlinkat(tmpfd, tmp, 0);
 		errno = e;
 		return -1;
 	}
-	return 0;
+	return sync_dir(sp->dirfd, ".");
 }
 
 static int
@@ -357,15 +375,15 @@ spool_init(const char *dir, const char *groupname)
 		else
 			(void)close_fd(fd);	/* read-only directory */
 	}
+	sp.tmpfd = tmpfd;
 	if (faccessat(sp.dirfd, "config", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
-	    write_top_file(&sp, tmpfd, "config", default_config) == -1)
+	    write_top_file(&sp, "config", default_config, 0) == -1)
 		goto fail;
 	/* The format file last: until it is there, this is not a spool. */
 	if (sync_dir(sp.dirfd, ".") == -1)
 		goto fail;
 	if (faccessat(sp.dirfd, "format", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
-	    (write_top_file(&sp, tmpfd, "format", "1\n") == -1 ||
-	    sync_dir(sp.dirfd, ".") == -1))
+	    write_top_file(&sp, "format", "1\n", 0) == -1)
 		goto fail;
 	if (made && sync_parent(dir) == -1)
 		goto fail;

@@ -20,12 +20,8 @@ redrive_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	struct rec r;
 
 	if (j->cur.loc != SPOOL_DEAD || (j->cur.se && !op->reconciled)) {
-		it->res.status = 1;
-		it->res.refusal = j->cur.loc == SPOOL_ABSENT ? SPOOL_NO_JOB :
-		    j->cur.loc != SPOOL_DEAD ? SPOOL_NO_NOT_PARKED :
-		    SPOOL_NO_UNRECONCILED;
-		it->res.state = j->cur.loc;
-		it->res.token = j->cur.tok;
+		refuse(&it->res, j->cur.loc != SPOOL_DEAD ?
+		    SPOOL_NO_NOT_PARKED : SPOOL_NO_UNRECONCILED, j);
 		return 0;
 	}
 	rec_next(j, &r, EV_REDRIVE, b->now);
@@ -52,32 +48,9 @@ redrive_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	return 0;
 }
 
-static const char *
-redrive_item(struct batch *b, size_t i, struct spool_result **res)
-{
-	struct spool_item *it = (struct spool_item *)b->arg + i;
-
-	memset(&it->res, 0, sizeof(it->res));
-	*res = &it->res;
-	return spool_valid_id(it->id) ? it->id : NULL;
-}
-
 int
 spool_redrive(struct spool *sp, const struct spool_operator *op,
     struct spool_item *items, size_t n)
 {
-	struct batch b;
-
-	if (!spool_valid_note(op->by) || !spool_valid_note(op->note)) {
-		errno = EINVAL;
-		return -1;
-	}
-	memset(&b, 0, sizeof(b));
-	b.n = n;
-	b.item = redrive_item;
-	b.one = redrive_one;
-	b.arg = items;
-	b.op = op;
-	b.name = "redrive";
-	return batch_run(sp, &b);
+	return batch_items(sp, op, items, n, "redrive", redrive_one, NULL);
 }

@@ -90,7 +90,8 @@ enum spool_reason {
 	SPOOL_REASON_PERMANENT,		/* finished permanent */
 	SPOOL_REASON_EXHAUSTED,		/* attempts spent */
 	SPOOL_REASON_DEADLINE,		/* its deadline passed */
-	SPOOL_REASON_SIDE_EFFECT	/* class unknown-side-effect: reconcile */
+	SPOOL_REASON_SIDE_EFFECT,	/* class unknown-side-effect: reconcile */
+	SPOOL_REASON_CANCELLED		/* an operator cancelled it */
 };
 
 /* Why an item was refused: a negative answer, not an error. */
@@ -101,7 +102,9 @@ enum spool_refusal {
 	SPOOL_NO_STALE,		/* token is not the current one */
 	SPOOL_NO_NOT_LEASED,	/* finish/renew: the job is not leased */
 	SPOOL_NO_NOT_PARKED,	/* redrive: the job is not in dead/ */
-	SPOOL_NO_UNRECONCILED	/* redrive: side effect may have happened */
+	SPOOL_NO_UNRECONCILED,	/* redrive: side effect may have happened */
+	SPOOL_NO_NOT_QUEUED,	/* cancel: the job is not in new/ or leased/ */
+	SPOOL_NO_NOT_DONE	/* purge: the job is not in done/ */
 };
 
 /* What became of one item of a batch call. */
@@ -258,6 +261,53 @@ struct spool_item {
 int spool_redrive(struct spool *sp, const struct spool_operator *op,
     struct spool_item *items, size_t n);
 
+/*
+ * End parked jobs without running them: each moves from dead/ to done/ with
+ * its payload and record, marked dropped.  SPOOL_NO_NOT_PARKED otherwise.
+ */
+int spool_drop(struct spool *sp, const struct spool_operator *op,
+    struct spool_item *items, size_t n);
+
+/*
+ * Stop jobs that have not finished: a queued or leased job parks at once
+ * (reason cancelled, class cancelled) and is not delivered; a leased one's
+ * holder can no longer finish or renew it, and since it may have begun the
+ * work, it is flagged for reconciliation.  SPOOL_NO_NOT_QUEUED otherwise.
+ */
+int spool_cancel(struct spool *sp, const struct spool_operator *op,
+    struct spool_item *items, size_t n);
+
+/*
+ * Remove finished jobs (from SPOOL_DONE, op may be NULL) or, only with an
+ * operator, parked ones (from SPOOL_DEAD): the payload goes, the sidecar
+ * stays with a purge record, so the ID's tokens never go back.  An ID in
+ * another state is refused (SPOOL_NO_NOT_DONE, SPOOL_NO_NOT_PARKED).
+ */
+int spool_purge(struct spool *sp, const struct spool_operator *op,
+    enum spool_state from, struct spool_item *items, size_t n);
+
+/*
+ * Files an interrupted enqueue left in tmp/, older than age_ms, are
+ * removed; *n says how many.  Nothing reads tmp/, so none is a job.
+ */
+int spool_sweep_tmp(struct spool *sp, int64_t age_ms, size_t *n);
+
+/*
+ * Pause (on) or resume claims: producers go on, claims find nothing.  The
+ * pause is the file "paused" in the spool; op may be NULL.
+ * spool_paused: 1 paused, 0 not, -1 error.
+ */
+int spool_pause(struct spool *sp, const struct spool_operator *op, int on);
+int spool_paused(struct spool *sp);
+
+/*
+ * Call fn(arg, line, len) for each complete line of every audit file
+ * (rotated ones too), in no set order; lines end before their newline.
+ * fn returns 0 to go on.
+ */
+int spool_audit_scan(struct spool *sp,
+    int (*fn)(void *arg, const char *line, size_t len), void *arg);
+
 /* Inspection: what an operator reads before deciding. */
 struct spool_delivery {
 	int cycle, attempt;
@@ -285,6 +335,7 @@ struct spool_job_info {
 	char detail[SPOOL_DETAIL_MAX + 1];
 	int side_effect;	/* may have happened: reconcile first */
 	int redriven;		/* this cycle began with a redrive */
+	int dropped;		/* in done/ by a drop, not by running */
 	char by[SPOOL_ID_MAX + 1], note[SPOOL_ID_MAX + 1];
 	int64_t acted;		/* the last operator action on it (by, note) */
 	struct spool_delivery *deliveries;	/* every cycle's, in order */
@@ -316,6 +367,8 @@ int spool_valid_owner(const char *s);	/* also ':' and '@': host:pid */
 
 /* "500ms", "30s", "5m", "2h", "7d"; a bare number is seconds.  0 or -1. */
 int spool_parse_duration(const char *s, int64_t *ms);
+/* "64M", "2G", "500k" or a number of bytes.  0 or -1. */
+int spool_parse_size(const char *s, uint64_t *bytes);
 /* A decimal token, 1 .. 2^63-1.  0 or -1. */
 int spool_parse_token(const char *s, uint64_t *token);
 /* Names as the commands and files spell them; -1 if unknown. */

@@ -104,6 +104,27 @@ spool_parse_duration(const char *s, int64_t *ms)
 	return -1;
 }
 
+/* "64M", "2G", "500k", or bytes. */
+int
+spool_parse_size(const char *s, uint64_t *bytes)
+{
+	static const char units[] = "kMGT";
+	const char *u;
+	size_t len;
+	uint64_t v, mul = 1;
+
+	if (s == NULL || (len = strlen(s)) == 0)
+		return -1;
+	if ((u = strchr(units, s[len - 1])) != NULL) {
+		mul = (uint64_t)1 << (10 * (u - units + 1));
+		len--;
+	}
+	if (parse_digits(s, len, UINT64_MAX / mul, &v) == -1)
+		return -1;
+	*bytes = v * mul;
+	return 0;
+}
+
 int
 spool_parse_token(const char *s, uint64_t *token)
 {
@@ -127,7 +148,7 @@ static const char *const classes[] = {
 };
 
 static const char *const reasons[] = {
-	"-", "permanent", "exhausted", "deadline", "side-effect"
+	"-", "permanent", "exhausted", "deadline", "side-effect", "cancelled"
 };
 
 static const char *const states[] = {
@@ -136,7 +157,8 @@ static const char *const states[] = {
 
 static const char *const refusals[] = {
 	"refused", "duplicate ID", "no such job", "stale token",
-	"not leased", "not parked", "side effect not reconciled"
+	"not leased", "not parked", "side effect not reconciled",
+	"not queued", "not done"
 };
 
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))

@@ -1,0 +1,58 @@
+/*
+ * Pause and resume claims.  The pause is a file, "paused", in the spool's
+ * top directory (as fsq's "down" file): claims look for it and find
+ * nothing while it is there; producers, finishes and operators go on.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int
+spool_paused(struct spool *sp)
+{
+	if (faccessat(sp->dirfd, "paused", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	return errno == ENOENT ? 0 : -1;
+}
+
+int
+spool_pause(struct spool *sp, const struct spool_operator *op, int on)
+{
+	struct abuf ab = { NULL, 0, 0 };
+	char text[2 * SPOOL_ID_MAX + 32];
+	struct rec r;
+	int rv;
+
+	if (op != NULL && (!spool_valid_note(op->by) ||
+	    !spool_valid_note(op->note))) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&r, 0, sizeof(r));
+	r.t = now_ms();
+	if (op != NULL) {
+		(void)snprintf(r.by, sizeof(r.by), "%s", op->by);
+		(void)snprintf(r.note, sizeof(r.note), "%s", op->note);
+	}
+	if (on) {
+		(void)snprintf(text, sizeof(text), "%s %s\n",
+		    r.by[0] ? r.by : "-", r.note[0] ? r.note : "-");
+		rv = write_top_file(sp, "paused", text, 1);
+	} else {
+		rv = unlinkat(sp->dirfd, "paused", 0);
+		if (rv == -1 && errno == ENOENT)
+			rv = 0;
+		else if (rv == 0)
+			rv = sync_dir(sp->dirfd, ".");
+	}
+	if (rv == 0 && (audit_add(&ab, sp, "-", &r, on ? "pause" :
+	    "resume") == -1 || audit_flush(sp, &ab) == -1))
+		rv = -1;
+	abuf_free(&ab);
+	return rv;
+}
