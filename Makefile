@@ -13,7 +13,7 @@ LDFLAGS += -fsanitize=address,undefined
 endif
 
 LIBOBJ = $(patsubst %.c,%.o,$(wildcard lib/*.c))
-CMDS = spool-init spool-enqueue spool-claim spool-renew spool-finish spool-redrive
+CMDS = $(patsubst bin/%.c,%,$(wildcard bin/spool-*.c))
 BINS = $(addprefix bin/,$(CMDS))
 
 all: $(BINS)
