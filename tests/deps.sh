@@ -6,6 +6,9 @@ missing=
 command -v bats >/dev/null 2>&1 || missing="$missing bats"
 command -v strace >/dev/null 2>&1 || missing="$missing strace"
 command -v mandoc >/dev/null 2>&1 || missing="$missing mandoc"
+command -v jq >/dev/null 2>&1 || missing="$missing jq"
+command -v promtool >/dev/null 2>&1 || missing="$missing prometheus"
+command -v inotifywait >/dev/null 2>&1 || missing="$missing inotify-tools"
 command -v cc >/dev/null 2>&1 || missing="$missing gcc libc6-dev"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
