@@ -69,6 +69,7 @@ batch_run(struct spool *sp, struct batch *b)
 			jobs[order[k]] = jobs[order[k - 1]];
 			jobs[order[k - 1]].fd = -1;
 			jobs[order[k - 1]].finishes = NULL;
+			jobs[order[k - 1]].text = NULL;
 		} else if (job_open(sp, ids[order[k]], 0, 0, &jobs[order[k]],
 		    &b->ab) == -1) {
 			if (errno == ENOENT) {

@@ -126,10 +126,7 @@ spool_job_info(struct spool *sp, const char *id, int history,
     struct spool_job_info *in)
 {
 	struct job j;
-	struct stat st;
-	char *buf = NULL;
 	const struct rec *c;
-	ssize_t got;
 	int e;
 
 	memset(in, 0, sizeof(*in));
@@ -165,17 +162,12 @@ spool_job_info(struct spool *sp, const char *id, int history,
 	(void)snprintf(in->detail, sizeof(in->detail), "%s", c->detail);
 	in->side_effect = c->se;
 	in->dropped = c->ev == EV_DROP;
-	if (fstat(j.fd, &st) == -1 ||
-	    (buf = malloc((size_t)st.st_size + 1)) == NULL ||
-	    (got = pread(j.fd, buf, (size_t)st.st_size, 0)) == -1 ||
-	    replay(in, buf, (size_t)got, j.voidtail, history) == -1)
+	if (replay(in, j.text, j.textlen, j.voidtail, history) == -1)
 		goto fail;
-	free(buf);
 	job_close(&j);
 	return 0;
 fail:
 	e = errno;
-	free(buf);
 	spool_job_info_free(in);
 	job_close(&j);
 	errno = e;

@@ -70,6 +70,8 @@ struct job {
 	uint64_t hi;		/* highest token ever issued */
 	int voidtail;		/* last record did not take effect */
 	size_t valid, size;	/* sidecar bytes: complete lines, all */
+	char *text;		/* the sidecar as read */
+	size_t textlen;
 	char *finishes;		/* "tok out\n" of every finish, for repeats */
 	size_t nfinishes;
 	int finish_last;	/* the last record was a finish */
@@ -139,6 +141,7 @@ int job_open(struct spool *sp, const char *id, int create, int nonblock,
     struct job *j, struct abuf *ab);
 void job_close(struct job *j);
 int job_peek(struct spool *sp, const char *id, struct job *j);
+int job_read(struct spool *sp, const char *id, int lock, struct job *j);
 int job_locate(struct spool *sp, struct job *j);
 int job_settle(struct spool *sp, struct job *j, struct abuf *ab);
 int job_record(struct job *j, const struct rec *r);

@@ -9,6 +9,7 @@
  * the job is where the one before it said (spool-layout.md, "Crashes").
  */
 #define _GNU_SOURCE
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -480,6 +481,26 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 	return 0;
 }
 
+/* Read the sidecar j->fd and fold it; the text stays in j->text. */
+static int
+read_fold(struct job *j)
+{
+	struct stat st;
+	ssize_t got;
+
+	if (fstat(j->fd, &st) == -1)
+		return -1;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EUCLEAN;
+		return -1;
+	}
+	if ((j->text = malloc((size_t)st.st_size + 1)) == NULL ||
+	    (got = pread(j->fd, j->text, (size_t)st.st_size, 0)) == -1)
+		return -1;
+	j->textlen = (size_t)got;
+	return fold(j, j->text, j->textlen);
+}
+
 /*
  * Open, lock and read the sidecar of id, and settle the job.  create makes
  * the sidecar if there is none (enqueue); otherwise ENOENT means no job.
@@ -490,9 +511,6 @@ job_open(struct spool *sp, const char *id, int create, int nonblock,
     struct job *j, struct abuf *ab)
 {
 	const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-	struct stat st;
-	char *buf = NULL;
-	ssize_t got;
 	int e;
 
 	memset(j, 0, sizeof(*j));
@@ -507,66 +525,54 @@ job_open(struct spool *sp, const char *id, int create, int nonblock,
 	}
 	if (j->fd == -1)
 		return -1;
-	if (j->created && file_mode(sp, j->fd, 0660) == -1)
-		goto fail;
-	if (lock_fd(j->fd, nonblock) == -1 || fstat(j->fd, &st) == -1)
-		goto fail;
-	if (!S_ISREG(st.st_mode)) {
-		errno = EUCLEAN;
-		goto fail;
+	if ((j->created && file_mode(sp, j->fd, 0660) == -1) ||
+	    lock_fd(j->fd, nonblock) == -1 || read_fold(j) == -1 ||
+	    job_settle(sp, j, ab) == -1) {
+		e = errno;
+		job_close(j);
+		errno = e;
+		return -1;
 	}
-	if ((buf = malloc((size_t)st.st_size + 1)) == NULL)
+	return 0;
+}
+
+/*
+ * Read a job's sidecar without settling it.  lock: 0 (for readers that must
+ * not wait on a job: what they see may be a moment old), LOCK_SH (a
+ * consistent look), or LOCK_EX (to append, as spool-fsck --repair does).
+ */
+int
+job_read(struct spool *sp, const char *id, int lock, struct job *j)
+{
+	int r, e;
+
+	memset(j, 0, sizeof(*j));
+	strcpy(j->id, id);
+	j->fd = openat(sp->metafd, id, (lock == LOCK_EX ? O_RDWR : O_RDONLY) |
+	    O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (j->fd == -1)
+		return -1;
+	if (lock != 0) {
+		do
+			r = flock(j->fd, lock);
+		while (r == -1 && errno == EINTR);
+		if (r == -1)
+			goto fail;
+	}
+	if (read_fold(j) == -1)
 		goto fail;
-	if ((got = pread(j->fd, buf, (size_t)st.st_size, 0)) == -1)
-		goto fail;
-	if (fold(j, buf, (size_t)got) == -1 || job_settle(sp, j, ab) == -1)
-		goto fail;
-	free(buf);
 	return 0;
 fail:
 	e = errno;
-	free(buf);
 	job_close(j);
 	errno = e;
 	return -1;
 }
 
-/*
- * Read a job's sidecar without locking it or settling it: for readers that
- * must not wait on, or change, a job.  What it shows may be a moment old.
- */
 int
 job_peek(struct spool *sp, const char *id, struct job *j)
 {
-	struct stat st;
-	char *buf = NULL;
-	ssize_t got;
-	int e;
-
-	memset(j, 0, sizeof(*j));
-	strcpy(j->id, id);
-	j->fd = openat(sp->metafd, id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
-	    O_NONBLOCK);
-	if (j->fd == -1)
-		return -1;
-	if (fstat(j->fd, &st) == -1)
-		goto fail;
-	if (!S_ISREG(st.st_mode)) {
-		errno = EUCLEAN;
-		goto fail;
-	}
-	if ((buf = malloc((size_t)st.st_size + 1)) == NULL ||
-	    (got = pread(j->fd, buf, (size_t)st.st_size, 0)) == -1 ||
-	    fold(j, buf, (size_t)got) == -1)
-		goto fail;
-	free(buf);
-	return 0;
-fail:
-	e = errno;
-	free(buf);
-	job_close(j);
-	errno = e;
-	return -1;
+	return job_read(sp, id, 0, j);
 }
 
 void
@@ -579,6 +585,8 @@ job_close(struct job *j)
 	free(j->finishes);
 	j->finishes = NULL;
 	j->nfinishes = 0;
+	free(j->text);
+	j->text = NULL;
 }
 
 /* A new record based on the job's current state. */
