@@ -53,7 +53,7 @@ vsay(const char *fmt, va_list ap)
 
 	char *p;
 
-	n = snprintf(line, sizeof(line), "%s: ", progname);
+	n = snprintf(line, sizeof(line), "%.64s: ", progname);
 	(void)vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	/* What the user gave may hold a newline: it must not make two. */
 	for (p = line; *p != '\0'; p++)
@@ -240,6 +240,23 @@ finish_stdout(int status)
 		return worst(status, EXIT_TEMP);
 	}
 	return status;
+}
+
+/*
+ * The default lease holder: host:pid, which says which process on which
+ * machine holds a job; pid:PID where the host name is not a valid owner.
+ */
+const char *
+default_owner(char *buf, size_t len)
+{
+	char host[64];
+
+	if (gethostname(host, sizeof(host)) == -1 ||
+	    (host[sizeof(host) - 1] = '\0',
+	    snprintf(buf, len, "%s:%ld", host, (long)getpid()),
+	    !spool_valid_owner(buf)))
+		(void)snprintf(buf, len, "pid:%ld", (long)getpid());
+	return buf;
 }
 
 /* 111 over 100 over 1 over 0: the numbers are in that order. */

@@ -30,6 +30,7 @@ int64_t opt_duration(const char *opt, const char *arg, int zero_ok);
 long opt_number(const char *opt, const char *arg, long min, long max);
 const char *opt_word(const char *opt, const char *arg,
     int (*valid)(const char *));
+const char *default_owner(char *buf, size_t len);
 int report(const char *id, const struct spool_result *res);
 int finish_stdout(int status);
 int worst(int a, int b);

@@ -64,13 +64,12 @@ main(int argc, char **argv)
 	if ((leases = calloc(max, sizeof(*leases))) == NULL)
 		die(EXIT_TEMP, "%s", strerror(errno));
 	r = spool_claim(sp, &opts, leases, max, &n);
-	if (r == -1) {
-		if (n > 0)
-			die(EXIT_TEMP, "claimed %zu jobs but could not make "
-			    "it durable: %s (the leases will expire)", n,
-			    strerror(errno));
+	/* On failure nothing was handed out: leases taken will expire. */
+	if (r == -1)
 		die(EXIT_TEMP, "%s", strerror(errno));
-	}
+	/* A paused spool is not an empty one: a worker may want to know. */
+	if (r == 0 && spool_paused(sp) == 1)
+		say("spool paused");
 	for (i = 0; i < n; i++)
 		printf("%s\t%" PRIu64 "\t%d\t%s\n", leases[i].id,
 		    leases[i].token, leases[i].attempt, leases[i].path);

@@ -101,8 +101,11 @@ main(int argc, char **argv)
 			jobs[opened].fd = fd;
 			which[opened++] = i + k;
 		}
+		/* EDQUOT from the whole call is the spool's reserve. */
 		if (spool_enqueue(sp, jobs, opened) == -1)
-			die(EXIT_TEMP, "%s", strerror(errno));
+			die(EXIT_TEMP, "%s", errno == EDQUOT ? "free space is "
+			    "below the spool's reserve (see reserve and "
+			    "reserve-inodes in spool(7))" : strerror(errno));
 		for (k = 0; k < opened; k++) {
 			struct spool_job *j = &jobs[k];
 

@@ -12,7 +12,7 @@
 
 #include "internal.h"
 
-static void
+void
 failed(struct spool_result *res, int err, int changed)
 {
 	res->status = -1;
@@ -79,8 +79,11 @@ batch_run(struct spool *sp, struct batch *b)
 				failed(r, errno, 0);
 			continue;
 		}
-		if (b->one(sp, &jobs[order[k]], order[k], b) == -1)
+		if (b->one(sp, &jobs[order[k]], order[k], b) == -1) {
 			failed(r, errno, r->changed);
+			/* Its state in memory may be wrong now: let it go. */
+			job_close(&jobs[order[k]]);
+		}
 	}
 	(void)snprintf(point, sizeof(point), "%s-synced", b->name);
 	if (dirset_sync(sp, &b->ds) == -1 || (crash_point(point),

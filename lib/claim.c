@@ -37,6 +37,7 @@ struct claim {
 	struct dirset ds;
 	struct abuf ab;
 	int64_t min_until;	/* earliest expiry of the leases we saw */
+	int job_err;		/* why a job was skipped, if one was */
 	int64_t our_until;	/* expiry of the leases we made */
 };
 
@@ -84,6 +85,8 @@ add_lease(struct claim *c, const struct job *j)
 /*
  * Take the job found as name in dirfd, if it is still there and due.
  * Returns 0 (taken or skipped), 1 (busy: another process holds it) or -1.
+ * A job that cannot be taken (unreadable, a failed write) is skipped and
+ * its error kept in c->job_err: one bad job must not stop the queue.
  */
 static int
 take(struct claim *c, int dirfd, const char *name, const char *id,
@@ -101,10 +104,10 @@ take(struct claim *c, int dirfd, const char *name, const char *id,
 	if (job_open(sp, id, 0, 1, j, &c->ab) == -1) {
 		if (errno == EWOULDBLOCK)
 			return 1;
-		/* Gone, or damaged: spool-fsck reports it. */
-		if (errno == ENOENT || errno == EUCLEAN)
-			return 0;
-		return -1;
+		/* Gone, or damaged (spool-fsck reports it), or unreadable. */
+		if (errno != ENOENT && errno != EUCLEAN && c->job_err == 0)
+			c->job_err = errno;
+		return 0;
 	}
 	if (j->cur.loc != loc || (loc == SPOOL_NEW && j->cur.eligible !=
 	    (int64_t)val) || (loc == SPOOL_LEASED && j->cur.tok != val))
@@ -140,11 +143,14 @@ take(struct claim *c, int dirfd, const char *name, const char *id,
 		destfd = sp->leasedfd;
 		(void)snprintf(dest, sizeof(dest), "%s,%" PRIu64, id, r.tok);
 	}
-	if (job_record(j, &r) == -1 || job_commit(j) == -1)
-		goto fail;
-	crash_point(r.ev == EV_CLAIM ? "claim-recorded" : "park-recorded");
-	if (move_noreplace(dirfd, name, destfd, dest) == -1)
-		goto fail;
+	/* A failure here leaves the job where it was (the record void). */
+	if (job_record(j, &r) == -1 || job_commit(j) == -1 ||
+	    (crash_point(r.ev == EV_CLAIM ? "claim-recorded" :
+	    "park-recorded"), move_noreplace(dirfd, name, destfd, dest)) == -1) {
+		if (c->job_err == 0)
+			c->job_err = errno;
+		goto skip;
+	}
 	crash_point(r.ev == EV_CLAIM ? "claim-moved" : "park-moved");
 	if (dirset_add(&c->ds, destfd == sp->deadfd ? "dead" : "leased") == -1 ||
 	    audit_add(&c->ab, sp, id, &r, r.ev == EV_PARK ? "park" :
@@ -232,8 +238,11 @@ hint_write(int fd, int64_t v)
 	int n;
 
 	n = snprintf(buf, sizeof(buf), "%019" PRId64 "\n", v);
-	if (pwrite(fd, buf, (size_t)n, 0) != n)
+	if (pwrite(fd, buf, (size_t)n, 0) != n) {
+		if (errno == 0)
+			errno = EIO;	/* short: 20 bytes did not fit */
 		return -1;
+	}
 	/* Durable: a power cut must not bring back a later time. */
 	return sync_fd(fd);
 }
@@ -333,9 +342,16 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 	    bucket_walk(sp, c->now, c->now, claim_leaf, c) == -1)
 		rv = -1;
 	e = errno;
-	if (flush(c) == -1 && rv == 0) {
+	if (flush(c) == -1) {
 		rv = -1;
 		e = errno;
+		*n = 0;		/* not durable: they will simply expire */
+	} else if (c->nout > 0) {
+		rv = 0;		/* what was claimed is durable: hand it out */
+		*n = c->nout;
+	} else if (rv == 0 && c->job_err != 0) {
+		rv = -1;	/* nothing claimed, and some job failed */
+		e = c->job_err;
 	}
 	/*
 	 * The leases are durable now.  If the hint cannot be lowered, they
@@ -347,7 +363,6 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 	(void)close_fd(hintfd);	/* and its lock */
 	if (rv == 0)
 		crash_point("claim-logged");
-	*n = c->nout;
 	dirset_free(&c->ds);
 	abuf_free(&c->ab);
 	free(c);

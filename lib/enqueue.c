@@ -26,14 +26,6 @@ struct pend {
 	int64_t eligible;
 };
 
-static void
-fail_item(struct spool_result *res, int err, int changed)
-{
-	res->status = -1;
-	res->err = err;
-	res->changed = changed;
-}
-
 static int
 copy_payload(struct spool *sp, struct pend *p)
 {
@@ -41,11 +33,17 @@ copy_payload(struct spool *sp, struct pend *p)
 	ssize_t n;
 	int fd, e;
 
-	(void)snprintf(p->tmp, sizeof(p->tmp), "%s,%ld.%lu", p->in->id,
-	    (long)getpid(), ++sp->tmpseq);
-	/* Job files are read-only: the spool never rewrites a payload. */
-	fd = openat(sp->tmpfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL |
-	    O_CLOEXEC | O_NOFOLLOW, 0444);
+	/*
+	 * Job files are read-only: the spool never rewrites a payload.  A
+	 * name left by a crashed process of the same PID (containers reuse
+	 * PIDs) is passed over.
+	 */
+	do {
+		(void)snprintf(p->tmp, sizeof(p->tmp), "%s,%ld.%lu", p->in->id,
+		    (long)getpid(), ++sp->tmpseq);
+		fd = openat(sp->tmpfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL |
+		    O_CLOEXEC | O_NOFOLLOW, 0444);
+	} while (fd == -1 && errno == EEXIST && sp->tmpseq % 1000 != 0);
 	if (fd == -1)
 		return -1;
 	if (file_mode(sp, fd, 0440) == -1)
@@ -111,11 +109,12 @@ record(struct spool *sp, struct pend *p, int64_t now, int dup,
 		goto drop;
 	}
 	if (job_open(sp, in->id, 1, 0, &p->j, ab) == -1) {
-		fail_item(&in->res, errno, 0);
+		failed(&in->res, errno, 0);
 		goto drop;
 	}
 	p->open = 1;
-	*created |= p->j.created;
+	/* New, or left by an enqueue that died before its fsync of meta/. */
+	*created |= p->j.created || p->j.cur.cyc == 0;
 	if (p->j.cur.loc != SPOOL_ABSENT && p->j.cur.loc != SPOOL_DONE) {
 		in->res.status = 1;
 		in->res.refusal = SPOOL_NO_EXISTS;
@@ -136,7 +135,7 @@ record(struct spool *sp, struct pend *p, int64_t now, int dup,
 	(void)snprintf(r.trace, sizeof(r.trace), "%s",
 	    in->trace != NULL ? in->trace : "");
 	if (job_record(&p->j, &r) == -1 || job_commit(&p->j) == -1) {
-		fail_item(&in->res, errno, 0);
+		failed(&in->res, errno, 0);
 		goto drop;
 	}
 	crash_point("enqueue-recorded");
@@ -197,7 +196,7 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 		memset(&jobs[i].res, 0, sizeof(jobs[i].res));
 		p[i].in = &jobs[i];
 		if ((e = check_job(sp, &jobs[i])) != 0) {
-			fail_item(&jobs[i].res, e, 0);
+			failed(&jobs[i].res, e, 0);
 			continue;
 		}
 		if (jobs[i].id == NULL) {
@@ -209,7 +208,7 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 			    "%s", jobs[i].id);
 		ids[i] = jobs[i].id;
 		if (copy_payload(sp, &p[i]) == -1)
-			fail_item(&jobs[i].res, errno, 0);
+			failed(&jobs[i].res, errno, 0);
 		else
 			order[m++] = i;
 	}
@@ -223,7 +222,7 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 		e = errno;
 		for (k = 0; k < n; k++)
 			if (p[order[k]].tmp[0] != '\0') {
-				fail_item(&p[order[k]].in->res, e, 0);
+				failed(&p[order[k]].in->res, e, 0);
 				(void)unlinkat(sp->tmpfd, p[order[k]].tmp, 0);
 				p[order[k]].tmp[0] = '\0';
 			}
@@ -235,7 +234,7 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 			continue;
 		if (publish_new(sp, sp->tmpfd, q->tmp, q->in->id, q->eligible,
 		    &ds) == -1) {
-			fail_item(&q->in->res, errno, 0);
+			failed(&q->in->res, errno, 0);
 			(void)unlinkat(sp->tmpfd, q->tmp, 0);
 			q->tmp[0] = '\0';
 			continue;
@@ -243,18 +242,25 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 		crash_point("enqueue-published");
 		q->in->res.state = SPOOL_NEW;
 		q->in->res.token = q->j.hi;
-		/* settle removes the previous cycle's file from done/ */
-		if (audit_add(&ab, sp, q->in->id, &q->j.cur, "enqueue") == -1 ||
-		    job_settle(sp, &q->j, &ab) == -1)
-			fail_item(&q->in->res, errno, 1);
+		if (audit_add(&ab, sp, q->in->id, &q->j.cur, "enqueue") == -1)
+			failed(&q->in->res, errno, 1);
 	}
-	if (dirset_sync(sp, &ds) == -1 || (crash_point("enqueue-synced"),
-	    audit_flush(sp, &ab)) == -1) {
-		e = errno;
+	e = dirset_sync(sp, &ds) == -1 ? errno : 0;
+	if (e == 0)
+		crash_point("enqueue-synced");
+	/* Now that the new names are durable: settle removes the previous
+	 * cycle's file from done/. */
+	for (k = 0; k < n && e == 0; k++)
+		if (p[order[k]].tmp[0] != '\0' &&
+		    p[order[k]].in->res.status == 0 &&
+		    job_settle(sp, &p[order[k]].j, &ab) == -1)
+			failed(&p[order[k]].in->res, errno, 1);
+	if (e != 0 || audit_flush(sp, &ab) == -1) {
+		e = e != 0 ? e : errno;
 		for (k = 0; k < n; k++)
 			if (p[order[k]].tmp[0] != '\0' &&
 			    p[order[k]].in->res.status == 0)
-				fail_item(&p[order[k]].in->res, e, 1);
+				failed(&p[order[k]].in->res, e, 1);
 	} else
 		crash_point("enqueue-logged");
 	for (k = 0; k < n; k++)

@@ -133,10 +133,14 @@ finish_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	int r_move;
 
 	if (job_finished(j, f->token, f->outcome)) {
-		f->res.state = j->cur.loc;	/* a repeat: nothing to do */
+		/*
+		 * A repeat: nothing to change, but the first finish may have
+		 * died before its fsync, and this exit 0 promises durability.
+		 */
+		f->res.state = j->cur.loc;
 		f->res.token = j->cur.tok;
 		f->res.reason = j->cur.reason;
-		return 0;
+		return sync_place(sp, &j->cur);
 	}
 	if (lease_refusal(j, f->token, &f->res))
 		return 0;

@@ -62,6 +62,11 @@ add_history(struct spool_job_info *in, const struct rec *r, int wasleased)
 		(void)snprintf(d->owner, sizeof(d->owner), "%s", r->owner);
 		d->class = 0;
 		return 0;
+	case EV_CANCEL:
+		/* An operator stopped it: the holder can no longer finish. */
+		if (wasleased)
+			end_delivery(open_delivery(in, r->tok), r, "cancelled");
+		return 0;
 	case EV_OK:
 	case EV_RETRY:
 	case EV_RELEASE:
@@ -107,6 +112,12 @@ replay(struct spool_job_info *in, const char *buf, size_t len, int lastvoid,
 			if (history && add_history(in, &r, wasleased) == -1)
 				return -1;
 			wasleased = r.loc == SPOOL_LEASED;
+			/*
+			 * A renew keeps the job where it was: the time it
+			 * entered its state is that of its last other record.
+			 */
+			if (r.ev != EV_RENEW)
+				in->since = r.t;
 			if (r.by[0] != '\0') {
 				(void)snprintf(in->by, sizeof(in->by), "%s", r.by);
 				(void)snprintf(in->note, sizeof(in->note), "%s",

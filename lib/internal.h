@@ -14,6 +14,8 @@
 /* Eligible times are grouped in slots of 16 ms, 4096 slots a directory. */
 #define SLOT_SHIFT	4
 
+#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
 /* Longest name the spool builds under its top directory. */
 #define NAME_MAX_SPOOL	256
 #define HOST_MAX	64
@@ -135,6 +137,7 @@ int place_of(struct spool *sp, const char *id, const struct rec *r,
 void place_done(struct place *p);
 int place_stat(struct spool *sp, const char *id, const struct rec *r,
     struct stat *st);
+int sync_place(struct spool *sp, const struct rec *r);
 
 /* meta.c: the sidecar */
 int job_open(struct spool *sp, const char *id, int create, int nonblock,
@@ -172,6 +175,8 @@ int batch_items(struct spool *sp, const struct spool_operator *op,
     int (*one)(struct spool *sp, struct job *j, size_t i, struct batch *b),
     const void *extra);
 void refuse(struct spool_result *res, int refusal, const struct job *j);
+void failed(struct spool_result *res, int err, int changed);
+int state_from_name(const char *s, size_t len);
 int lease_refusal(const struct job *j, uint64_t token,
     struct spool_result *res);
 

@@ -180,40 +180,42 @@ lock_fd(int fd, int nonblock)
 
 /*
  * Move a name without ever replacing another file.  renameat2 with
- * RENAME_NOREPLACE where the file system has it; elsewhere (GlusterFS, NFS
- * answer EINVAL) link(2) then unlink(2): a crash between the two leaves the
- * job's file with two names, and the sidecar says which one is current
- * (spool-layout.md, "Crashes").  SPOOL_TEST_NOREPLACE=link forces the
- * fallback so that the tests cover it.
+ * RENAME_NOREPLACE where the file system has it.  Elsewhere (GlusterFS and
+ * NFS answer EINVAL) a check that the target is absent, then rename(2):
+ * every name a job's file is moved to is made only by a process holding
+ * that job's sidecar lock, which the caller holds, so nothing can create
+ * the target between the two.  (link(2) + unlink(2) would not need the
+ * lock, but fs.protected_hardlinks forbids linking another user's
+ * read-only job file, which is every job in a group spool.)
+ * SPOOL_TEST_NOREPLACE=off forces the fallback so that the tests cover it.
  */
 int
 move_noreplace(int fromfd, const char *from, int tofd, const char *to)
 {
-	static int use_link = -1;
+	static int fallback = -1;
+	struct stat st;
 	const char *s;
 
-	if (use_link == -1) {
+	if (fallback == -1) {
 		s = getenv("SPOOL_TEST_NOREPLACE");
-		use_link = s != NULL && strcmp(s, "link") == 0;
+		fallback = s != NULL && strcmp(s, "off") == 0;
 	}
-	if (!use_link) {
+	if (!fallback) {
 		if (renameat2(fromfd, from, tofd, to, RENAME_NOREPLACE) == 0) {
 			counters.renames++;
 			return 0;
 		}
 		if (errno != EINVAL && errno != ENOSYS)
 			return -1;
-		use_link = 1;
+		fallback = 1;
 	}
-	if (linkat(fromfd, from, tofd, to, 0) == -1)
+	if (fstatat(tofd, to, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		errno = EEXIST;
+		return -1;
+	}
+	if (errno != ENOENT || renameat(fromfd, from, tofd, to) == -1)
 		return -1;
 	counters.renames++;
-	crash_point("move-linked");
-	/*
-	 * The move has happened: the new name exists.  If the old one cannot
-	 * be removed now, the next command that opens the job removes it.
-	 */
-	(void)unlinkat(fromfd, from, 0);
 	return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +29,6 @@ static const char *const events[] = {
 	"redrive", "void", "drop", "cancel", "purge"
 };
 
-static const char *const locs[] = {
-	"absent", "new", "leased", "done", "dead"
-};
-
 static int
 name_index(const char *const *names, int n, const char *s, size_t len)
 {
@@ -43,15 +40,13 @@ name_index(const char *const *names, int n, const char *s, size_t len)
 	return -1;
 }
 
-#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
 static int
 num(const char *s, size_t len, int64_t *v)
 {
 	int64_t n = 0;
 	size_t i;
 
-	if (len == 0 || len > 19)
+	if (len == 0 || len > 18)	/* 10^18 < 2^63: no overflow */
 		return -1;
 	for (i = 0; i < len; i++) {
 		if (s[i] < '0' || s[i] > '9')
@@ -128,6 +123,7 @@ rec_parse(const char *line, size_t len, struct rec *r)
 		vlen = (size_t)(sp - v);
 #define KEY(k) (klen == sizeof(k) - 1 && memcmp(p, k, klen) == 0)
 #define NUM(field) do { if (num(v, vlen, &n) == -1) return -1; field = n; } while (0)
+#define INT(field) do { if (num(v, vlen, &n) == -1 || n > INT_MAX) return -1; field = (int)n; } while (0)
 		if (KEY("t"))
 			NUM(r->t);
 		else if (KEY("ev")) {
@@ -139,17 +135,17 @@ rec_parse(const char *line, size_t len, struct rec *r)
 				r->loc = SPOOL_NEW;
 				if (num(v + 4, vlen - 4, &r->eligible) == -1)
 					return -1;
-			} else if ((r->loc = name_index(locs, NELEM(locs), v,
-			    vlen)) == -1 || r->loc == SPOOL_NEW)
+			} else if ((r->loc = state_from_name(v, vlen)) == -1 ||
+			    r->loc == SPOOL_NEW)
 				return -1;
 		} else if (KEY("tok")) {
 			NUM(r->tok);
 		} else if (KEY("att"))
-			NUM(r->att);
+			INT(r->att);
 		else if (KEY("cyc"))
-			NUM(r->cyc);
+			INT(r->cyc);
 		else if (KEY("max"))
-			NUM(r->max);
+			INT(r->max);
 		else if (KEY("dl"))
 			NUM(r->deadline);
 		else if (KEY("ttl"))
@@ -159,7 +155,7 @@ rec_parse(const char *line, size_t len, struct rec *r)
 		else if (KEY("until"))
 			NUM(r->until);
 		else if (KEY("se"))
-			NUM(r->se);
+			INT(r->se);
 		else if (KEY("prev"))
 			NUM(r->prev);
 		else if (KEY("trace")) {
@@ -202,6 +198,7 @@ rec_parse(const char *line, size_t len, struct rec *r)
 		/* Unknown keys are skipped: later versions may add some. */
 #undef KEY
 #undef NUM
+#undef INT
 		p = sp + 1;
 	}
 	/* Only a purge leaves a job nowhere. */
@@ -255,7 +252,7 @@ rec_format(char *dst, size_t size, const struct rec *r)
 	if (r->loc == SPOOL_NEW)
 		put(&b, " at=new:%" PRId64, r->eligible);
 	else
-		put(&b, " at=%s", locs[r->loc]);
+		put(&b, " at=%s", spool_state_name(r->loc));
 	put(&b, " tok=%" PRIu64 " att=%d cyc=%d max=%d dl=%" PRId64
 	    " ttl=%" PRId64 " created=%" PRId64, r->tok, r->att, r->cyc,
 	    r->max, r->deadline, r->ttl, r->created);
@@ -465,11 +462,13 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 	if (j->prev.loc == SPOOL_DONE && j->cur.ev == EV_ENQUEUE) {
 		/*
 		 * The previous cycle's file: the enqueue of this cycle
-		 * removes it, and makes that durable at once so that a power
-		 * cut cannot bring it back.
+		 * removes it once the new one's name is durable, and makes
+		 * the removal durable at once so that a power cut can neither
+		 * leave the job nowhere nor bring the old file back.
 		 */
 		gone = j->prev;
-		if (unlink_place(sp, j->id, &j->prev) == -1 ||
+		if (sync_place(sp, &j->cur) == -1 ||
+		    unlink_place(sp, j->id, &j->prev) == -1 ||
 		    sync_dir(sp->donefd, ".") == -1)
 			return -1;
 		gone.t = now_ms();
@@ -593,10 +592,9 @@ job_close(struct job *j)
 void
 rec_next(const struct job *j, struct rec *r, int ev, int64_t now)
 {
-	*r = j->cur;
+	*r = j->cur;		/* tok: the current lease's, not a burnt one */
 	r->t = now;
 	r->ev = ev;
-	r->tok = j->hi;
 	r->owner[0] = r->by[0] = r->note[0] = r->detail[0] = '\0';
 	r->until = 0;
 	r->prev = 0;

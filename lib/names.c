@@ -214,3 +214,36 @@ place_stat(struct spool *sp, const char *id, const struct rec *r,
 	}
 	return 1;
 }
+
+/*
+ * fsync the directory that holds the file record r names (for new/, the
+ * whole bucket chain, any link of which may be new): for a command that
+ * finds a transition done by a process that died before making it durable.
+ */
+int
+sync_place(struct spool *sp, const struct rec *r)
+{
+	char rel[NAME_MAX_SPOOL];
+	char *slash;
+
+	switch (r->loc) {
+	case SPOOL_NEW:
+		memcpy(rel, "new/", 4);
+		if (bucket_rel(rel + 4, sizeof(rel) - 4, r->eligible) == -1)
+			return -1;
+		do {
+			if (sync_dir(sp->dirfd, rel) == -1)
+				return -1;
+		} while ((slash = strrchr(rel, '/')) != NULL && (*slash = '\0',
+		    1));
+		return 0;
+	case SPOOL_LEASED:
+		return sync_dir(sp->leasedfd, ".");
+	case SPOOL_DONE:
+		return sync_dir(sp->donefd, ".");
+	case SPOOL_DEAD:
+		return sync_dir(sp->deadfd, ".");
+	default:
+		return 0;
+	}
+}

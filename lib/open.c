@@ -220,12 +220,19 @@ fail:
 void
 spool_close(struct spool *sp)
 {
-	int fds[] = { sp->dirfd, sp->tmpfd, sp->newfd, sp->leasedfd,
-	    sp->donefd, sp->deadfd, sp->metafd, sp->auditfd };
+	int fds[8];
 	size_t i;
 
 	if (sp == NULL)
 		return;
+	fds[0] = sp->dirfd;
+	fds[1] = sp->tmpfd;
+	fds[2] = sp->newfd;
+	fds[3] = sp->leasedfd;
+	fds[4] = sp->donefd;
+	fds[5] = sp->deadfd;
+	fds[6] = sp->metafd;
+	fds[7] = sp->auditfd;
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] != -1)
 			(void)close_fd(fds[i]);	/* directories */

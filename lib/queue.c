@@ -62,8 +62,8 @@ dirset_free(struct dirset *ds)
 
 /*
  * Move a file into its bucket in new/.  A claimer removes a bucket once it
- * is empty and its time has passed; if that happens between our open and
- * our rename, the rename fails with ENOENT: make the bucket again.
+ * is empty and its time has passed; if that happens between our opening or
+ * making a bucket and our rename, we get ENOENT: make the bucket again.
  */
 int
 publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
@@ -78,8 +78,11 @@ publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
 		return -1;
 	memcpy(rel, "new/", 4);
 	for (tries = 0; tries < 100; tries++) {
-		if ((fd = open_bucket(sp, eligible, 1, ds)) == -1)
+		if ((fd = open_bucket(sp, eligible, 1, ds)) == -1) {
+			if (errno == ENOENT)
+				continue;	/* a parent pruned under us */
 			return -1;
+		}
 		r = move_noreplace(fromfd, from, fd, name);
 		e = errno;
 		(void)close_fd(fd);	/* read-only directory */
@@ -103,7 +106,7 @@ publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
 int64_t
 backoff_ms(struct spool *sp, int attempt)
 {
-	static uint64_t seed;
+	static __thread uint64_t seed;
 	int64_t d = sp->backoff_ms;
 	int i;
 

@@ -37,7 +37,8 @@
  * transition left behind (spool-layout.md, "Crashes"), so a crash never
  * needs a person.
  *
- * Threads: a struct spool may be used by one thread at a time.
+ * Threads: a struct spool may be used by one thread at a time; the
+ * counters of spool_get_counters() are the process's, not per thread.
  */
 #ifndef SPOOL_H
 #define SPOOL_H
@@ -48,7 +49,8 @@
 #define SPOOL_FORMAT	1	/* on-disk format this library reads and writes */
 #define SPOOL_ID_MAX	128	/* longest ID, note, owner or trace, in bytes */
 #define SPOOL_DETAIL_MAX 200	/* longest detail kept, in bytes */
-#define SPOOL_BATCH_MAX	1024	/* most items one call may carry */
+#define SPOOL_BATCH_MAX	256	/* most items one call may carry: each holds
+				   a descriptor until the batch commits */
 
 struct spool;
 
@@ -187,10 +189,11 @@ struct spool_lease {
  * Claim up to max eligible jobs, oldest eligible time first.  Expired leases
  * are taken over first (each with a higher token); a job whose attempts are
  * spent, or whose deadline has passed, parks instead of being delivered.
- * Returns 1 with *n > 0 leases in out, 0 when nothing is eligible, -1 on
- * error (if the error came after some jobs changed state, *n says how many
- * and errno is that of the failure: those leases are not durable and will
- * simply expire).
+ * Returns 1 with *n > 0 leases in out, 0 when nothing is eligible (or the
+ * spool is paused: spool_paused), -1 on error with *n = 0 (leases it took
+ * but could not make durable simply expire).  A job that cannot be taken
+ * (unreadable, a failed write) is passed over, so it cannot stop the
+ * queue; if nothing was claimed, its error is the call's.
  */
 int spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
     struct spool_lease *out, size_t max, size_t *n);

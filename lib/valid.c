@@ -161,8 +161,6 @@ static const char *const refusals[] = {
 	"not queued", "not done"
 };
 
-#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
 static int
 lookup(const char *const *names, int n, const char *s)
 {
@@ -178,6 +176,17 @@ static const char *
 name_of(const char *const *names, int n, int v)
 {
 	return v >= 0 && v < n && names[v] != NULL ? names[v] : "?";
+}
+
+int
+state_from_name(const char *s, size_t len)
+{
+	int i;
+
+	for (i = 0; i < NELEM(states); i++)
+		if (strlen(states[i]) == len && memcmp(states[i], s, len) == 0)
+			return i;
+	return -1;
 }
 
 int spool_outcome_from_name(const char *s) { return lookup(outcomes, NELEM(outcomes), s); }

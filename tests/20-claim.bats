@@ -360,7 +360,7 @@ EOT
 	[ "${#stderr_lines[@]}" -eq 1 ]
 	run -100 --separate-stderr spool-claim --owner w1 -n 0
 	[ "$output" = "" ]
-	[ "$stderr" = "spool-claim: -n: bad number '0' (1 to 1024)" ]
+	[ "$stderr" = "spool-claim: -n: bad number '0' (1 to 256)" ]
 	run -100 --separate-stderr spool-claim --owner w1 --lease 0
 	[ "$output" = "" ]
 	[ "$stderr" = "spool-claim: --lease: bad duration '0' (use e.g. 500ms, 30s, 5m, 2h, 7d)" ]

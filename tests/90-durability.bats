@@ -13,7 +13,7 @@ traced() {
 	local trace="$BATS_TEST_TMPDIR/trace" out rc=0
 	# LeakSanitizer cannot run under ptrace; leaks are checked elsewhere.
 	ASAN_OPTIONS=detect_leaks=0 strace -f -y -o "$trace" \
-	    -e trace=write,pwrite64,fdatasync,fsync,renameat2,linkat,mkdirat \
+	    -e trace=write,pwrite64,fdatasync,fsync,renameat2,renameat,linkat,unlinkat,mkdirat \
 	    "$@" >"$BATS_TEST_TMPDIR/stdout" || rc=$?
 	[ "$rc" -eq 0 ] || { echo "$* exited $rc" >&2; return 1; }
 	out=$(awk -f "$BATS_TEST_DIRNAME/durability.awk" "$trace")
@@ -91,8 +91,8 @@ fdatasync audit
 EOF
 }
 
-@test "the link(2) + unlink(2) fallback keeps the same order" {
-	export SPOOL_TEST_NOREPLACE=link
+@test "the fallback move (no RENAME_NOREPLACE) keeps the same order" {
+	export SPOOL_TEST_NOREPLACE=off
 	traced spool-enqueue --id j1 </dev/null
 	traced spool-claim
 	traced spool-finish j1 1 permanent

@@ -5,7 +5,9 @@
 #  - every directory moved into, and every parent of a new directory, is
 #    fsync'd after the last move there, before the process ends;
 #  - the audit log is fdatasync'd after its last write, and that write comes
-#    after the last move.
+#    after the last move;
+#  - a file in done/ is removed (a new cycle's enqueue) only once every
+#    directory moved into is fsync'd.
 # Prints "checked N moves" on a line of its own at the end.
 
 function path(s,    a, b) {
@@ -32,11 +34,20 @@ function id_of(name) { sub(/,.*$/, "", name); return name }
 	p = path($0); synced[p] = n
 	if (p ~ /\/audit\/[^\/]*$/) audit_sync = n
 }
+/^unlinkat\(/ && ok($0) && $0 !~ /AT_REMOVEDIR/ {
+	split($0, f, ", ")
+	# Removing the old cycle's file before the new one is durable could
+	# leave the job nowhere after a power cut.
+	if (path(f[1]) ~ /\/done$/)
+		for (d in into)
+			if (!(d in synced) || synced[d] < into[d])
+				print "line " n ": done/" unq(f[2]) " removed before " d " was fsync'd"
+}
 /^mkdirat\(/ && ok($0) {
 	split($0, f, ", ")
 	made[++nmade] = path(f[1]); made_at[nmade] = n
 }
-/^(renameat2|linkat)\(/ && ok($0) {
+/^(renameat2|renameat|linkat)\(/ && ok($0) {
 	split($0, f, ", ")
 	src = path(f[1]) "/" unq(f[2]); dir = path(f[3]); dst = unq(f[4])
 	moves++; last_move = n
