@@ -176,7 +176,7 @@ fail:
 
 /* Claim the due jobs of one leaf bucket; 1 when enough are claimed. */
 static int
-claim_leaf(void *arg, int leaffd)
+claim_leaf(void *arg, int leaffd, int64_t start)
 {
 	struct claim *c = arg;
 	char id[SPOOL_ID_MAX + 1];
@@ -184,6 +184,8 @@ claim_leaf(void *arg, int leaffd)
 	int64_t eligible;
 	DIR *d;
 	int fd, rv = 0;
+
+	(void)start;	/* each name carries its own time */
 
 	if ((fd = dup(leaffd)) == -1)
 		return -1;
@@ -385,13 +387,15 @@ spool_free_leases(struct spool_lease *l, size_t n)
 
 /* The earliest eligible time among the jobs of one leaf; 1 if any. */
 static int
-due_leaf(void *arg, int leaffd)
+due_leaf(void *arg, int leaffd, int64_t start)
 {
 	char id[SPOOL_ID_MAX + 1];
 	int64_t *first = arg, eligible;
 	struct dirent *de;
 	DIR *d;
 	int fd, any = 0;
+
+	(void)start;	/* each name carries its own time */
 
 	if ((fd = dup(leaffd)) == -1)
 		return -1;

@@ -229,8 +229,9 @@ list_dir(int dirfd, int numbered, struct lister *l)
 }
 
 static int
-list_leaf(void *arg, int leaffd)
+list_leaf(void *arg, int leaffd, int64_t start)
 {
+	(void)start;
 	return list_dir(leaffd, 1, arg);
 }
 

@@ -191,6 +191,9 @@ int publish_new(struct spool *sp, int fromfd, const char *from,
     const char *id, int64_t eligible, struct dirset *ds);
 int64_t backoff_ms(struct spool *sp, int attempt);
 int bucket_walk(struct spool *sp, int64_t until, int64_t prune_now,
-    int (*leaf)(void *arg, int leaffd), void *arg);
+    int (*leaf)(void *arg, int leaffd, int64_t start), void *arg);
+int bucket_walk_all(struct spool *sp,
+    int (*leaf)(void *arg, int leaffd, int64_t start),
+    int (*stray)(void *arg, const char *dir, const char *name), void *arg);
 
 #endif

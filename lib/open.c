@@ -27,7 +27,7 @@ static const char *const subdirs[] = {
 /* The only names a spool's top directory holds. */
 static const char *const topnames[] = {
 	"format", "config", "next-expiry", "paused", "tmp", "new", "leased",
-	"done", "dead", "meta", "audit"
+	"done", "dead", "meta", "audit", "quarantine"
 };
 
 static const char default_config[] =

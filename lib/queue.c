@@ -124,9 +124,22 @@ backoff_ms(struct spool *sp, int attempt)
 	return d / 2 + (int64_t)(seed % (uint64_t)(d / 2 + 1));
 }
 
-/* Names of a bucket level: fixed-width lowercase hex, sorted. */
+#define BUCKET_GRACE	2000	/* ms before an empty past bucket goes */
+
+struct walk {
+	int64_t until, prune_now;
+	int (*leaf)(void *arg, int leaffd, int64_t start);
+	int (*stray)(void *arg, const char *dir, const char *name);
+	void *arg;
+};
+
+/*
+ * Names of a bucket level: fixed-width lowercase hex, sorted.  Any other
+ * name is not ours: w->stray (spool-fsck) hears of it, if it listens.
+ */
 static int
-list_level(int dirfd, size_t width, uint64_t **out, size_t *n)
+list_level(struct walk *w, const char *rel, int dirfd, size_t width,
+    uint64_t **out, size_t *n)
 {
 	struct dirent *de;
 	uint64_t *v = NULL, *nv, x;
@@ -143,13 +156,18 @@ list_level(int dirfd, size_t width, uint64_t **out, size_t *n)
 		return -1;
 	}
 	while ((errno = 0, de = readdir(d)) != NULL) {
-		if (strlen(de->d_name) != width)
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		for (ok = 1, i = 0; i < width; i++)
+		ok = strlen(de->d_name) == width;
+		for (i = 0; ok && i < width; i++)
 			ok &= (de->d_name[i] >= '0' && de->d_name[i] <= '9') ||
 			    (de->d_name[i] >= 'a' && de->d_name[i] <= 'f');
-		if (!ok)
-			continue;	/* not ours: spool-fsck reports it */
+		if (!ok) {
+			if (w->stray != NULL && w->stray(w->arg, rel,
+			    de->d_name) == -1)
+				goto fail;
+			continue;
+		}
 		x = strtoull(de->d_name, &end, 16);
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 64;
@@ -180,30 +198,23 @@ fail:
 	return -1;
 }
 
-#define BUCKET_GRACE	2000	/* ms before an empty past bucket goes */
-
-struct walk {
-	int64_t until, prune_now;
-	int (*leaf)(void *arg, int leaffd);
-	void *arg;
-};
-
 /*
  * One level of new/: its buckets in time order, each opened with
  * O_NOFOLLOW; the leaves are handed to w->leaf.  The slot bits that this
  * level names sit above `shift`; prefix holds those of the levels above.
  */
 static int
-walk_level(struct walk *w, int dirfd, int level, uint64_t prefix)
+walk_level(struct walk *w, const char *rel, int dirfd, int level,
+    uint64_t prefix)
 {
 	static const int shift[] = { 24, 12, 0 };
 	uint64_t *v = NULL, slot;
-	char name[32];
+	char name[32], sub[64];
 	size_t n, i;
 	int fd, rv = 0;
 	int64_t start, end;
 
-	if (list_level(dirfd, level == 0 ? 8 : 3, &v, &n) == -1)
+	if (list_level(w, rel, dirfd, level == 0 ? 8 : 3, &v, &n) == -1)
 		return -1;
 	for (i = 0; i < n && rv == 0; i++) {
 		slot = prefix | v[i] << shift[level];
@@ -218,10 +229,15 @@ walk_level(struct walk *w, int dirfd, int level, uint64_t prefix)
 		    "%03" PRIx64, v[i]);
 		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		    O_CLOEXEC);
-		if (fd == -1)
-			continue;	/* pruned by another claimer */
-		rv = level == 2 ? w->leaf(w->arg, fd) :
-		    walk_level(w, fd, level + 1, slot);
+		if (fd == -1) {
+			/* Pruned by another claimer, or not a directory. */
+			if (errno != ENOENT && w->stray != NULL)
+				rv = w->stray(w->arg, rel, name);
+			continue;
+		}
+		(void)snprintf(sub, sizeof(sub), "%s/%s", rel, name);
+		rv = level == 2 ? w->leaf(w->arg, fd, start) :
+		    walk_level(w, sub, fd, level + 1, slot);
 		(void)close_fd(fd);	/* read-only directory */
 		/* An empty bucket long past goes; one in use stays. */
 		if (rv == 0 && w->prune_now != 0 &&
@@ -241,9 +257,20 @@ walk_level(struct walk *w, int dirfd, int level, uint64_t prefix)
  */
 int
 bucket_walk(struct spool *sp, int64_t until, int64_t prune_now,
-    int (*leaf)(void *arg, int leaffd), void *arg)
+    int (*leaf)(void *arg, int leaffd, int64_t start), void *arg)
 {
-	struct walk w = { until, prune_now, leaf, arg };
+	struct walk w = { until, prune_now, leaf, NULL, arg };
 
-	return walk_level(&w, sp->newfd, 0, 0) == -1 ? -1 : 0;
+	return walk_level(&w, "new", sp->newfd, 0, 0) == -1 ? -1 : 0;
+}
+
+/* The same walk for spool-fsck: every bucket, and every stray name. */
+int
+bucket_walk_all(struct spool *sp,
+    int (*leaf)(void *arg, int leaffd, int64_t start),
+    int (*stray)(void *arg, const char *dir, const char *name), void *arg)
+{
+	struct walk w = { INT64_MAX, 0, leaf, stray, arg };
+
+	return walk_level(&w, "new", sp->newfd, 0, 0) == -1 ? -1 : 0;
 }

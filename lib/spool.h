@@ -363,6 +363,18 @@ void spool_job_info_free(struct spool_job_info *info);
 int spool_list(struct spool *sp, enum spool_state state,
     int (*fn)(void *arg, const char *id), void *arg);
 
+/*
+ * Check every invariant of spool-layout.md; say(arg, what, problem, fixed)
+ * is called once per violation (what: a job ID or a path).  With repair,
+ * complete or roll back what crashes interrupted, append the missing audit
+ * lines, move files no job owns to quarantine/ (never delete a payload).
+ * Returns 0 if the spool is consistent (after repair), 1 if not, -1 if it
+ * could not be checked.
+ */
+int spool_fsck(struct spool *sp, int repair,
+    void (*say)(void *arg, const char *what, const char *problem, int fixed),
+    void *arg);
+
 /* Validation and parsing, shared by every command (return 1 if valid). */
 int spool_valid_id(const char *s);	/* [A-Za-z0-9._-], first alnum, <=128 */
 int spool_valid_note(const char *s);	/* same alphabet: ops, INC-4411 */

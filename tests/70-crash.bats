@@ -129,7 +129,8 @@ walk() {
 			row "$label" "$point" killed "FAILED: not the documented window"
 			continue
 		fi
-		if intact && drive_to_done "$before" "$label"; then
+		if intact && drive_to_done "$before" "$label" &&
+		    spool-fsck --repair >/dev/null && fsck_clean; then
 			row "$label" "$point" killed "recovered, payload intact"
 		else
 			row "$label" "$point" killed FAILED

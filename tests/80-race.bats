@@ -111,4 +111,6 @@ worker() {
 	echo "# jobs $JOBS, reclaims $reclaims, stale finishes refused $refused" >&3
 	[ "$reclaims" -gt 0 ]
 	[ "$refused" -gt 0 ]
+	# Nothing crashed: the spool is consistent as it stands.
+	fsck_clean
 }

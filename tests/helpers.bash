@@ -62,3 +62,14 @@ assert_file() {
 audit_events() {
 	cat "$SPOOL_DIR"/audit/*.log | cut -d' ' -f2-10
 }
+
+# spool-fsck finds nothing: exit 0, no output.
+fsck_clean() {
+	local out rc=0
+	out=$(spool-fsck 2>&1) || rc=$?
+	[ "$rc" -eq 0 ] && [ -z "$out" ] || {
+		echo "spool-fsck: exit $rc" >&2
+		echo "$out" >&2
+		return 1
+	}
+}

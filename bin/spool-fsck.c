@@ -1,0 +1,54 @@
+/*
+ * spool-fsck: check a spool against spool-layout.md; one line per problem
+ * on stdout, "WHAT: problem".  --repair puts right what it can.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+
+const char *usage_text = "spool-fsck [-d DIR] [--repair]";
+
+static void
+print(void *arg, const char *what, const char *problem, int fixed)
+{
+	(void)arg;
+	(void)fixed;	/* the problem's text says what was done */
+	printf("%s: %s\n", what, problem);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "repair", no_argument, NULL, 'r' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *dir = NULL;
+	struct spool *sp;
+	int c, repair = 0, r;
+
+	cmd_init(argv, 1);
+	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 'r':
+			repair = 1;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	sp = open_spool(spool_dir(dir));
+	r = spool_fsck(sp, repair, print, NULL);
+	if (r == -1)
+		die(EXIT_TEMP, "could not check: %s", strerror(errno));
+	spool_close(sp);
+	return finish_stdout(r == 0 ? EXIT_DONE : EXIT_NO);
+}

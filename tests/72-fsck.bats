@@ -1,0 +1,128 @@
+#!/usr/bin/env bats
+# spool-fsck: every violation it looks for is found, reported in one line,
+# repaired where spool-layout.md says how, and the spool is then clean.
+
+load helpers
+
+# a spool with a job in each state
+populate() {
+	local i
+	for i in 1 2 3 4; do spool-enqueue --id j$i <<<"payload $i" >/dev/null; done
+	spool-claim -n 3 --owner w >/dev/null
+	spool-finish j1 1 ok >/dev/null
+	spool-finish j2 1 permanent >/dev/null
+}
+
+# check_repair EXPECTED: spool-fsck reports EXPECTED lines (exit 1), then
+# --repair reports them with what it did, then the spool is clean.
+@test "a consistent spool is clean, and fsck changes nothing" {
+	populate
+	before=$(snapshot)
+	fsck_clean
+	[ "$(snapshot)" = "$before" ]
+}
+
+@test "a claim cut short after its record: marked void" {
+	populate
+	SPOOL_TEST_CRASH=claim-recorded spool-claim --owner w >/dev/null 2>&1 || true
+	run -1 spool-fsck
+	[ "$output" = "j4: its last transition was cut short before its move" ]
+	run -0 spool-fsck --repair
+	[ "$output" = "j4: its last transition was cut short before its move (marked void)" ]
+	fsck_clean
+	[ "$(tail -1 "$SPOOL_DIR/meta/j4" | cut -d' ' -f2,3)" = "ev=void tok=1" ]
+}
+
+@test "a finish cut short before its audit line: the line is appended" {
+	populate
+	SPOOL_TEST_CRASH=finish-moved spool-finish j3 1 ok >/dev/null 2>&1 || true
+	run -1 spool-fsck
+	[[ $output =~ ^j3:\ no\ audit\ line\ for\ its\ ok\ at\ [0-9]+\ ms$ ]]
+	run -0 spool-fsck --repair
+	[[ $output == *"(appended)" ]]
+	fsck_clean
+	[ "$(audit_events | tail -1)" = "ok j3 1 1 1 w - - -" ]
+}
+
+@test "a job's file in two states: the one its sidecar does not name is quarantined" {
+	populate
+	cp "$SPOOL_DIR/done/j1" "$SPOOL_DIR/dead/j1"
+	run -1 spool-fsck
+	[ "$output" = "dead/j1: a second file of job j1, whose sidecar puts it at done/j1" ]
+	run -0 spool-fsck --repair
+	fsck_clean
+	[ "$(state_of j1)" = done ]
+	[ "$(cat "$SPOOL_DIR"/quarantine/dead_j1,*)" = "payload 1" ]
+}
+
+@test "a lease file whose name disagrees with its sidecar" {
+	populate
+	mv "$SPOOL_DIR/leased/j3,1" "$SPOOL_DIR/leased/j3,7"
+	run -1 spool-fsck
+	diff -u - <(echo "$output") <<'EOT'
+j3: its file is not where its sidecar says (leased)
+EOT
+	# the file is not this job's as its sidecar knows it: no repair guesses
+	run -1 spool-fsck --repair
+	[ -f "$SPOOL_DIR/leased/j3,7" ]
+}
+
+@test "a file with no sidecar, a stray name, and junk at each level" {
+	populate
+	echo orphan >"$SPOOL_DIR/dead/nobody"
+	echo junk >"$SPOOL_DIR/leased/not a lease"
+	echo junk >"$SPOOL_DIR/new/j9"
+	run -1 spool-fsck
+	diff -u - <(sort <<<"$output") <<'EOT'
+dead/nobody: a job file with no sidecar
+leased/not a lease: not a job's name
+new/j9: not a job's name
+EOT
+	run -0 spool-fsck --repair
+	fsck_clean
+	[ "$(ls "$SPOOL_DIR/quarantine" | wc -l)" -eq 3 ]
+}
+
+@test "a tmp/ file of a dead enqueue is removed; a live one is left" {
+	populate
+	echo x >"$SPOOL_DIR/tmp/j9,999999999.1"
+	sleep 1000 &
+	echo y >"$SPOOL_DIR/tmp/j8,$!.1"
+	run -1 spool-fsck
+	[ "$output" = "tmp: j9,999999999.1: left by an interrupted enqueue, never published" ]
+	run -0 spool-fsck --repair
+	[ ! -e "$SPOOL_DIR/tmp/j9,999999999.1" ]
+	[ -e "$SPOOL_DIR/tmp/j8,$!.1" ]
+	fsck_clean
+	kill %1
+}
+
+@test "a token in the audit log above the sidecar's: reported, left to a person" {
+	populate
+	echo "2026-11-30T08:00:00.000Z claim j4 9 1 1 w - - - h:1" >>"$SPOOL_DIR/audit/testhost.log"
+	run -1 spool-fsck
+	[ "$output" = "j4: the audit log names token 9, above the sidecar's highest, 0" ]
+	run -1 spool-fsck --repair
+}
+
+@test "a corrupt sidecar, a file nowhere, and a stray name at the top" {
+	populate
+	echo 'garbage' >>"$SPOOL_DIR/meta/j1"
+	rm "$SPOOL_DIR/dead/j2"
+	touch "$SPOOL_DIR/extra"
+	run -1 spool-fsck
+	diff -u - <(echo "$output") <<'EOT'
+extra: not part of a spool (left alone)
+j1: sidecar meta/j1 is not a readable record log
+j2: its file is not where its sidecar says (dead)
+EOT
+	run -1 spool-fsck --repair
+	[ -e "$SPOOL_DIR/extra" ]
+}
+
+@test "bad usage, not a spool" {
+	run -100 --separate-stderr spool-fsck --bogus
+	[ "$stderr" = "usage: spool-fsck [-d DIR] [--repair]" ]
+	run -100 --separate-stderr spool-fsck -d "$BATS_TEST_TMPDIR"
+	[[ $stderr == *"not a spool"* ]]
+}
