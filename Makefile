@@ -48,7 +48,11 @@ install: all
 	cp man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	cp man/*.7 $(DESTDIR)$(MANDIR)/man7/
 
-clean:
+clean: $(EXTRA_CLEAN)
 	rm -f lib/*.o lib/libspool.a bin/*.o $(BINS)
 
 .PHONY: all deps check demo install clean
+
+# Test tools (fault-injection shim, fuzz targets, stress) add their rules
+# here, each in a file of its own.
+-include tests/*.mk
