@@ -16,12 +16,14 @@
 #include "common.h"
 
 const char *progname = "spool";
+int stdin_closed;
 
 /*
  * Descriptors 0-2 must be open before the library creates files, or a job
  * file could become someone's stdout (as Postfix's postdrop does).  A
  * command whose results go to stdout refuses to run with it closed: the
- * IDs it would print are the only way to know what it did.
+ * IDs it would print are the only way to know what it did.  A command that
+ * reads stdin checks stdin_closed: /dev/null there is not an empty input.
  */
 void
 cmd_init(char **argv, int prints)
@@ -35,6 +37,8 @@ cmd_init(char **argv, int prints)
 	for (fd = 0; fd <= 2; fd++) {
 		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
 			continue;
+		if (fd == 0)
+			stdin_closed = 1;
 		if (fd == 1)
 			closed1 = 1;
 		if (open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd)
@@ -120,6 +124,9 @@ open_spool(const char *dir)
 	case EUCLEAN:
 		die(EXIT_TEMP, "%s: damaged spool: a state directory is "
 		    "missing or not a directory", dir);
+	case EMLINK:
+		die(EXIT_PERM, "%s: is a symlink: give the spool's real path",
+		    dir);
 	case ENOENT:
 	case ENOTDIR:
 		die(EXIT_PERM, "%s: %s", dir, strerror(errno));

@@ -17,6 +17,7 @@
 #define EXIT_TEMP	111	/* temporary failure */
 
 extern const char *progname;
+extern int stdin_closed;
 extern const char *usage_text;
 
 void cmd_init(char **argv, int prints);

@@ -68,6 +68,9 @@ main(int argc, char **argv)
 	nfiles = optind < argc ? (size_t)(argc - optind) : 1;
 	if (tmpl.id != NULL && nfiles > 1)
 		die(EXIT_PERM, "--id names one job: give one FILE");
+	for (i = 0; i < nfiles; i++)
+		if (stdin_closed && strcmp(files[i], "-") == 0)
+			die(EXIT_PERM, "standard input is closed");
 	sp = open_spool(spool_dir(dir));
 	if ((jobs = calloc(CHUNK, sizeof(*jobs))) == NULL)
 		die(EXIT_TEMP, "%s", strerror(errno));
@@ -101,11 +104,19 @@ main(int argc, char **argv)
 			jobs[opened].fd = fd;
 			which[opened++] = i + k;
 		}
-		/* EDQUOT from the whole call is the spool's reserve. */
-		if (spool_enqueue(sp, jobs, opened) == -1)
-			die(EXIT_TEMP, "%s", errno == EDQUOT ? "free space is "
+		/*
+		 * EDQUOT from the whole call is the spool's reserve.  Freed
+		 * first, so that a leak checker has nothing to say.
+		 */
+		if (spool_enqueue(sp, jobs, opened) == -1) {
+			int e = errno;
+
+			free(which);
+			free(jobs);
+			die(EXIT_TEMP, "%s", e == EDQUOT ? "free space is "
 			    "below the spool's reserve (see reserve and "
-			    "reserve-inodes in spool(7))" : strerror(errno));
+			    "reserve-inodes in spool(7))" : strerror(e));
+		}
 		for (k = 0; k < opened; k++) {
 			struct spool_job *j = &jobs[k];
 

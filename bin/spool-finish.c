@@ -169,6 +169,8 @@ main(int argc, char **argv)
 		}
 	}
 	if (argc - optind == 1 && strcmp(argv[optind], "-") == 0) {
+		if (stdin_closed)
+			die(EXIT_PERM, "standard input is closed");
 		sp = open_spool(spool_dir(dir));
 		status = from_stdin(sp, &o);
 	} else if (argc - optind == 3) {

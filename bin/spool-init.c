@@ -46,6 +46,9 @@ main(int argc, char **argv)
 		die(EXIT_PERM, "%s: not a directory", dir);
 	case ENOENT:
 		die(EXIT_PERM, "%s: no such parent directory", dir);
+	case EMLINK:
+		die(EXIT_PERM, "%s: is a symlink: give the spool's real path",
+		    dir);
 	default:
 		die(EXIT_TEMP, "%s: %s", dir, strerror(errno));
 	}

@@ -144,6 +144,7 @@ scan_dir(struct fsck *f, int dirfd, const char *rel, int state)
 {
 	char id[SPOOL_ID_MAX + 1];
 	struct dirent *de;
+	struct stat st;
 	uint64_t v;
 	int64_t e;
 	DIR *d;
@@ -158,6 +159,12 @@ scan_dir(struct fsck *f, int dirfd, const char *rel, int state)
 	while (rv == 0 && (errno = 0, de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
+		/* A symlink, FIFO or directory is never a job's file. */
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISREG(st.st_mode)) {
+			rv = add_stray(f, rel, de->d_name);
+			continue;
+		}
 		if (state == SPOOL_NEW)
 			ok = parse_new_name(de->d_name, id, &e) == 0;
 		else if (state == SPOOL_LEASED)
@@ -388,14 +395,14 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 		if (errno != EUCLEAN)
 			return -1;
 		problem(f, id, 0, "sidecar meta/%s is not a readable record "
-		    "log", id);
+		    "log (or not a regular file)", id);
 		return 0;
 	}
 	if (job_locate(sp, &j) == -1) {
 		if (errno != EUCLEAN)
 			goto fail;
 		problem(f, id, 0, "its file is not where its sidecar says "
-		    "(%s)", spool_state_name(j.cur.loc));
+		    "(%s), or is not a regular file", spool_state_name(j.cur.loc));
 		job_close(&j);
 		return 0;
 	}

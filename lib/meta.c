@@ -522,8 +522,11 @@ job_open(struct spool *sp, const char *id, int create, int nonblock,
 		else if (errno == EEXIST)
 			j->fd = openat(sp->metafd, id, flags);
 	}
-	if (j->fd == -1)
+	if (j->fd == -1) {
+		if (errno == ELOOP)
+			errno = EUCLEAN;	/* a symlink is not a sidecar */
 		return -1;
+	}
 	if ((j->created && file_mode(sp, j->fd, 0660) == -1) ||
 	    lock_fd(j->fd, nonblock) == -1 || read_fold(j) == -1 ||
 	    job_settle(sp, j, ab) == -1) {
@@ -549,8 +552,11 @@ job_read(struct spool *sp, const char *id, int lock, struct job *j)
 	strcpy(j->id, id);
 	j->fd = openat(sp->metafd, id, (lock == LOCK_EX ? O_RDWR : O_RDONLY) |
 	    O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (j->fd == -1)
+	if (j->fd == -1) {
+		if (errno == ELOOP)
+			errno = EUCLEAN;	/* a symlink is not a sidecar */
 		return -1;
+	}
 	if (lock != 0) {
 		do
 			r = flock(j->fd, lock);

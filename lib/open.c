@@ -143,6 +143,23 @@ set_host(struct spool *sp)
 	    (long)getpid());
 }
 
+/* The spool's own directory, not through a symlink (EMLINK then). */
+static int
+open_top(const char *dir)
+{
+	struct stat st;
+	int fd, e;
+
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd == -1 && (errno == ELOOP || errno == ENOTDIR)) {
+		e = errno;
+		if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+			e = EMLINK;
+		errno = e;
+	}
+	return fd;
+}
+
 static int
 check_format(int dirfd)
 {
@@ -181,7 +198,11 @@ spool_open(const char *dir)
 	fds[6] = &sp->auditfd;
 	for (i = 0; i < NSUBDIRS; i++)
 		*fds[i] = -1;
-	sp->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/*
+	 * The spool itself is never reached through a symlink in its last
+	 * component: whoever can swap it could point every write elsewhere.
+	 */
+	sp->dirfd = open_top(dir);
 	if (sp->dirfd == -1 || check_format(sp->dirfd) == -1)
 		goto fail;
 	for (i = 0; i < NSUBDIRS; i++) {
@@ -353,7 +374,7 @@ spool_init(const char *dir, const char *groupname)
 	made = mkdir(dir, sp.group ? 02770 : 0777) == 0;
 	if (!made && errno != EEXIST)
 		return -1;
-	if ((sp.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+	if ((sp.dirfd = open_top(dir)) == -1)
 		return -1;
 	if (read_small(sp.dirfd, "format", buf, sizeof(buf)) == 0) {
 		if (strcmp(buf, "1\n") != 0) {

@@ -128,7 +128,8 @@ struct spool_result {
  * ENOENT or ENOTDIR (no such directory), ENODATA (a directory but not a
  * spool: no format file), EPROTO (a format this library does not know),
  * EBADMSG (config malformed), EUCLEAN (a state directory is missing or is
- * not a directory), or that of a failed system call.
+ * not a directory), EMLINK (dir is a symlink: give the real path), or that
+ * of a failed system call.
  */
 struct spool *spool_open(const char *dir);
 void spool_close(struct spool *sp);
@@ -136,7 +137,8 @@ void spool_close(struct spool *sp);
 /*
  * Create the spool layout at dir, or complete a layout that an interrupted
  * init left.  Idempotent.  Refuses (EEXIST) a directory that holds anything
- * that is not part of a spool, and (EPROTO) a spool of another format.
+ * that is not part of a spool, (EPROTO) a spool of another format, and
+ * (EMLINK) a dir that is a symlink.
  * group: NULL, or a group name; then the directories are setgid and owned by
  * that group and every file the spool creates is group-writable.
  */

@@ -60,7 +60,7 @@ populate() {
 	mv "$SPOOL_DIR/leased/j3,1" "$SPOOL_DIR/leased/j3,7"
 	run -1 spool-fsck
 	diff -u - <(echo "$output") <<'EOT'
-j3: its file is not where its sidecar says (leased)
+j3: its file is not where its sidecar says (leased), or is not a regular file
 EOT
 	# the file is not this job's as its sidecar knows it: no repair guesses
 	run -1 spool-fsck --repair
@@ -113,8 +113,8 @@ EOT
 	run -1 spool-fsck
 	diff -u - <(echo "$output") <<'EOT'
 extra: not part of a spool (left alone)
-j1: sidecar meta/j1 is not a readable record log
-j2: its file is not where its sidecar says (dead)
+j1: sidecar meta/j1 is not a readable record log (or not a regular file)
+j2: its file is not where its sidecar says (dead), or is not a regular file
 EOT
 	run -1 spool-fsck --repair
 	[ -e "$SPOOL_DIR/extra" ]
