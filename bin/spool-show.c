@@ -1,0 +1,473 @@
+/*
+ * spool-show: everything known about one job, for the person deciding what
+ * to do with it: its state and envelope from the sidecar, the history of
+ * every delivery, and its lines from every audit file, rotated ones too,
+ * in time order.  Nothing is locked or changed, and the payload is not
+ * read: it is the one file under dead/ or done/ that a person may cat.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+
+const char *usage_text = "spool-show [-d DIR] [--json] ID";
+
+/* An audit line: eleven fields (spool-layout.md, "The audit log"). */
+#define NFIELD	11
+static const char *const fields[NFIELD] = {
+	"time", "event", "id", "token", "attempt", "cycle", "actor", "reason",
+	"class", "note", "writer"
+};
+
+struct line {
+	char *text;
+	size_t seq;		/* the order it was read in */
+};
+
+struct audit {
+	const char *id;
+	struct line *lines;
+	size_t n, size;
+};
+
+/* The library's clock: SPOOL_TEST_NOW pins it for the tests. */
+static int64_t
+now_ms(void)
+{
+	const char *s = getenv("SPOOL_TEST_NOW");
+	struct timespec ts;
+
+	if (s != NULL && *s != '\0')
+		return strtoll(s, NULL, 10);
+	(void)clock_gettime(CLOCK_REALTIME, &ts);	/* cannot fail */
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Split a line in place: the number of fields, or max + 1 if more. */
+static size_t
+split(char *s, char **f, size_t max)
+{
+	size_t n = 0;
+	char *save, *w;
+
+	for (w = strtok_r(s, " ", &save); w != NULL && n < max;
+	    w = strtok_r(NULL, " ", &save))
+		f[n++] = w;
+	return w == NULL ? n : max + 1;
+}
+
+/* TOKEN, ATTEMPT, CYCLE: numbers for JSON, so they must be numbers. */
+static int
+digits(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	return n > 0 && n <= 18 && s[n] == '\0';
+}
+
+/* Keep the job's lines; others, and lines that are not ours, pass by. */
+static int
+keep(void *arg, const char *line, size_t len)
+{
+	struct audit *a = arg;
+	struct line *v;
+	char *copy, *f[NFIELD];
+	size_t idlen = strlen(a->id);
+
+	if (memmem(line, len, a->id, idlen) == NULL)
+		return 0;	/* most lines: not worth a copy */
+	if ((copy = strndup(line, len)) == NULL)
+		return -1;
+	if (split(copy, f, NFIELD) != NFIELD || strcmp(f[2], a->id) != 0 ||
+	    strlen(f[0]) != 24 || !digits(f[3]) || !digits(f[4]) ||
+	    !digits(f[5])) {
+		free(copy);
+		return 0;
+	}
+	free(copy);
+	if (a->n == a->size) {
+		a->size = a->size ? 2 * a->size : 32;
+		if ((v = reallocarray(a->lines, a->size, sizeof(*v))) == NULL)
+			return -1;
+		a->lines = v;
+	}
+	if ((a->lines[a->n].text = strndup(line, len)) == NULL)
+		return -1;
+	a->lines[a->n].seq = a->n;
+	a->n++;
+	return 0;
+}
+
+/*
+ * By time, which is fixed-width ISO 8601.  Lines of one millisecond keep
+ * the order in which they were read: qsort is not stable, so seq is.
+ */
+static int
+by_time(const void *a, const void *b)
+{
+	const struct line *x = a, *y = b;
+	int c = strncmp(x->text, y->text, 24);
+
+	return c != 0 ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static const char *
+iso(char *buf, size_t len, int64_t ms)
+{
+	time_t secs = (time_t)(ms / 1000);
+	struct tm tm;
+	char when[32];
+
+	if (ms <= 0 || gmtime_r(&secs, &tm) == NULL ||
+	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		return "-";
+	(void)snprintf(buf, len, "%s.%03dZ", when, (int)(ms % 1000));
+	return buf;
+}
+
+/* A short age: 950ms, 42s, 7m12s, 3h04m, 2d05h. */
+static const char *
+age(char *buf, size_t len, int64_t ms)
+{
+	int64_t s = ms / 1000;
+
+	if (ms < 0)
+		ms = s = 0;
+	if (ms < 1000)
+		(void)snprintf(buf, len, "%" PRId64 "ms", ms);
+	else if (s < 60)
+		(void)snprintf(buf, len, "%" PRId64 "s", s);
+	else if (s < 3600)
+		(void)snprintf(buf, len, "%" PRId64 "m%02" PRId64 "s", s / 60,
+		    s % 60);
+	else if (s < 86400)
+		(void)snprintf(buf, len, "%" PRId64 "h%02" PRId64 "m",
+		    s / 3600, s / 60 % 60);
+	else
+		(void)snprintf(buf, len, "%" PRId64 "d%02" PRId64 "h",
+		    s / 86400, s / 3600 % 24);
+	return buf;
+}
+
+static const char *
+dash(const char *s)
+{
+	return s != NULL && *s != '\0' ? s : "-";
+}
+
+static const char *
+disposition(const struct spool_job_info *in)
+{
+	if (in->dropped)
+		return "dropped";
+	if (in->state == SPOOL_DEAD)
+		return "parked";
+	return in->redriven ? "redriven" : "";
+}
+
+static int jfirst;
+
+static void
+jkey(const char *key)
+{
+	if (key != NULL)
+		printf("%s\"%s\":", jfirst ? "" : ",", key);
+	else if (!jfirst)
+		putchar(',');
+	jfirst = 0;
+}
+
+/* A JSON string; null when empty.  detail may hold '"' and '\\'. */
+static void
+jstr(const char *key, const char *s)
+{
+	jkey(key);
+	if (s == NULL || *s == '\0') {
+		fputs("null", stdout);
+		return;
+	}
+	putchar('"');
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static void
+jnum(const char *key, int64_t v)
+{
+	jkey(key);
+	printf("%" PRId64, v);
+}
+
+/* A time in ms since the epoch; null when there is none. */
+static void
+jtime(const char *key, int64_t ms)
+{
+	if (ms == 0) {
+		jkey(key);
+		fputs("null", stdout);
+	} else
+		jnum(key, ms);
+}
+
+static void
+jbool(const char *key, int v)
+{
+	jkey(key);
+	fputs(v ? "true" : "false", stdout);
+}
+
+static int
+deliveries(const struct spool_job_info *in)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < in->ndeliveries; i++)
+		n += in->deliveries[i].cycle == in->cycles;
+	return n;
+}
+
+static void
+show_json(const struct spool_job_info *in, const struct audit *a,
+    int64_t now)
+{
+	const struct spool_delivery *d;
+	char *f[NFIELD + 1], *copy;
+	size_t i, k;
+
+	jfirst = 1;
+	putchar('{');
+	jstr("id", in->id);
+	jstr("state", spool_state_name(in->state));
+	jstr("disposition", disposition(in));
+	jtime("since", in->since);
+	jnum("age_ms", now - in->since);
+	jtime("created", in->created);
+	jtime("deadline", in->deadline);
+	jtime("eligible", in->eligible);
+	jtime("lease_until", in->lease_until);
+	jstr("owner", in->owner);
+	jstr("trace", in->trace);
+	jnum("token", (int64_t)in->token);
+	jnum("attempts", in->attempts);
+	jnum("max_attempts", in->max_attempts);
+	jnum("deliveries", deliveries(in));
+	jnum("cycles", in->cycles);
+	jstr("reason", in->reason ? spool_reason_name(in->reason) : NULL);
+	jstr("class", in->class ? spool_class_name(in->class) : NULL);
+	jstr("detail", in->detail);
+	jbool("side_effect", in->side_effect);
+	jbool("redriven", in->redriven);
+	jbool("dropped", in->dropped);
+	jstr("by", in->by);
+	jstr("note", in->note);
+	jtime("acted", in->acted);
+	jkey("history");
+	putchar('[');
+	jfirst = 1;
+	for (i = 0; i < in->ndeliveries; i++) {
+		d = &in->deliveries[i];
+		jkey(NULL);
+		jfirst = 1;
+		putchar('{');
+		jnum("cycle", d->cycle);
+		jnum("attempt", d->attempt);
+		jnum("token", (int64_t)d->token);
+		jstr("owner", d->owner);
+		jtime("claimed", d->claimed);
+		jtime("ended", d->ended);
+		jstr("end", d->end);
+		jstr("class", d->class ? spool_class_name(d->class) : NULL);
+		jstr("detail", d->detail);
+		putchar('}');
+	}
+	putchar(']');
+	jkey("audit");
+	putchar('[');
+	jfirst = 1;
+	for (i = 0; i < a->n; i++) {
+		if ((copy = strdup(a->lines[i].text)) == NULL)
+			die(EXIT_TEMP, "%s", strerror(errno));
+		(void)split(copy, f, NFIELD);
+		jkey(NULL);
+		jfirst = 1;
+		putchar('{');
+		for (k = 0; k < NFIELD; k++) {
+			if (k >= 3 && k <= 5)
+				jnum(fields[k], strtoll(f[k], NULL, 10));
+			else
+				jstr(fields[k], strcmp(f[k], "-") == 0 ?
+				    NULL : f[k]);
+		}
+		putchar('}');
+		free(copy);
+	}
+	puts("]}");
+}
+
+/* The -l columns of the history, as wide as their widest cell. */
+static const char *const heads[] = {
+	"CYC", "ATT", "TOKEN", "OWNER", "CLAIMED", "ENDED", "END", "CLASS",
+	"DETAIL"
+};
+#define NCOL	(sizeof(heads) / sizeof(heads[0]))
+
+static void
+print_history(const struct spool_job_info *in)
+{
+	const struct spool_delivery *d;
+	char num[3][24], t1[40], t2[40];
+	const char *cell[NCOL];
+	size_t w[NCOL], i, c, len;
+	int pass;
+
+	for (c = 0; c < NCOL; c++)
+		w[c] = strlen(heads[c]);
+	/* Pass 0 measures, pass 1 prints: the cells are cheap to make. */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i <= in->ndeliveries; i++) {
+			if (i == 0)
+				memcpy(cell, heads, sizeof(cell));
+			else {
+				d = &in->deliveries[i - 1];
+				(void)snprintf(num[0], sizeof(num[0]), "%d",
+				    d->cycle);
+				(void)snprintf(num[1], sizeof(num[1]), "%d",
+				    d->attempt);
+				(void)snprintf(num[2], sizeof(num[2]),
+				    "%" PRIu64, d->token);
+				cell[0] = num[0];
+				cell[1] = num[1];
+				cell[2] = num[2];
+				cell[3] = dash(d->owner);
+				cell[4] = iso(t1, sizeof(t1), d->claimed);
+				cell[5] = iso(t2, sizeof(t2), d->ended);
+				cell[6] = dash(d->end);
+				cell[7] = d->class ?
+				    spool_class_name(d->class) : "-";
+				cell[8] = dash(d->detail);
+			}
+			for (c = 0; c < NCOL; c++) {
+				if (pass == 0) {
+					if ((len = strlen(cell[c])) > w[c])
+						w[c] = len;
+				} else if (c + 1 < NCOL)
+					printf("%-*s  ", (int)w[c], cell[c]);
+				else
+					printf("%s\n", cell[c]);
+			}
+		}
+	}
+}
+
+static void
+show_text(const struct spool_job_info *in, const struct audit *a,
+    int64_t now)
+{
+	char t1[40], agebuf[32];
+	size_t i;
+
+	printf("id           %s\n", in->id);
+	printf("state        %s\n", spool_state_name(in->state));
+	printf("disposition  %s\n", dash(disposition(in)));
+	printf("since        %s (%s ago)\n", iso(t1, sizeof(t1), in->since),
+	    age(agebuf, sizeof(agebuf), now - in->since));
+	printf("created      %s\n", iso(t1, sizeof(t1), in->created));
+	printf("deadline     %s\n", iso(t1, sizeof(t1), in->deadline));
+	if (in->state == SPOOL_NEW)
+		printf("eligible     %s\n", iso(t1, sizeof(t1), in->eligible));
+	if (in->state == SPOOL_LEASED)
+		printf("lease        %s until %s\n", in->owner,
+		    iso(t1, sizeof(t1), in->lease_until));
+	printf("trace        %s\n", dash(in->trace));
+	printf("token        %" PRIu64 "\n", in->token);
+	printf("attempts     %d of %d\n", in->attempts, in->max_attempts);
+	printf("cycles       %d%s\n", in->cycles, in->redriven ?
+	    " (this one began with a redrive)" : "");
+	printf("reason       %s\n", in->reason ?
+	    spool_reason_name(in->reason) : "-");
+	printf("class        %s\n", in->class ? spool_class_name(in->class) :
+	    "-");
+	printf("detail       %s\n", dash(in->detail));
+	printf("side-effect  %s\n", in->side_effect ? "may have happened: "
+	    "reconcile, then redrive with --reconciled" : "no");
+	if (in->acted != 0)
+		printf("acted        %s %s at %s\n", in->by, dash(in->note),
+		    iso(t1, sizeof(t1), in->acted));
+	else
+		printf("acted        -\n");
+	printf("\n");
+	print_history(in);
+	printf("\n");
+	for (i = 0; i < a->n; i++)
+		printf("%s\n", a->lines[i].text);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct spool_job_info info;
+	struct audit a = { NULL, NULL, 0, 0 };
+	const char *dir = NULL;
+	struct spool *sp;
+	size_t i;
+	int c, json = 0;
+
+	cmd_init(argv, 1);
+	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (argc - optind != 1)
+		usage();
+	a.id = argv[optind];
+	if (!spool_valid_id(a.id))
+		die(EXIT_PERM, "%.140s: bad ID", a.id);
+	sp = open_spool(spool_dir(dir));
+	if (spool_job_info(sp, a.id, 1, &info) == -1) {
+		if (errno == ENOENT)
+			die(EXIT_NO, "%s: no such job", a.id);
+		if (errno == EUCLEAN)
+			die(EXIT_TEMP, "%s: damaged job: run spool-fsck", a.id);
+		die(EXIT_TEMP, "%s: %s", a.id, strerror(errno));
+	}
+	if (spool_audit_scan(sp, keep, &a) == -1)
+		die(EXIT_TEMP, "audit/: %s", strerror(errno));
+	if (a.n > 0)		/* a.lines may be NULL, which qsort must not see */
+		qsort(a.lines, a.n, sizeof(*a.lines), by_time);
+	if (json)
+		show_json(&info, &a, now_ms());
+	else
+		show_text(&info, &a, now_ms());
+	spool_job_info_free(&info);
+	for (i = 0; i < a.n; i++)
+		free(a.lines[i].text);
+	free(a.lines);
+	spool_close(sp);
+	return finish_stdout(EXIT_DONE);
+}

@@ -1,0 +1,725 @@
+/*
+ * spool-stat: what an operator or a cron job watches (SEMANTICS.md section
+ * 10): jobs per state, parked jobs by reason and class, the age of the
+ * oldest parked job, ready job and lease, what became of redriven jobs, and
+ * the last operator action.  It reads directories, sidecars and the audit
+ * log, never a payload, so its cost does not grow with the jobs' size.
+ * With --warn or --crit it is a monitoring check, and then speaks the
+ * monitoring-plugin convention (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN)
+ * instead of the exit vocabulary of every other command.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+
+const char *usage_text = "spool-stat [-d DIR] [--json | --prom] "
+    "[--warn EXPR] ... [--crit EXPR] ...";
+
+/* The monitoring-plugin statuses, used only with --warn or --crit. */
+enum { CHECK_OK, CHECK_WARNING, CHECK_CRITICAL, CHECK_UNKNOWN };
+static const char *const check_words[] = {
+	"OK", "WARNING", "CRITICAL", "UNKNOWN"
+};
+static int checking;
+
+#define NREASON	(SPOOL_REASON_CANCELLED + 1)
+#define NCLASS	(SPOOL_CLASS_LEASE_EXPIRED + 1)
+
+/* Audit events, counted; the last six are an operator's. */
+static const char *const events[] = {
+	"enqueue", "claim", "reclaim", "renew", "ok", "retry", "release",
+	"park", "supersede", "redrive", "drop", "cancel", "purge", "pause",
+	"resume"
+};
+#define NEVENT	(sizeof(events) / sizeof(events[0]))
+#define FIRST_OPERATOR_EVENT	9
+
+/* What became of jobs whose current cycle began with a redrive. */
+static const char *const outcomes[] = { "queued", "done", "parked", "dropped" };
+
+struct stats {
+	int64_t now;
+	long state[SPOOL_DEAD + 1];	/* files whose sidecar agrees */
+	long ready, dropped, damaged, cycles2;
+	long reason[NREASON], class[NCLASS];	/* of parked jobs */
+	long redriven[4];		/* by outcomes[] */
+	int64_t first_ready;		/* earliest eligible time, ready jobs */
+	int64_t first_dead, first_lease;	/* earliest since */
+	int paused;
+	unsigned long events[NEVENT];
+	char last_time[25];		/* the last operator action */
+	char last_event[16], last_by[SPOOL_ID_MAX + 1];
+};
+
+struct walk {
+	struct spool *sp;
+	struct stats *st;
+	enum spool_state state;
+};
+
+/* A metric that --warn and --crit may name (spool-stat(1), METRICS). */
+struct metric {
+	char name[48];
+	int duration;		/* ms, shown as an age */
+	int64_t value;
+};
+
+struct expr {
+	const struct metric *m;
+	char op[3];
+	int64_t limit;
+	const char *text;	/* the limit as the user wrote it */
+	int level;		/* CHECK_WARNING or CHECK_CRITICAL */
+	int breached;
+};
+
+static void fail(int status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
+/* One line, and the status: UNKNOWN on stdout when checking. */
+static void
+fail(int status, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!checking)
+		die(status, "%s", msg);
+	printf("SPOOL UNKNOWN - %s\n", msg);
+	(void)fflush(stdout);
+	exit(CHECK_UNKNOWN);
+}
+
+/* The library's clock: SPOOL_TEST_NOW pins it for the tests. */
+static int64_t
+now_ms(void)
+{
+	const char *s = getenv("SPOOL_TEST_NOW");
+	struct timespec ts;
+
+	if (s != NULL && *s != '\0')
+		return strtoll(s, NULL, 10);
+	(void)clock_gettime(CLOCK_REALTIME, &ts);	/* cannot fail */
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A short age: 0s, 950ms, 42s, 7m12s, 3h04m, 2d05h. */
+static const char *
+age(char *buf, size_t len, int64_t ms)
+{
+	int64_t s = ms / 1000;
+
+	if (ms <= 0)
+		(void)snprintf(buf, len, "0s");
+	else if (ms < 1000)
+		(void)snprintf(buf, len, "%" PRId64 "ms", ms);
+	else if (s < 60)
+		(void)snprintf(buf, len, "%" PRId64 "s", s);
+	else if (s < 3600)
+		(void)snprintf(buf, len, "%" PRId64 "m%02" PRId64 "s", s / 60,
+		    s % 60);
+	else if (s < 86400)
+		(void)snprintf(buf, len, "%" PRId64 "h%02" PRId64 "m",
+		    s / 3600, s / 60 % 60);
+	else
+		(void)snprintf(buf, len, "%" PRId64 "d%02" PRId64 "h",
+		    s / 86400, s / 3600 % 24);
+	return buf;
+}
+
+/* Milliseconds as seconds, exactly: 420, 0.25. */
+static const char *
+seconds(char *buf, size_t len, int64_t ms)
+{
+	if (ms % 1000 == 0)
+		(void)snprintf(buf, len, "%" PRId64, ms / 1000);
+	else
+		(void)snprintf(buf, len, "%" PRId64 ".%03" PRId64, ms / 1000,
+		    ms % 1000);
+	return buf;
+}
+
+/* A name as a metric or label word: side-effect -> side_effect. */
+static const char *
+underscored(char *buf, size_t len, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len && s[i] != '\0'; i++)
+		buf[i] = s[i] == '-' ? '_' : s[i];
+	buf[i] = '\0';
+	return buf;
+}
+
+static int64_t
+min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static int
+visit(void *arg, const char *id)
+{
+	struct walk *w = arg;
+	struct stats *st = w->st;
+	struct spool_job_info in;
+	int out;
+
+	if (spool_job_info(w->sp, id, 0, &in) == -1) {
+		if (errno == ENOENT)
+			return 0;	/* purged since the listing */
+		if (errno == EUCLEAN) {
+			st->damaged++;
+			return 0;
+		}
+		return -1;
+	}
+	/* It moved since the listing: it is counted where it went, or not. */
+	if (in.state != w->state)
+		return 0;
+	st->state[in.state]++;
+	if (in.cycles >= 2)
+		st->cycles2++;
+	switch (in.state) {
+	case SPOOL_NEW:
+		if (in.eligible <= st->now) {
+			st->ready++;
+			st->first_ready = min64(st->first_ready, in.eligible);
+		}
+		break;
+	case SPOOL_LEASED:
+		st->first_lease = min64(st->first_lease, in.since);
+		break;
+	case SPOOL_DONE:
+		st->dropped += in.dropped;
+		break;
+	case SPOOL_DEAD:
+		st->first_dead = min64(st->first_dead, in.since);
+		if (in.reason >= 0 && in.reason < (int)NREASON)
+			st->reason[in.reason]++;
+		if (in.class >= 0 && in.class < (int)NCLASS)
+			st->class[in.class]++;
+		break;
+	default:
+		break;
+	}
+	if (in.redriven) {
+		out = in.state == SPOOL_DEAD ? 2 : in.dropped ? 3 :
+		    in.state == SPOOL_DONE ? 1 : 0;
+		st->redriven[out]++;
+	}
+	spool_job_info_free(&in);
+	return 0;
+}
+
+/*
+ * TIME EVENT ID TOKEN ATTEMPT CYCLE ACTOR REASON CLASS NOTE WRITER: count
+ * the events, and keep the latest operator action.  A line that does not
+ * have the eleven fields is not ours.
+ */
+static int
+audit_line(void *arg, const char *line, size_t len)
+{
+	struct stats *st = arg;
+	const char *f[11], *p = line, *end = line + len, *sp;
+	char by[SPOOL_ID_MAX + 1];
+	size_t flen[11], n = 0, i;
+
+	while (p < end && n < 11) {
+		if ((sp = memchr(p, ' ', (size_t)(end - p))) == NULL)
+			sp = end;
+		f[n] = p;
+		flen[n++] = (size_t)(sp - p);
+		p = sp + 1;
+	}
+	if (n != 11 || p <= end || flen[0] != 24)
+		return 0;
+	for (i = 0; i < NEVENT; i++)
+		if (strlen(events[i]) == flen[1] &&
+		    memcmp(events[i], f[1], flen[1]) == 0)
+			break;
+	if (i == NEVENT)
+		return 0;
+	st->events[i]++;
+	if (i < FIRST_OPERATOR_EVENT || flen[6] > SPOOL_ID_MAX ||
+	    memcmp(f[0], st->last_time, 24) < 0)
+		return 0;
+	/* The actor goes into JSON and labels unescaped: it must be a word. */
+	memcpy(by, f[6], flen[6]);
+	by[flen[6]] = '\0';
+	if (strcmp(by, "-") != 0 && !spool_valid_owner(by))
+		return 0;
+	memcpy(st->last_time, f[0], 24);
+	(void)snprintf(st->last_event, sizeof(st->last_event), "%s", events[i]);
+	memcpy(st->last_by, by, flen[6] + 1);
+	return 0;
+}
+
+/* 2026-11-30T08:12:16.301Z as ms since the epoch; 0 if it is not that. */
+static int64_t
+parse_time(const char *s)
+{
+	struct tm tm;
+	int ms;
+	char *rest;
+
+	memset(&tm, 0, sizeof(tm));
+	if ((rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL ||
+	    sscanf(rest, ".%3dZ", &ms) != 1)
+		return 0;
+	return (int64_t)timegm(&tm) * 1000 + ms;
+}
+
+static void
+gather(struct spool *sp, struct stats *st)
+{
+	static const enum spool_state states[] = {
+		SPOOL_NEW, SPOOL_LEASED, SPOOL_DONE, SPOOL_DEAD
+	};
+	struct walk w = { sp, st, SPOOL_NEW };
+	size_t i;
+
+	memset(st, 0, sizeof(*st));
+	st->now = now_ms();
+	st->first_ready = st->first_dead = st->first_lease = INT64_MAX;
+	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		w.state = states[i];
+		if (spool_list(sp, w.state, visit, &w) == -1)
+			fail(EXIT_TEMP, "%s/: %s", spool_state_name(w.state),
+			    strerror(errno));
+	}
+	if ((st->paused = spool_paused(sp)) == -1)
+		fail(EXIT_TEMP, "paused: %s", strerror(errno));
+	if (spool_audit_scan(sp, audit_line, st) == -1)
+		fail(EXIT_TEMP, "audit/: %s", strerror(errno));
+}
+
+static int64_t
+age_of(const struct stats *st, int64_t first)
+{
+	return first == INT64_MAX || first > st->now ? 0 : st->now - first;
+}
+
+static void
+add(struct metric *m, size_t *n, const char *name, int duration, int64_t v)
+{
+	(void)snprintf(m[*n].name, sizeof(m[*n].name), "%s", name);
+	m[*n].duration = duration;
+	m[(*n)++].value = v;
+}
+
+/* Every metric an expression may name, in the order plain output shows. */
+static size_t
+metrics(const struct stats *st, struct metric *m)
+{
+	char name[48], word[32];
+	size_t n = 0, i;
+
+	add(m, &n, "paused", 0, st->paused);
+	add(m, &n, "new", 0, st->state[SPOOL_NEW]);
+	add(m, &n, "ready", 0, st->ready);
+	add(m, &n, "leased", 0, st->state[SPOOL_LEASED]);
+	add(m, &n, "done", 0, st->state[SPOOL_DONE]);
+	add(m, &n, "dropped", 0, st->dropped);
+	add(m, &n, "dead", 0, st->state[SPOOL_DEAD]);
+	add(m, &n, "damaged", 0, st->damaged);
+	add(m, &n, "cycles2", 0, st->cycles2);
+	add(m, &n, "lag", 1, age_of(st, st->first_ready));
+	add(m, &n, "oldest_dead", 1, age_of(st, st->first_dead));
+	add(m, &n, "oldest_lease", 1, age_of(st, st->first_lease));
+	for (i = 0; i < 4; i++) {
+		(void)snprintf(name, sizeof(name), "redriven_%s", outcomes[i]);
+		add(m, &n, name, 0, st->redriven[i]);
+	}
+	for (i = 1; i < NREASON; i++) {
+		(void)snprintf(name, sizeof(name), "dead_%s", underscored(word,
+		    sizeof(word), spool_reason_name((int)i)));
+		add(m, &n, name, 0, st->reason[i]);
+	}
+	for (i = 0; i < NCLASS; i++) {
+		(void)snprintf(name, sizeof(name), "dead_class_%s", i == 0 ?
+		    "none" : underscored(word, sizeof(word),
+		    spool_class_name((int)i)));
+		add(m, &n, name, 0, st->class[i]);
+	}
+	return n;
+}
+/* paused .. redriven_dropped, then one a reason and one a class. */
+#define NFLAT	16
+#define NMETRIC	(NFLAT + NREASON - 1 + NCLASS)
+
+static void
+print_plain(const struct stats *st, const struct metric *m, size_t n)
+{
+	char buf[32];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (m[i].duration)
+			printf("%-31s %s\n", m[i].name,
+			    age(buf, sizeof(buf), m[i].value));
+		else
+			printf("%-31s %" PRId64 "\n", m[i].name, m[i].value);
+	}
+	if (st->last_time[0] == '\0')
+		printf("%-31s -\n", "last_action");
+	else
+		printf("%-31s %s by %s at %s (%s ago)\n", "last_action",
+		    st->last_event, st->last_by, st->last_time,
+		    age(buf, sizeof(buf), st->now - parse_time(st->last_time)));
+}
+
+static void
+print_json(const struct stats *st, const struct metric *m)
+{
+	size_t i;
+
+	printf("{\"now\":%" PRId64 ",\"paused\":%s", st->now,
+	    st->paused ? "true" : "false");
+	/* The flat metrics; by reason and class come as objects. */
+	for (i = 1; i < NFLAT; i++)
+		printf(",\"%s\":%" PRId64, m[i].name, m[i].value);
+	printf(",\"dead_by_reason\":{");
+	for (i = 1; i < NREASON; i++)
+		printf("%s\"%s\":%ld", i > 1 ? "," : "",
+		    spool_reason_name((int)i), st->reason[i]);
+	printf("},\"dead_by_class\":{");
+	for (i = 0; i < NCLASS; i++)
+		printf("%s\"%s\":%ld", i > 0 ? "," : "", i == 0 ? "none" :
+		    spool_class_name((int)i), st->class[i]);
+	printf("},\"audit_events\":{");
+	for (i = 0; i < NEVENT; i++)
+		printf("%s\"%s\":%lu", i > 0 ? "," : "", events[i],
+		    st->events[i]);
+	printf("},\"last_action\":");
+	/* Audit fields are words of the ID alphabet: no escaping needed. */
+	if (st->last_time[0] == '\0')
+		printf("null}\n");
+	else if (strcmp(st->last_by, "-") == 0)
+		printf("{\"event\":\"%s\",\"by\":null,\"time\":%" PRId64 "}}\n",
+		    st->last_event, parse_time(st->last_time));
+	else
+		printf("{\"event\":\"%s\",\"by\":\"%s\",\"time\":%" PRId64
+		    "}}\n", st->last_event, st->last_by,
+		    parse_time(st->last_time));
+}
+
+/* A label value: backslash, double quote and newline are escaped. */
+static char *
+label_value(const char *s)
+{
+	char *v, *o;
+
+	if ((v = o = malloc(2 * strlen(s) + 1)) == NULL)
+		fail(EXIT_TEMP, "%s", strerror(errno));
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			*o++ = '\\';
+		if (*s == '\n') {
+			*o++ = '\\';
+			*o++ = 'n';
+		} else
+			*o++ = *s;
+	}
+	*o = '\0';
+	return v;
+}
+
+static void
+family(const char *name, const char *type, const char *help)
+{
+	printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* The text exposition format, for node_exporter's textfile collector. */
+static void
+print_prom(const struct stats *st, const char *dir)
+{
+	static const enum spool_state states[] = {
+		SPOOL_NEW, SPOOL_LEASED, SPOOL_DONE, SPOOL_DEAD
+	};
+	char buf[32], *path, *sv;
+	size_t i;
+
+	if ((path = realpath(dir, NULL)) == NULL)
+		fail(EXIT_TEMP, "%s: %s", dir, strerror(errno));
+	sv = label_value(path);
+	free(path);
+	family("spool_jobs", "gauge",
+	    "Jobs in each state directory (done includes dropped jobs).");
+	for (i = 0; i < 4; i++)
+		printf("spool_jobs{spool=\"%s\",state=\"%s\"} %ld\n", sv,
+		    spool_state_name(states[i]), st->state[states[i]]);
+	family("spool_ready_jobs", "gauge", "Jobs in new/ that are due now.");
+	printf("spool_ready_jobs{spool=\"%s\"} %ld\n", sv, st->ready);
+	family("spool_dropped_jobs", "gauge",
+	    "Jobs in done/ that were dropped, not run.");
+	printf("spool_dropped_jobs{spool=\"%s\"} %ld\n", sv, st->dropped);
+	family("spool_damaged_jobs", "gauge",
+	    "Jobs whose sidecar and file disagree: run spool-fsck.");
+	printf("spool_damaged_jobs{spool=\"%s\"} %ld\n", sv, st->damaged);
+	family("spool_multi_cycle_jobs", "gauge",
+	    "Jobs in their second cycle or later.");
+	printf("spool_multi_cycle_jobs{spool=\"%s\"} %ld\n", sv, st->cycles2);
+	family("spool_parked_jobs", "gauge", "Jobs in dead/, by park reason.");
+	for (i = 1; i < NREASON; i++)
+		printf("spool_parked_jobs{spool=\"%s\",reason=\"%s\"} %ld\n",
+		    sv, spool_reason_name((int)i), st->reason[i]);
+	family("spool_parked_jobs_by_class", "gauge",
+	    "Jobs in dead/, by the class of their last failure.");
+	for (i = 0; i < NCLASS; i++)
+		printf("spool_parked_jobs_by_class{spool=\"%s\",class=\"%s\"} "
+		    "%ld\n", sv, i == 0 ? "none" : spool_class_name((int)i),
+		    st->class[i]);
+	family("spool_redriven_jobs", "gauge", "Jobs whose current cycle "
+	    "began with a redrive, by what became of them.");
+	for (i = 0; i < 4; i++)
+		printf("spool_redriven_jobs{spool=\"%s\",outcome=\"%s\"} %ld\n",
+		    sv, outcomes[i], st->redriven[i]);
+	family("spool_backlog_lag_seconds", "gauge",
+	    "How long the oldest ready job has been due.");
+	printf("spool_backlog_lag_seconds{spool=\"%s\"} %s\n", sv,
+	    seconds(buf, sizeof(buf), age_of(st, st->first_ready)));
+	family("spool_oldest_parked_age_seconds", "gauge",
+	    "How long the oldest parked job has been in dead/.");
+	printf("spool_oldest_parked_age_seconds{spool=\"%s\"} %s\n", sv,
+	    seconds(buf, sizeof(buf), age_of(st, st->first_dead)));
+	family("spool_oldest_lease_age_seconds", "gauge",
+	    "How long the oldest lease has been held.");
+	printf("spool_oldest_lease_age_seconds{spool=\"%s\"} %s\n", sv,
+	    seconds(buf, sizeof(buf), age_of(st, st->first_lease)));
+	family("spool_paused", "gauge", "1 if claims are paused.");
+	printf("spool_paused{spool=\"%s\"} %d\n", sv, st->paused);
+	family("spool_audit_events_total", "counter", "Lines in the audit "
+	    "logs kept, by event; falls when old logs are removed.");
+	for (i = 0; i < NEVENT; i++)
+		printf("spool_audit_events_total{spool=\"%s\",event=\"%s\"} "
+		    "%lu\n", sv, events[i], st->events[i]);
+	if (st->last_time[0] != '\0') {
+		family("spool_last_operator_action_timestamp_seconds", "gauge",
+		    "When an operator last acted: redrive, drop, cancel, "
+		    "purge, pause or resume.");
+		printf("spool_last_operator_action_timestamp_seconds{spool="
+		    "\"%s\",event=\"%s\",by=\"%s\"} %s\n", sv, st->last_event,
+		    st->last_by, seconds(buf, sizeof(buf),
+		    parse_time(st->last_time)));
+	}
+	free(sv);
+}
+
+/* NAME OP VALUE, e.g. dead>0, lag>=5m; the metric is found later. */
+static void
+parse_expr(const char *s, int level, struct expr *e, char (*names)[48])
+{
+	size_t len = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_");
+	const char *op = s + len;
+
+	memset(e, 0, sizeof(*e));
+	e->level = level;
+	if (len == 0 || len >= 48)
+		fail(EXIT_PERM, "bad expression '%.60s' (want NAME OP VALUE, "
+		    "e.g. dead>0)", s);
+	memcpy(*names, s, len);
+	(*names)[len] = '\0';
+	if (op[0] == '\0' || strchr("<>=", op[0]) == NULL)
+		fail(EXIT_PERM, "bad expression '%.60s': the operator is one "
+		    "of > >= < <= =", s);
+	len = op[0] != '=' && op[1] == '=' ? 2 : 1;
+	memcpy(e->op, op, len);
+	e->text = op + len;
+}
+
+/* Find each expression's metric and read its limit. */
+static void
+bind(struct expr *e, size_t ne, char (*names)[48], const struct metric *m,
+    size_t nm)
+{
+	size_t i, k;
+	char *end;
+
+	for (i = 0; i < ne; i++) {
+		for (k = 0; k < nm && strcmp(m[k].name, names[i]) != 0; k++)
+			;
+		if (k == nm)
+			fail(EXIT_PERM, "no metric '%s' (see spool-stat(1), "
+			    "METRICS)", names[i]);
+		e[i].m = &m[k];
+		if (m[k].duration) {
+			if (spool_parse_duration(e[i].text, &e[i].limit) == -1)
+				fail(EXIT_PERM, "%s: bad duration '%.40s' (use "
+				    "e.g. 500ms, 30s, 5m, 2h, 7d)", names[i],
+				    e[i].text);
+		} else {
+			errno = 0;
+			e[i].limit = strtoll(e[i].text, &end, 10);
+			if (e[i].text[0] < '0' || e[i].text[0] > '9' ||
+			    *end != '\0' || errno != 0)
+				fail(EXIT_PERM, "%s: bad number '%.40s'",
+				    names[i], e[i].text);
+		}
+	}
+}
+
+static int
+breached(const struct expr *e)
+{
+	int64_t v = e->m->value;
+
+	switch (e->op[0]) {
+	case '>':
+		return e->op[1] == '=' ? v >= e->limit : v > e->limit;
+	case '<':
+		return e->op[1] == '=' ? v <= e->limit : v < e->limit;
+	default:
+		return v == e->limit;
+	}
+}
+
+static void
+show_value(const struct metric *m)
+{
+	char buf[32];
+
+	if (m->duration)
+		printf("%s=%s", m->name, age(buf, sizeof(buf), m->value));
+	else
+		printf("%s=%" PRId64, m->name, m->value);
+}
+
+/*
+ * One line: SPOOL STATUS - the breached conditions, worst first, then the
+ * other metrics named, each once; then the named metrics as performance
+ * data after '|', durations in seconds.
+ */
+static int
+check(struct expr *e, size_t ne)
+{
+	const struct metric *shown[64];
+	char buf[32];
+	size_t i, k, nshown = 0;
+	int status = CHECK_OK, level;
+
+	for (i = 0; i < ne; i++)
+		if ((e[i].breached = breached(&e[i])) && e[i].level > status)
+			status = e[i].level;
+	printf("SPOOL %s -", check_words[status]);
+	for (level = CHECK_CRITICAL; level >= CHECK_OK; level--) {
+		for (i = 0; i < ne; i++) {
+			if (level != CHECK_OK &&
+			    (!e[i].breached || e[i].level != level))
+				continue;
+			for (k = 0; k < nshown && shown[k] != e[i].m; k++)
+				;
+			if (k < nshown)
+				continue;
+			shown[nshown++] = e[i].m;
+			printf("%s ", nshown > 1 ? "," : "");
+			show_value(e[i].m);
+			if (level != CHECK_OK)
+				printf(" (%s%s)", e[i].op, e[i].text);
+		}
+	}
+	printf(" |");
+	for (k = 0; k < nshown; k++) {
+		if (shown[k]->duration)
+			printf(" %s=%ss", shown[k]->name, seconds(buf,
+			    sizeof(buf), shown[k]->value));
+		else
+			printf(" %s=%" PRId64, shown[k]->name,
+			    shown[k]->value);
+	}
+	putchar('\n');
+	return status;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "crit", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "prom", no_argument, NULL, 'p' },
+		{ "warn", required_argument, NULL, 'w' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct expr e[64];
+	char names[64][48];
+	struct metric m[NMETRIC];
+	struct stats st;
+	const char *dir = NULL;
+	struct spool *sp;
+	size_t ne = 0, nm;
+	int c, form = 0, bad = 0;
+
+	cmd_init(argv, 1);
+	/* A bad option is reported after the loop: UNKNOWN if checking. */
+	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 'j':
+		case 'p':
+			bad |= form != 0 && form != c;
+			form = c;
+			break;
+		case 'c':
+		case 'w':
+			checking = 1;
+			if (ne == sizeof(e) / sizeof(e[0])) {
+				bad = 1;
+				break;
+			}
+			parse_expr(optarg, c == 'c' ? CHECK_CRITICAL :
+			    CHECK_WARNING, &e[ne], &names[ne]);
+			ne++;
+			break;
+		default:
+			bad = 1;
+		}
+	}
+	if (bad || optind != argc || (checking && form != 0)) {
+		if (checking)
+			fail(EXIT_PERM, "usage: %s", usage_text);
+		usage();
+	}
+	if (dir == NULL && ((dir = getenv("SPOOL_DIR")) == NULL || *dir == '\0'))
+		fail(EXIT_PERM, "no spool: give -d DIR or set SPOOL_DIR");
+	if (!checking)
+		sp = open_spool(dir);
+	else if ((sp = spool_open(dir)) == NULL)
+		fail(EXIT_TEMP, "%s: %s", dir, errno == ENODATA ? "not a spool "
+		    "(no format file)" : errno == EPROTO ? "unknown spool "
+		    "format" : errno == EBADMSG ? "config malformed" :
+		    errno == EUCLEAN ? "damaged spool" : strerror(errno));
+	gather(sp, &st);
+	nm = metrics(&st, m);
+	if (checking) {
+		bind(e, ne, names, m, nm);
+		c = check(e, ne);
+		spool_close(sp);
+		if (fflush(stdout) == EOF || ferror(stdout))
+			return CHECK_UNKNOWN;
+		return c;
+	}
+	if (form == 'j')
+		print_json(&st, m);
+	else if (form == 'p')
+		print_prom(&st, dir);
+	else
+		print_plain(&st, m, nm);
+	spool_close(sp);
+	return finish_stdout(EXIT_DONE);
+}

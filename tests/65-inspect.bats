@@ -1,0 +1,378 @@
+#!/usr/bin/env bats
+# spool-ls and spool-show: what an operator reads before deciding.  Listings
+# sorted by ID in byte order, the long and JSON forms whole, NUL-separated
+# names, and one job's record, delivery history and audit lines, rotated
+# logs included.  The clock is pinned, so ages are exact.
+
+load helpers
+
+T=1796000000000
+
+# at_ms MS CMD...: run CMD with the clock pinned at MS.
+at_ms() {
+	local ms=$1
+	shift
+	SPOOL_TEST_NOW=$ms "$@"
+}
+
+# park ID CLASS [ENQUEUE OPTIONS...]: enqueue ID at T, claim it at T + 1s,
+# finish it permanent with CLASS at T + 2s.
+park() {
+	local id=$1 class=$2 tok
+	shift 2
+	at_ms $T spool-enqueue --id "$id" "$@" <<<"payload of $id" >/dev/null
+	tok=$(at_ms $((T + 1000)) spool-claim --owner w1 | cut -f2)
+	at_ms $((T + 2000)) spool-finish --class "$class" "$id" "$tok" \
+	    permanent >/dev/null
+	[ "$(state_of "$id")" = dead ]
+}
+
+# park_all CLASS ID...: park every ID at once, permanent with CLASS.
+park_all() {
+	local class=$1 id
+	shift
+	for id; do
+		at_ms $T spool-enqueue --id "$id" <<<"payload of $id" >/dev/null
+	done
+	at_ms $((T + 1000)) spool-claim --owner w1 -n $# |
+	    awk '{ print $1, $2, "permanent" }' >"$BATS_TEST_TMPDIR/fin"
+	at_ms $((T + 2000)) spool-finish --class "$class" - \
+	    <"$BATS_TEST_TMPDIR/fin" >/dev/null
+	[ "$(ids_in dead | wc -l)" -eq $# ]
+}
+
+# The SYNOPSIS of a man page as one line, as usage prints it.
+synopsis() {
+	mandoc -Tascii "$BATS_TEST_DIRNAME/../man/$1.1" | col -b |
+	    awk '/^SYNOPSIS/ { on = 1; next } /^[A-Z]/ { on = 0 } on' |
+	    tr -s ' \n\t' '   ' | sed 's/^ //; s/ $//'
+}
+
+# The story of order-1842: a retry with a detail, a lease that ran out and
+# was taken over, a permanent failure, a redrive, and a delivery under way.
+story() {
+	at_ms $T spool-enqueue --id order-1842 --max-attempts 3 --trace tr-77 \
+	    <<<"order=1842" >/dev/null
+	at_ms $((T + 1000)) spool-claim --owner w1 --lease 10s >/dev/null
+	at_ms $((T + 2000)) spool-finish --class transient \
+	    --detail 'HTTP 503 "busy" \ retry' --delay 0 order-1842 1 retry \
+	    >/dev/null
+	at_ms $((T + 3000)) spool-claim --owner w2 --lease 10s >/dev/null
+	at_ms $((T + 20000)) spool-claim --owner w3 --lease 10s >/dev/null
+	at_ms $((T + 21000)) spool-finish --class invalid-input \
+	    --detail 'amount missing' order-1842 3 permanent >/dev/null
+	at_ms $((T + 30000)) spool-redrive --by ops --note INC-4411 order-1842 \
+	    >/dev/null
+	at_ms $((T + 31000)) spool-claim --owner w4 --lease 1m >/dev/null
+}
+
+@test "usage lines are the man pages' SYNOPSIS" {
+	for cmd in spool-ls spool-show; do
+		run -100 --separate-stderr "$cmd" --no-such-option
+		[ "$output" = "" ]
+		[ "$stderr" = "usage: $(synopsis "$cmd")" ]
+	done
+}
+
+@test "spool-ls lists dead jobs by default, one ID a line in byte order" {
+	park_all transient b-2 B.1 a_1 a-1 a.1 Z 0x
+	run -0 --separate-stderr spool-ls
+	diff -u <(printf '%s\n' b-2 B.1 a_1 a-1 a.1 Z 0x | LC_ALL=C sort) \
+	    <(printf '%s\n' "$output")
+	[ "$stderr" = "" ]
+	[ "$output" = "$(spool-ls dead)" ]
+	[ "$output" = "$(ids_in dead)" ]
+}
+
+@test "spool-ls lists each state, and nothing is an answer: exit 0" {
+	run -0 --separate-stderr spool-ls
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
+	for id in n1 n2 n3; do
+		at_ms $T spool-enqueue --id $id <<<"$id" >/dev/null
+	done
+	at_ms $T spool-enqueue --id later --delay 1h <<<"later" >/dev/null
+	# Two of n1-n3 are claimed (which two is up to the directory order);
+	# the first of them finishes.
+	run -0 at_ms $((T + 1)) spool-claim --owner w -n 2
+	finished=$(head -n 1 <<<"$output" | cut -f1)
+	at_ms $((T + 2)) spool-finish "$finished" 1 ok >/dev/null
+	for state in new leased done dead; do
+		run -0 --separate-stderr spool-ls $state
+		[ "$output" = "$(ids_in $state)" ]
+		[ "$stderr" = "" ]
+	done
+	run -0 spool-ls new
+	[ "$(wc -l <<<"$output")" -eq 2 ]
+	grep -qx later <<<"$output"
+	run -0 spool-ls leased
+	[ "$(wc -l <<<"$output")" -eq 1 ]
+	run -0 spool-ls done
+	[ "$output" = "$finished" ]
+	run -0 spool-ls dead
+	[ "$output" = "" ]
+}
+
+@test "dropped is the part of done that was dropped; --reason keeps it" {
+	park p1 invalid-input
+	park p2 transient
+	at_ms $T spool-enqueue --id ok1 <<<"ok1" >/dev/null
+	at_ms $((T + 3000)) spool-claim --owner w >/dev/null
+	at_ms $((T + 4000)) spool-finish ok1 1 ok >/dev/null
+	at_ms $((T + 5000)) spool-drop --by ops --note INC-1 p1 >/dev/null
+	run -0 --separate-stderr spool-ls done
+	[ "$output" = "$(printf '%s\n' ok1 p1)" ]
+	[ "$stderr" = "" ]
+	run -0 spool-ls dropped
+	[ "$output" = p1 ]
+	run -0 spool-ls
+	[ "$output" = p2 ]
+	run -0 spool-ls dropped --reason permanent
+	[ "$output" = p1 ]
+	run -0 spool-ls done --reason permanent
+	[ "$output" = p1 ]
+	run -0 spool-ls dropped --reason exhausted
+	[ "$output" = "" ]
+}
+
+@test "--reason and --older-than select parked jobs" {
+	park perm1 invalid-input
+	# exhausted: one attempt allowed, and it was a retry
+	at_ms $T spool-enqueue --id exh1 --max-attempts 1 <<<"x" >/dev/null
+	at_ms $((T + 60000)) spool-claim --owner w >/dev/null
+	at_ms $((T + 61000)) spool-finish --class transient exh1 1 retry \
+	    >/dev/null
+	[ "$(state_of exh1)" = dead ]
+	run -0 at_ms $((T + 62000)) spool-ls --reason exhausted
+	[ "$output" = exh1 ]
+	run -0 at_ms $((T + 62000)) spool-ls --reason permanent
+	[ "$output" = perm1 ]
+	# perm1 parked at T + 2s, exh1 at T + 61s: at T + 62s they are 60s
+	# and 1s old.  At least DUR: 60s is older than 60s.
+	run -0 at_ms $((T + 62000)) spool-ls --older-than 60s
+	[ "$output" = perm1 ]
+	run -0 at_ms $((T + 62000)) spool-ls --older-than 60001ms
+	[ "$output" = "" ]
+	run -0 at_ms $((T + 62000)) spool-ls --older-than 1s
+	[ "$output" = "$(printf '%s\n' exh1 perm1)" ]
+	run -0 at_ms $((T + 62000)) spool-ls --older-than 1s --reason exhausted
+	[ "$output" = exh1 ]
+}
+
+@test "-0 separates IDs with NUL, for xargs -0" {
+	park_all transient a.b x_y-z 0-.-_ 9 A..B
+	run -0 --separate-stderr bash -c 'spool-ls -0 | od -An -c | tr -s " \n" " "'
+	[ "$stderr" = "" ]
+	# Sorted in byte order, each ended by a NUL, nothing else.
+	expect=$(printf '%s\0' 0-.-_ 9 A..B a.b x_y-z | od -An -c | tr -s ' \n' ' ')
+	[ "$output" = "$expect" ]
+	run -0 bash -c 'spool-ls -0 | xargs -0 printf "[%s]\n"'
+	[ "$output" = "$(printf '[%s]\n' 0-.-_ 9 A..B a.b x_y-z)" ]
+	run -0 bash -c 'spool-ls -0 --reason exhausted | wc -c'
+	[ "$output" = 0 ]
+}
+
+@test "-l: a header and aligned columns, the whole table" {
+	story
+	park pi_0001.settle invalid-input
+	at_ms $T spool-enqueue --id x-9 --max-attempts 1 <<<"x" >/dev/null
+	at_ms $((T + 50000)) spool-claim --owner w9 >/dev/null
+	at_ms $((T + 51000)) spool-finish --class unknown-side-effect \
+	    --detail 'charged?' x-9 1 retry >/dev/null
+	at_ms $((T + 52000)) spool-enqueue --id zz <<<"x" >/dev/null
+	at_ms $((T + 53000)) spool-cancel --by oncall --note INC-7 zz >/dev/null
+	run -0 --separate-stderr at_ms $((T + 3600000 + 125000)) spool-ls -l
+	[ "$stderr" = "" ]
+	diff -u - <(printf '%s\n' "$output") <<'EOF'
+ID              DELIV  DISP    SE   REASON       CLASS                AGE    CYC  BY      DETAIL
+pi_0001.settle  #1     parked  -    permanent    invalid-input        1h02m  1    -       -
+x-9             #1     parked  yes  side-effect  unknown-side-effect  1h01m  1    -       charged?
+zz              #0     parked  -    cancelled    cancelled            1h01m  1    oncall  -
+EOF
+	run -0 at_ms $((T + 31500)) spool-ls -l leased
+	diff -u - <(printf '%s\n' "$output") <<'EOF'
+ID          DELIV  DISP      SE  REASON  CLASS  AGE    CYC  BY   DETAIL
+order-1842  #1     redriven  -   -       -      500ms  2    ops  -
+EOF
+	run -0 at_ms $((T + 31500)) spool-ls -l new
+	[ "$output" = "ID  DELIV  DISP  SE  REASON  CLASS  AGE  CYC  BY  DETAIL" ]
+}
+
+@test "--json: one object a line, stable keys, strings escaped" {
+	story
+	park plain transient
+	at_ms $T spool-enqueue --id odd --max-attempts 1 <<<"x" >/dev/null
+	at_ms $((T + 5000)) spool-claim --owner w5 >/dev/null
+	at_ms $((T + 6000)) spool-finish --class transient \
+	    --detail 'say "no" \n \\ {}' odd 1 retry >/dev/null
+	run -0 --separate-stderr at_ms $((T + 40000)) spool-ls --json
+	[ "$stderr" = "" ]
+	[ "$(wc -l <<<"$output")" -eq 2 ]
+	keys='["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted"]'
+	while IFS= read -r line; do
+		jq -e . <<<"$line" >/dev/null
+		[ "$(jq -c keys_unsorted <<<"$line")" = "$keys" ]
+	done <<<"$output"
+	diff -u - <(jq -c . <<<"$output") <<EOF
+{"id":"odd","state":"dead","disposition":"parked","since":$((T + 6000)),"age_ms":34000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"token":1,"attempts":1,"max_attempts":1,"deliveries":1,"cycles":1,"reason":"exhausted","class":"transient","detail":"say \\"no\\" \\\\n \\\\\\\\ {}","side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null}
+{"id":"plain","state":"dead","disposition":"parked","since":$((T + 2000)),"age_ms":38000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"token":1,"attempts":1,"max_attempts":5,"deliveries":1,"cycles":1,"reason":"permanent","class":"transient","detail":null,"side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null}
+EOF
+	# The detail comes back byte for byte.
+	[ "$(jq -r 'select(.id == "odd") | .detail' <<<"$output")" = 'say "no" \n \\ {}' ]
+	run -0 at_ms $((T + 40000)) spool-ls --json leased
+	jq -e . <<<"$output" >/dev/null
+	diff -u - <(jq -c . <<<"$output") <<EOF
+{"id":"order-1842","state":"leased","disposition":"redriven","since":$((T + 31000)),"age_ms":9000,"created":$T,"deadline":$((T + 30000 + 604800000)),"eligible":null,"lease_until":$((T + 91000)),"owner":"w4","trace":"tr-77","token":4,"attempts":1,"max_attempts":3,"deliveries":1,"cycles":2,"reason":null,"class":null,"detail":null,"side_effect":false,"redriven":true,"dropped":false,"by":"ops","note":"INC-4411","acted":$((T + 30000))}
+EOF
+}
+
+@test "spool-ls refuses bad usage with one line and 100" {
+	run -100 --separate-stderr spool-ls limbo
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-ls: bad state 'limbo' (new, leased, done, dead or dropped)" ]
+	run -100 --separate-stderr spool-ls --reason tired
+	[ "$stderr" = "spool-ls: --reason: bad reason 'tired' (permanent, exhausted, deadline, side-effect or cancelled)" ]
+	run -100 --separate-stderr spool-ls --reason exhausted new
+	[ "$stderr" = "spool-ls: --reason is for dead, done and dropped jobs" ]
+	run -100 --separate-stderr spool-ls --older-than soon
+	[ "$stderr" = "spool-ls: --older-than: bad duration 'soon' (use e.g. 500ms, 30s, 5m, 2h, 7d, 0)" ]
+	for bad in "-l --json" "-0 -l" "-0 --json" "dead new"; do
+		run -100 --separate-stderr spool-ls $bad
+		[ "$output" = "" ]
+		[ "$stderr" = "usage: $(synopsis spool-ls)" ]
+	done
+	run -100 --separate-stderr spool-ls -d "$BATS_TEST_TMPDIR"
+	[ "$stderr" = "spool-ls: $BATS_TEST_TMPDIR: not a spool (no format file; see spool-init(1))" ]
+}
+
+@test "spool-show: the job, its whole delivery history and its audit lines" {
+	story
+	run -0 --separate-stderr at_ms $((T + 32000)) spool-show order-1842
+	[ "$stderr" = "" ]
+	diff -u - <(sed -E 's/ testhost:[0-9]+$/ testhost:PID/' <<<"$output") <<'EOF'
+id           order-1842
+state        leased
+disposition  redriven
+since        2026-11-30T00:53:51.000Z (1s ago)
+created      2026-11-30T00:53:20.000Z
+deadline     2026-12-07T00:53:50.000Z
+lease        w4 until 2026-11-30T00:54:51.000Z
+trace        tr-77
+token        4
+attempts     1 of 3
+cycles       2 (this one began with a redrive)
+reason       -
+class        -
+detail       -
+side-effect  no
+acted        ops INC-4411 at 2026-11-30T00:53:50.000Z
+
+CYC  ATT  TOKEN  OWNER  CLAIMED                   ENDED                     END        CLASS          DETAIL
+1    1    1      w1     2026-11-30T00:53:21.000Z  2026-11-30T00:53:22.000Z  retry      transient      HTTP 503 "busy" \ retry
+1    2    2      w2     2026-11-30T00:53:23.000Z  2026-11-30T00:53:40.000Z  expired    -              -
+1    3    3      w3     2026-11-30T00:53:40.000Z  2026-11-30T00:53:41.000Z  permanent  invalid-input  amount missing
+2    1    4      w4     2026-11-30T00:53:51.000Z  -                         -          -              -
+
+2026-11-30T00:53:20.000Z enqueue order-1842 0 0 1 - - - - testhost:PID
+2026-11-30T00:53:21.000Z claim order-1842 1 1 1 w1 - - - testhost:PID
+2026-11-30T00:53:22.000Z retry order-1842 1 1 1 w1 - transient - testhost:PID
+2026-11-30T00:53:23.000Z claim order-1842 2 2 1 w2 - - - testhost:PID
+2026-11-30T00:53:40.000Z reclaim order-1842 3 3 1 w3 - - 2 testhost:PID
+2026-11-30T00:53:41.000Z park order-1842 3 3 1 w3 permanent invalid-input - testhost:PID
+2026-11-30T00:53:50.000Z redrive order-1842 3 0 2 ops - - INC-4411 testhost:PID
+2026-11-30T00:53:51.000Z claim order-1842 4 1 2 w4 - - - testhost:PID
+EOF
+}
+
+@test "spool-show --json: one object, with the history and the audit lines" {
+	story
+	at_ms $((T + 40000)) spool-finish order-1842 4 ok >/dev/null
+	run -0 --separate-stderr at_ms $((T + 41000)) spool-show --json order-1842
+	[ "$stderr" = "" ]
+	[ "$(wc -l <<<"$output")" -eq 1 ]
+	jq -e . <<<"$output" >/dev/null
+	[ "$(jq -c 'keys_unsorted' <<<"$output")" = '["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","history","audit"]' ]
+	diff -u - <(jq -c '.history[]' <<<"$output") <<EOF
+{"cycle":1,"attempt":1,"token":1,"owner":"w1","claimed":$((T + 1000)),"ended":$((T + 2000)),"end":"retry","class":"transient","detail":"HTTP 503 \\"busy\\" \\\\ retry"}
+{"cycle":1,"attempt":2,"token":2,"owner":"w2","claimed":$((T + 3000)),"ended":$((T + 20000)),"end":"expired","class":null,"detail":null}
+{"cycle":1,"attempt":3,"token":3,"owner":"w3","claimed":$((T + 20000)),"ended":$((T + 21000)),"end":"permanent","class":"invalid-input","detail":"amount missing"}
+{"cycle":2,"attempt":1,"token":4,"owner":"w4","claimed":$((T + 31000)),"ended":$((T + 40000)),"end":"ok","class":null,"detail":null}
+EOF
+	diff -u - <(jq -c '.audit[] | del(.writer)' <<<"$output") <<'EOF'
+{"time":"2026-11-30T00:53:20.000Z","event":"enqueue","id":"order-1842","token":0,"attempt":0,"cycle":1,"actor":null,"reason":null,"class":null,"note":null}
+{"time":"2026-11-30T00:53:21.000Z","event":"claim","id":"order-1842","token":1,"attempt":1,"cycle":1,"actor":"w1","reason":null,"class":null,"note":null}
+{"time":"2026-11-30T00:53:22.000Z","event":"retry","id":"order-1842","token":1,"attempt":1,"cycle":1,"actor":"w1","reason":null,"class":"transient","note":null}
+{"time":"2026-11-30T00:53:23.000Z","event":"claim","id":"order-1842","token":2,"attempt":2,"cycle":1,"actor":"w2","reason":null,"class":null,"note":null}
+{"time":"2026-11-30T00:53:40.000Z","event":"reclaim","id":"order-1842","token":3,"attempt":3,"cycle":1,"actor":"w3","reason":null,"class":null,"note":"2"}
+{"time":"2026-11-30T00:53:41.000Z","event":"park","id":"order-1842","token":3,"attempt":3,"cycle":1,"actor":"w3","reason":"permanent","class":"invalid-input","note":null}
+{"time":"2026-11-30T00:53:50.000Z","event":"redrive","id":"order-1842","token":3,"attempt":0,"cycle":2,"actor":"ops","reason":null,"class":null,"note":"INC-4411"}
+{"time":"2026-11-30T00:53:51.000Z","event":"claim","id":"order-1842","token":4,"attempt":1,"cycle":2,"actor":"w4","reason":null,"class":null,"note":null}
+{"time":"2026-11-30T00:54:00.000Z","event":"ok","id":"order-1842","token":4,"attempt":1,"cycle":2,"actor":"w4","reason":null,"class":null,"note":null}
+EOF
+	[ "$(jq -r '.audit[].writer' <<<"$output" | grep -cv '^testhost:[0-9]*$')" -eq 0 ]
+	[ "$(jq -c '[.state, .disposition, .since, .cycles, .redriven, .acted]' <<<"$output")" = "[\"done\",\"redriven\",$((T + 40000)),2,true,$((T + 30000))]" ]
+}
+
+@test "spool-show reads rotated audit logs too, and sorts by time" {
+	at_ms $T spool-enqueue --id rot-1 <<<"x" >/dev/null
+	at_ms $((T + 1000)) spool-claim --owner w1 >/dev/null
+	mv "$SPOOL_DIR/audit/testhost.log" "$SPOOL_DIR/audit/testhost.log.1"
+	at_ms $((T + 2000)) spool-finish --class transient rot-1 1 retry >/dev/null
+	mv "$SPOOL_DIR/audit/testhost.log" "$SPOOL_DIR/audit/testhost.log.0"
+	at_ms $((T + 5000)) spool-claim --owner w2 >/dev/null
+	# Another host's log, interleaved in time.
+	SPOOL_HOST=otherhost at_ms $((T + 6000)) spool-finish rot-1 2 ok >/dev/null
+	[ "$(ls "$SPOOL_DIR/audit" | LC_ALL=C sort | tr '\n' ' ')" = "otherhost.log testhost.log testhost.log.0 testhost.log.1 " ]
+	run -0 --separate-stderr at_ms $((T + 7000)) spool-show rot-1
+	[ "$stderr" = "" ]
+	diff -u - <(sed -n '/^2026-/p' <<<"$output" | cut -d' ' -f1-10) <<'EOF'
+2026-11-30T00:53:20.000Z enqueue rot-1 0 0 1 - - - -
+2026-11-30T00:53:21.000Z claim rot-1 1 1 1 w1 - - -
+2026-11-30T00:53:22.000Z retry rot-1 1 1 1 w1 - transient -
+2026-11-30T00:53:25.000Z claim rot-1 2 2 1 w2 - - -
+2026-11-30T00:53:26.000Z ok rot-1 2 2 1 w2 - - -
+EOF
+	[[ $(grep ' ok rot-1 ' <<<"$output" | cut -d' ' -f11) = otherhost:* ]]
+}
+
+@test "spool-show: a renewed lease keeps its start; a cancel ends the delivery" {
+	at_ms $T spool-enqueue --id c1 <<<"x" >/dev/null
+	at_ms $((T + 1000)) spool-claim --owner w1 --lease 10s >/dev/null
+	at_ms $((T + 8000)) spool-renew --lease 10s c1 1 >/dev/null
+	run -0 at_ms $((T + 9000)) spool-show --json c1
+	[ "$(jq -c '[.state, .since, .age_ms, .lease_until]' <<<"$output")" = "[\"leased\",$((T + 1000)),8000,$((T + 18000))]" ]
+	at_ms $((T + 9500)) spool-cancel --by ops --note INC-9 c1 >/dev/null
+	run -0 at_ms $((T + 10000)) spool-show --json c1
+	[ "$(jq -c '[.state, .since, .reason, .class, .side_effect, .by, .note]' <<<"$output")" = "[\"dead\",$((T + 9500)),\"cancelled\",\"cancelled\",true,\"ops\",\"INC-9\"]" ]
+	[ "$(jq -c '.history[]' <<<"$output")" = "{\"cycle\":1,\"attempt\":1,\"token\":1,\"owner\":\"w1\",\"claimed\":$((T + 1000)),\"ended\":$((T + 9500)),\"end\":\"cancelled\",\"class\":\"cancelled\",\"detail\":null}" ]
+	run -0 at_ms $((T + 10000)) spool-show c1
+	grep -qx 'side-effect  may have happened: reconcile, then redrive with --reconciled' <<<"$output"
+}
+
+@test "spool-show: no such job is 1, a bad ID is 100, one line each" {
+	run -1 --separate-stderr spool-show order-1
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-show: order-1: no such job" ]
+	run -100 --separate-stderr spool-show ../meta
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-show: ../meta: bad ID" ]
+	run -100 --separate-stderr spool-show
+	[ "$stderr" = "usage: $(synopsis spool-show)" ]
+	run -100 --separate-stderr spool-show a b
+	[ "$stderr" = "usage: $(synopsis spool-show)" ]
+}
+
+@test "spool-ls and spool-show change nothing and read no payload" {
+	story
+	park p1 transient
+	before=$(snapshot)
+	ASAN_OPTIONS=detect_leaks=0 strace -f -y -e trace=openat,open \
+	    -o "$BATS_TEST_TMPDIR/trace" sh -c 'spool-ls -l; spool-ls --json leased;
+	    spool-show order-1842; spool-show --json p1' >/dev/null
+	[ "$(snapshot)" = "$before" ]
+	# Every open under a state directory is of a directory (a bucket).
+	opened=$(grep -E '= [0-9]+<[^>]*/(new|leased|done|dead)/' \
+	    "$BATS_TEST_TMPDIR/trace" | grep -v O_DIRECTORY || true)
+	[ "$opened" = "" ]
+	grep -q '/meta/order-1842>' "$BATS_TEST_TMPDIR/trace"
+}
