@@ -51,6 +51,12 @@ now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t
+spool_now(void)
+{
+	return now_ms();
+}
+
 /*
  * SPOOL_TEST_CRASH=point[:n] kills the process with SIGKILL the n-th time
  * (default the first) it reaches the named point: the crash tests walk every

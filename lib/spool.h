@@ -322,7 +322,8 @@ struct spool_delivery {
 	int64_t ended;		/* 0: still under its lease */
 	const char *end;	/* "ok", "retry", "permanent", "release",
 				   "expired" (lease ran out), "parked" (by
-				   a claim: deadline or attempts), or NULL */
+				   a claim: deadline or attempts),
+				   "cancelled" (by an operator), or NULL */
 	int class;
 	char detail[SPOOL_DETAIL_MAX + 1];
 };
@@ -330,7 +331,8 @@ struct spool_delivery {
 struct spool_job_info {
 	char id[SPOOL_ID_MAX + 1];
 	enum spool_state state;
-	int64_t since;		/* when it entered this state */
+	int64_t since;		/* when it entered this state (a renew
+				   does not change it) */
 	int64_t created, deadline, eligible, lease_until;
 	char trace[SPOOL_ID_MAX + 1];
 	char owner[SPOOL_ID_MAX + 1];	/* the lease holder, when leased */
@@ -391,11 +393,15 @@ int spool_parse_token(const char *s, uint64_t *token);
 /* Names as the commands and files spell them; -1 if unknown. */
 int spool_outcome_from_name(const char *s);
 int spool_class_from_name(const char *s);
+int spool_reason_from_name(const char *s);
 const char *spool_outcome_name(int outcome);
 const char *spool_class_name(int class);
 const char *spool_reason_name(int reason);
 const char *spool_state_name(int state);	/* "new", "done", ... */
 const char *spool_refusal_name(int refusal);	/* a short phrase */
+
+/* The spool's clock, ms since the epoch (SPOOL_TEST_NOW pins it). */
+int64_t spool_now(void);
 
 /* Counters of the system calls that cost: for benchmarks and tests. */
 struct spool_counters {

@@ -197,11 +197,15 @@ const char *spool_reason_name(int v) { return name_of(reasons, NELEM(reasons), v
 const char *spool_state_name(int v) { return name_of(states, NELEM(states), v); }
 const char *spool_refusal_name(int v) { return name_of(refusals, NELEM(refusals), v); }
 
-/* For the sidecar reader: reasons are parsed as well as printed. */
+int
+spool_reason_from_name(const char *s)
+{
+	return lookup(reasons, NELEM(reasons), s);
+}
+
+/* For the sidecar reader, "-" is no reason. */
 int
 reason_from_name(const char *s)
 {
-	int v = lookup(reasons, NELEM(reasons), s);
-
-	return v == -1 && strcmp(s, "-") == 0 ? 0 : v;
+	return strcmp(s, "-") == 0 ? 0 : spool_reason_from_name(s);
 }
