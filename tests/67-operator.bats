@@ -1,0 +1,615 @@
+#!/usr/bin/env bats
+# The operator's actions: bulk redrive at a bounded rate, drop, cancel,
+# purge, pause and resume.  Each names who and why, leaves refused jobs as
+# they were, and never moves a job twice.
+
+load helpers
+
+T=1000000
+
+at_ms() {
+	local ms=$1
+	shift
+	SPOOL_TEST_NOW=$ms "$@"
+}
+
+# The named fields of ID's last sidecar record, "key=value" a line.
+last_rec() {
+	local id=$1 rec k
+	shift
+	rec=$(tail -n 1 "$SPOOL_DIR/meta/$id")
+	for k; do
+		printf '%s=%s\n' "$k" "$(tr ' ' '\n' <<<"$rec" | sed -n "s/^$k=//p")"
+	done
+}
+
+# park ID [FINISH OPTIONS...]: enqueue, claim and finish permanent, at the
+# pinned time $AT (default T: long ago), so the job is old when parked.
+park() {
+	local id=$1 at=${AT:-$T} tok
+	shift
+	at_ms "$at" spool-enqueue --id "$id" <<<"payload of $id" >/dev/null
+	tok=$(at_ms "$at" spool-claim --owner w1 | cut -f2)
+	at_ms "$at" spool-finish "$@" "$id" "$tok" permanent >/dev/null
+	[ "$(state_of "$id")" = dead ]
+}
+
+# finished ID: a job that ran and is in done/, finished at $AT.
+finished() {
+	local at=${AT:-$T} tok
+	at_ms "$at" spool-enqueue --id "$1" <<<"payload of $1" >/dev/null
+	tok=$(at_ms "$at" spool-claim --owner w1 | cut -f2)
+	at_ms "$at" spool-finish "$1" "$tok" ok >/dev/null
+	[ "$(state_of "$1")" = done ]
+}
+
+# park_many N: N parked jobs, fast: one enqueue of N files, claims of many
+# jobs each, one finish reading "ID TOKEN permanent" lines from stdin.
+park_many() {
+	local d=$BATS_TEST_TMPDIR/payloads k
+	mkdir "$d"
+	for k in $(seq 1 "$1"); do
+		echo "job $k" >"$d/$k"
+	done
+	(cd "$d" && spool-enqueue $(seq 1 "$1")) >/dev/null
+	while spool-claim -n 100 --owner w1 >>"$BATS_TEST_TMPDIR/claims"; do
+		:
+	done
+	cut -f1,2 "$BATS_TEST_TMPDIR/claims" | sed 's/\t/ /; s/$/ permanent/' |
+	    spool-finish - >/dev/null
+	[ "$(ids_in dead | wc -l)" -eq "$1" ]
+}
+
+# The IDs of the audit log's EVENT lines, one a line, sorted.
+audited() {
+	audit_events | awk -v ev="$1" '$1 == ev { print $2 }' | LC_ALL=C sort
+}
+
+sum_re='in [0-9]+\.[0-9]s'
+
+@test "bulk redrive of 1000 jobs at 200/s takes at least 4.5 s and moves each once" {
+	park_many 1000
+	ids_in dead >"$BATS_TEST_TMPDIR/parked"
+	t0=$(date +%s%N)
+	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all --rate 200/s
+	t1=$(date +%s%N)
+	# 999 gaps of 5 ms at least: a lower bound only, never an upper one.
+	[ $((t1 - t0)) -ge 4500000000 ]
+	diff -u "$BATS_TEST_TMPDIR/parked" <(printf '%s\n' "$output" | LC_ALL=C sort)
+	[[ $stderr =~ ^"spool-redrive: redrove 1000 of 1000 (0 refused) "$sum_re$ ]]
+	diff -u "$BATS_TEST_TMPDIR/parked" <(audited redrive)
+	[ -z "$(ids_in dead)" ]
+	diff -u "$BATS_TEST_TMPDIR/parked" <(ids_in new)
+	check_invariants
+}
+
+@test "two bulk redrives racing never move a job twice" {
+	park_many 300
+	ids_in dead >"$BATS_TEST_TMPDIR/parked"
+	for k in 1 2; do
+		spool-redrive --by op$k --note INC-$k --all --rate 10000/s \
+		    >"$BATS_TEST_TMPDIR/out$k" 2>"$BATS_TEST_TMPDIR/err$k" 3>&- &
+		eval p$k=$!
+	done
+	rc1=0 rc2=0
+	wait $p1 || rc1=$?
+	wait $p2 || rc2=$?
+	[ "$rc1" -le 1 ]
+	[ "$rc2" -le 1 ]
+	diff -u "$BATS_TEST_TMPDIR/parked" \
+	    <(cat "$BATS_TEST_TMPDIR/out1" "$BATS_TEST_TMPDIR/out2" | LC_ALL=C sort)
+	diff -u "$BATS_TEST_TMPDIR/parked" <(audited redrive)
+	# Each refusal is of a job the other run moved; then one summary.
+	for k in 1 2; do
+		other=$((3 - k))
+		n=$(wc -l <"$BATS_TEST_TMPDIR/out$k")
+		r=$(($(wc -l <"$BATS_TEST_TMPDIR/err$k") - 1))
+		head -n "$r" "$BATS_TEST_TMPDIR/err$k" | while read -r line; do
+			id=${line#spool-redrive: }
+			id=${id%%: *}
+			[ "$line" = "spool-redrive: $id: not parked: the job is in new/" ]
+			grep -qxF "$id" "$BATS_TEST_TMPDIR/out$other"
+		done
+		[[ $(tail -n 1 "$BATS_TEST_TMPDIR/err$k") =~ ^"spool-redrive: redrove $n of $((n + r)) ($r refused) "$sum_re$ ]]
+	done
+	check_invariants
+}
+
+@test "--dry-run lists what would move, reports refusals, and changes nothing" {
+	park a
+	AT=$((T + 1)) park b --class unknown-side-effect
+	AT=$((T + 2)) park c
+	before=$(snapshot)
+	run -1 --separate-stderr spool-redrive --by ops --note INC-1 --all --dry-run
+	diff -u - <(printf '%s\n' "$output") <<EOT
+a
+c
+EOT
+	diff -u - <(printf '%s\n' "$stderr") <<EOT
+spool-redrive: b: its side effect may have happened: reconcile it, then redrive with --reconciled
+spool-redrive: dry run: would redrive 2 of 3 (1 refused)
+EOT
+	[ "$(snapshot)" = "$before" ]
+	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --reconciled --dry-run - <<<"c
+b"
+	diff -u - <(printf '%s\n' "$output") <<EOT
+c
+b
+EOT
+	[ "$stderr" = "spool-redrive: dry run: would redrive 2 of 2 (0 refused)" ]
+	[ "$(snapshot)" = "$before" ]
+}
+
+@test "--all --reason, --class and --older-than select only what matches" {
+	park p1
+	park p2 --class invalid-input
+	at_ms $T spool-enqueue --id x1 --max-attempts 1 </dev/null >/dev/null
+	at_ms $T spool-claim --owner w1 >/dev/null
+	at_ms $T spool-finish --class dependency-down --delay 0 x1 1 retry >/dev/null
+	[ "$(last_rec x1 reason)" = reason=exhausted ]
+	at_ms $T spool-enqueue --id c1 </dev/null >/dev/null
+	at_ms $T spool-cancel --by ops --note INC-0 c1 >/dev/null
+	# Parked now, not long ago.
+	AT=$(date +%s%3N) park p3
+	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all --reason exhausted --dry-run
+	[ "$output" = x1 ]
+	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all --class invalid-input --dry-run
+	[ "$output" = p2 ]
+	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all --reason permanent --older-than 1h --dry-run
+	diff -u - <(printf '%s\n' "$output") <<EOT
+p1
+p2
+EOT
+	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all --reason cancelled --rate 1000/s
+	[ "$output" = c1 ]
+	[[ $stderr =~ ^"spool-redrive: redrove 1 of 1 (0 refused) "$sum_re$ ]]
+	diff -u - <(audited redrive) <<<c1
+	diff -u - <(ids_in dead) <<EOT
+p1
+p2
+p3
+x1
+EOT
+	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all --reason nonsense
+	[ "$stderr" = "spool-redrive: --reason: unknown reason 'nonsense' (see spool(7))" ]
+}
+
+@test "on an empty spool, bulk redrive and purge do nothing and say so" {
+	before=$(snapshot)
+	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all
+	[ "$output" = "" ]
+	[[ $stderr =~ ^"spool-redrive: redrove 0 of 0 (0 refused) "$sum_re$ ]]
+	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --dry-run - </dev/null
+	[ "$stderr" = "spool-redrive: dry run: would redrive 0 of 0 (0 refused)" ]
+	for kind in done dropped; do
+		run -0 --separate-stderr spool-purge $kind --older-than 0
+		[ "$output" = "" ]
+		[ "$stderr" = "" ]
+	done
+	run -0 --separate-stderr spool-purge dead --by ops --note INC-1 --older-than 0
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
+	[ "$(snapshot)" = "$before" ]
+}
+
+@test "IDs from stdin: bad lines and refusals one line each, then the summary" {
+	park a
+	park b
+	at_ms $T spool-enqueue --id q </dev/null >/dev/null
+	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --rate 1000/s - <<EOT
+a
+q
+
+x/y
+nope
+b
+EOT
+	diff -u - <(printf '%s\n' "$output") <<EOT
+a
+b
+EOT
+	[ "${#stderr_lines[@]}" -eq 4 ]
+	[ "${stderr_lines[0]}" = "spool-redrive: x/y: bad ID" ]
+	[ "${stderr_lines[1]}" = "spool-redrive: q: not parked: the job is in new/" ]
+	[ "${stderr_lines[2]}" = "spool-redrive: nope: no such job" ]
+	[[ ${stderr_lines[3]} =~ ^"spool-redrive: redrove 2 of 5 (3 refused) "$sum_re$ ]]
+	diff -u - <(audited redrive) <<EOT
+a
+b
+EOT
+}
+
+@test "bulk forms are checked: one of - or --all, filters only with --all" {
+	park a
+	before=$(snapshot)
+	bulk_usage="usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--dry-run] [--rate N/s] - | --all [--reason R] [--class C] [--older-than DUR]"
+	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all a
+	[ "$stderr" = "$bulk_usage" ]
+	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --rate 5/s a
+	[ "$stderr" = "$bulk_usage" ]
+	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --reason permanent -
+	[ "$stderr" = "$bulk_usage" ]
+	run -100 --separate-stderr spool-redrive --note INC-1 --all
+	[ "$stderr" = "$bulk_usage" ]
+	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all --rate 0/s
+	[ "$stderr" = "spool-redrive: --rate: bad number '0' (1 to 10000)" ]
+	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all --rate 5/m
+	[ "$stderr" = "spool-redrive: --rate: bad rate '5/m' (jobs a second, as 10/s)" ]
+	[ "$output" = "" ]
+	[ "$(snapshot)" = "$before" ]
+}
+
+# interrupt SIG: a bulk run stopped by SIG after its first job.  The
+# redriven IDs come through a FIFO, so the signal is sent once one job has
+# moved, without sleeping; SIGINT is given its default disposition, which
+# a background job of a script does not have.
+interrupt() {
+	local fifo=$BATS_TEST_TMPDIR/fifo pid first rc=0
+	mkfifo "$fifo"
+	env --default-signal=INT spool-redrive --by ops --note INC-1 --all --rate 20/s \
+	    >"$fifo" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 4<"$fifo"
+	read -r first <&4
+	kill -"$1" $pid
+	{ echo "$first"; cat <&4; } >"$BATS_TEST_TMPDIR/out"
+	exec 4<&-
+	wait $pid || rc=$?
+	rm "$fifo"
+	[ "$rc" -eq 111 ]
+}
+
+@test "SIGINT or SIGTERM stops a bulk run between jobs; a second run goes on" {
+	park_many 200
+	ids_in dead >"$BATS_TEST_TMPDIR/parked"
+	interrupt INT
+	n=$(wc -l <"$BATS_TEST_TMPDIR/out")
+	[ "$n" -ge 1 ] && [ "$n" -lt 200 ]
+	[[ $(cat "$BATS_TEST_TMPDIR/err") =~ ^"spool-redrive: interrupted: redrove $n of 200 (0 refused) "$sum_re", $((200 - n)) not tried"$ ]]
+	# Stopped between jobs: what it printed is exactly what moved.
+	diff -u <(LC_ALL=C sort "$BATS_TEST_TMPDIR/out") <(audited redrive)
+	diff -u <(LC_ALL=C sort "$BATS_TEST_TMPDIR/out") <(ids_in new)
+	[ "$(ids_in dead | wc -l)" -eq $((200 - n)) ]
+	check_invariants
+	cp "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/first"
+	interrupt TERM
+	m=$(wc -l <"$BATS_TEST_TMPDIR/out")
+	[[ $(cat "$BATS_TEST_TMPDIR/err") =~ ^"spool-redrive: interrupted: redrove $m of $((200 - n)) (0 refused) "$sum_re", $((200 - n - m)) not tried"$ ]]
+	cat "$BATS_TEST_TMPDIR/out" >>"$BATS_TEST_TMPDIR/first"
+	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all --rate 10000/s
+	[[ $stderr =~ ^"spool-redrive: redrove $((200 - n - m)) of $((200 - n - m)) (0 refused) "$sum_re$ ]]
+	diff -u "$BATS_TEST_TMPDIR/parked" \
+	    <({ cat "$BATS_TEST_TMPDIR/first"; printf '%s\n' "$output"; } | LC_ALL=C sort)
+	diff -u "$BATS_TEST_TMPDIR/parked" <(audited redrive)
+	[ -z "$(ids_in dead)" ]
+}
+
+@test "progress is shown while stderr is a terminal, and erased" {
+	park_many 12
+	# script(1) gives the command a terminal; its output ends lines in CR LF.
+	run -0 script -qec "spool-redrive --by ops --note INC-1 --all --rate 50/s >/dev/null" /dev/null
+	[[ $output = *$'\rspool-redrive: 12 of 12, '*'/s, ETA 0m00s '* ]]
+	cr=$'\r'
+	end="$cr +${cr}spool-redrive: redrove 12 of 12 \(0 refused\) $sum_re$cr\$"
+	[[ $output =~ $end ]]
+	[ -z "$(ids_in dead)" ]
+}
+
+@test "a flagged job in bulk is refused with its reason, then redriven once reconciled" {
+	park a
+	AT=$((T + 1)) park b --class unknown-side-effect
+	run -1 --separate-stderr spool-redrive --by ops --note INC-1 --all --rate 1000/s
+	[ "$output" = a ]
+	[ "${stderr_lines[0]}" = "spool-redrive: b: its side effect may have happened: reconcile it, then redrive with --reconciled" ]
+	[[ ${stderr_lines[1]} =~ ^"spool-redrive: redrove 1 of 2 (1 refused) "$sum_re$ ]]
+	[ "$(state_of b)" = dead ]
+	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all --reconciled
+	[ "$output" = b ]
+	[ "$(state_of b)" = new ]
+}
+
+@test "drop keeps the payload and the record, and the job is no longer parked" {
+	printf 'bytes \001\002\377\000 and\nmore' >"$BATS_TEST_TMPDIR/payload"
+	at_ms $T spool-enqueue --id order-1844 "$BATS_TEST_TMPDIR/payload" >/dev/null
+	at_ms $T spool-claim --owner w1 >/dev/null
+	at_ms $T spool-finish --class invalid-input order-1844 1 permanent >/dev/null
+	at_ms $T spool-enqueue --id q </dev/null >/dev/null
+	meta=$(cat "$SPOOL_DIR/meta/order-1844")
+	run -100 --separate-stderr at_ms $((T + 10)) spool-drop --by ops --note INC-4415 \
+	    order-1844 q nope ../x
+	[ "$output" = order-1844 ]
+	diff -u - <(printf '%s\n' "$stderr") <<EOT
+spool-drop: ../x: bad ID
+spool-drop: q: not parked: the job is in new/
+spool-drop: nope: no such job
+EOT
+	[ -z "$(ls "$SPOOL_DIR/dead")" ]
+	cmp "$BATS_TEST_TMPDIR/payload" "$SPOOL_DIR/done/order-1844"
+	# The record is kept: the old lines, then the drop.
+	[ "$(head -n "$(wc -l <<<"$meta")" "$SPOOL_DIR/meta/order-1844")" = "$meta" ]
+	diff -u - <(last_rec order-1844 ev at reason cls by note) <<EOT
+ev=drop
+at=done
+reason=permanent
+cls=invalid-input
+by=ops
+note=INC-4415
+EOT
+	[ "$(audit_events | tail -n 1)" = "drop order-1844 1 1 1 ops permanent invalid-input INC-4415" ]
+	[ "$(state_of q)" = new ]
+	check_invariants
+	run -1 --separate-stderr spool-drop --by ops --note INC-4415 order-1844
+	[ "$stderr" = "spool-drop: order-1844: not parked: the job is in done/" ]
+}
+
+@test "drop reads IDs from stdin and needs --by and --note" {
+	park a
+	park b
+	before=$(snapshot)
+	run -100 --separate-stderr spool-drop --by ops a
+	[ "$stderr" = "usage: spool-drop [-d DIR] --by WHO --note TICKET ID ... | -" ]
+	run -100 --separate-stderr spool-drop --by ops --note 'see mail' a
+	[[ $stderr = "spool-drop: --note: bad value ("* ]]
+	[ "$(snapshot)" = "$before" ]
+	run -0 --separate-stderr spool-drop --by ops --note INC-1 - <<<"b
+a"
+	diff -u - <(printf '%s\n' "$output") <<EOT
+b
+a
+EOT
+	[ "$stderr" = "" ]
+	diff -u - <(ids_in done) <<EOT
+a
+b
+EOT
+}
+
+@test "cancel of a queued job parks it at once as cancelled; it is never delivered" {
+	at_ms $T spool-enqueue --id q1 <<<"mail" >/dev/null
+	at_ms $T spool-enqueue --id q2 --delay 1h <<<"later" >/dev/null
+	run -0 --separate-stderr at_ms $((T + 5)) spool-cancel --by ops --note INC-4420 q1 q2
+	diff -u - <(printf '%s\n' "$output") <<EOT
+q1
+q2
+EOT
+	[ "$stderr" = "" ]
+	diff -u - <(ids_in dead) <<EOT
+q1
+q2
+EOT
+	diff -u - <(last_rec q1 ev at reason cls se by note) <<EOT
+ev=cancel
+at=dead
+reason=cancelled
+cls=cancelled
+se=
+by=ops
+note=INC-4420
+EOT
+	diff -u - <(audit_events | grep '^cancel') <<EOT
+cancel q1 0 0 1 ops cancelled cancelled INC-4420
+cancel q2 0 0 1 ops cancelled cancelled INC-4420
+EOT
+	run -1 --separate-stderr at_ms $((T + 7200000)) spool-claim
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
+	check_invariants
+}
+
+@test "cancel of a leased job: the holder's finish and renew are refused" {
+	at_ms $T spool-enqueue --id j1 <<<"mail" >/dev/null
+	at_ms $T spool-claim --owner w1 >/dev/null
+	run -0 at_ms $((T + 5)) spool-cancel --by ops --note INC-4420 j1
+	[ "$output" = j1 ]
+	[ "$(state_of j1)" = dead ]
+	diff -u - <(last_rec j1 ev reason cls se own) <<EOT
+ev=cancel
+reason=cancelled
+cls=cancelled
+se=1
+own=w1
+EOT
+	before=$(snapshot)
+	run -1 --separate-stderr at_ms $((T + 6)) spool-finish j1 1 ok
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-finish: j1: not leased: the job is in dead/" ]
+	run -1 --separate-stderr at_ms $((T + 6)) spool-renew j1 1
+	[ "$stderr" = "spool-renew: j1: not leased: the job is in dead/" ]
+	[ "$(snapshot)" = "$before" ]
+	[ "$(audit_events | tail -n 1)" = "cancel j1 1 1 1 ops cancelled cancelled INC-4420" ]
+	# It may have run: a redrive must say it was reconciled.
+	run -1 --separate-stderr at_ms $((T + 7)) spool-redrive --by ops --note INC-4420 j1
+	[ "$stderr" = "spool-redrive: j1: its side effect may have happened: reconcile it, then redrive with --reconciled" ]
+	run -0 at_ms $((T + 7)) spool-redrive --by ops --note INC-4420 --reconciled j1
+	[ "$output" = j1 ]
+	run -0 at_ms $((T + 8)) spool-claim --owner w2
+	[ "$(cut -f1-3 <<<"$output")" = "$(printf 'j1\t2\t1')" ]
+}
+
+@test "cancel refuses done and parked jobs, and reports each one" {
+	finished d
+	park p
+	before=$(snapshot)
+	run -1 --separate-stderr spool-cancel --by ops --note INC-1 - <<<"d
+p
+nope"
+	[ "$output" = "" ]
+	diff -u - <(printf '%s\n' "$stderr") <<EOT
+spool-cancel: d: not queued: the job is in done/
+spool-cancel: p: not queued: the job is in dead/
+spool-cancel: nope: no such job
+EOT
+	[ "$(snapshot)" = "$before" ]
+}
+
+# dead/ and the sidecars of the jobs in it.
+dead_snapshot() {
+	(cd "$SPOOL_DIR" && find dead -type f | LC_ALL=C sort | while read -r f; do
+		sha256sum "$f" "meta/${f#dead/}"
+	done)
+}
+
+@test "purge never touches dead/ without the explicit form" {
+	park p1
+	park p2
+	finished d1
+	finished d2
+	spool-drop --by ops --note INC-1 p2 >/dev/null
+	park p3
+	before=$(dead_snapshot)
+	run -0 --separate-stderr spool-purge done --older-than 0
+	[ "$output" = $'d1\nd2' ] || [ "$output" = $'d2\nd1' ]
+	run -0 --separate-stderr spool-purge dropped --older-than 0
+	[ "$output" = p2 ]
+	run -1 --separate-stderr spool-purge done p1 p3
+	diff -u - <(printf '%s\n' "$stderr") <<EOT
+spool-purge: p1: not done: the job is in dead/
+spool-purge: p3: not done: the job is in dead/
+EOT
+	run -100 --separate-stderr spool-purge dead --older-than 0
+	[[ $stderr = "usage: spool-purge "* ]]
+	run -100 --separate-stderr spool-purge dead --by ops --older-than 0
+	[[ $stderr = "usage: spool-purge "* ]]
+	run -100 --separate-stderr spool-purge --by ops --note INC-1 dead
+	[[ $stderr = "usage: spool-purge "* ]]
+	run -100 --separate-stderr spool-purge parked --older-than 0
+	[[ $stderr = "usage: spool-purge "* ]]
+	[ "$output" = "" ]
+	[ "$(dead_snapshot)" = "$before" ]
+	[ -z "$(ids_in done)" ]
+	# The explicit form, dry run first.
+	run -0 --separate-stderr spool-purge --dry-run dead --by ops --note INC-2 --older-than 0
+	diff -u - <(printf '%s\n' "$output") <<EOT
+p1
+p3
+EOT
+	[ "$(dead_snapshot)" = "$before" ]
+	run -0 --separate-stderr spool-purge dead --by ops --note INC-2 --older-than 0
+	diff -u - <(printf '%s\n' "$output") <<EOT
+p1
+p3
+EOT
+	[ "$stderr" = "" ]
+	[ -z "$(ids_in dead)" ]
+	diff -u - <(audit_events | grep '^purge') <<EOT
+purge d1 1 1 1 - - - -
+purge d2 1 1 1 - - - -
+purge p2 1 1 1 - permanent - -
+purge p1 1 1 1 ops permanent - INC-2
+purge p3 1 1 1 ops permanent - INC-2
+EOT
+	check_invariants
+}
+
+@test "purge --older-than --keep removes the old ones but keeps the N newest" {
+	for k in 1 2 3 4 5; do
+		AT=$((T + k)) finished d$k
+	done
+	AT=$((T + 6)) park x
+	spool-drop --by ops --note INC-1 x >/dev/null
+	AT=$(date +%s%3N) finished fresh
+	# The 3 newest are fresh, d5 and d4.
+	run -0 --separate-stderr spool-purge --dry-run done --older-than 1h --keep 3
+	diff -u - <(printf '%s\n' "$output") <<EOT
+d1
+d2
+d3
+EOT
+	run -0 --separate-stderr spool-purge done --older-than 1h --keep 3
+	diff -u - <(printf '%s\n' "$output") <<EOT
+d1
+d2
+d3
+EOT
+	[ "$stderr" = "" ]
+	diff -u - <(ids_in done) <<EOT
+d4
+d5
+fresh
+x
+EOT
+	# The sidecars stay, ending in a purge record.
+	[ "$(last_rec d1 ev at)" = $'ev=purge\nat=absent' ]
+	run -0 spool-purge done --older-than 1h --keep 2
+	[ "$output" = d4 ]
+	# Young jobs stay whatever --keep says; a dropped job is not "done".
+	run -0 spool-purge done --older-than 1h
+	[ "$output" = d5 ]
+	run -0 spool-purge dropped --older-than 0 --keep 1
+	[ "$output" = "" ]
+	diff -u - <(ids_in done) <<EOT
+fresh
+x
+EOT
+	run -0 spool-purge dropped --older-than 1h
+	[ "$output" = "" ]
+	run -0 spool-purge dropped --older-than 0
+	[ "$output" = x ]
+	run -0 spool-purge done --older-than 0
+	[ "$output" = fresh ]
+}
+
+@test "purge sweeps tmp/ files older than a day, except on a dry run" {
+	touch -d '2 days ago' "$SPOOL_DIR/tmp/stale,4121.1"
+	touch -d '23 hours ago' "$SPOOL_DIR/tmp/recent,4121.2"
+	run -0 --separate-stderr spool-purge --dry-run done --older-than 7d
+	[ -e "$SPOOL_DIR/tmp/stale,4121.1" ]
+	run -0 --separate-stderr spool-purge done --older-than 7d
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
+	[ "$(ls "$SPOOL_DIR/tmp")" = "recent,4121.2" ]
+}
+
+@test "a purged ID can be enqueued again and its next claim gets a higher token" {
+	at_ms $T spool-enqueue --id j1 </dev/null >/dev/null
+	at_ms $T spool-claim --owner w1 --lease 1s >/dev/null
+	at_ms $((T + 1000)) spool-claim --owner w2 >/dev/null
+	at_ms $((T + 1001)) spool-finish j1 2 ok >/dev/null
+	run -0 spool-purge done j1
+	[ "$output" = j1 ]
+	[ ! -e "$SPOOL_DIR/done/j1" ]
+	run -1 --separate-stderr spool-purge done j1
+	[ "$stderr" = "spool-purge: j1: no such job" ]
+	run -0 spool-enqueue --id j1 <<<"again"
+	run -0 spool-claim --owner w3
+	[ "$(cut -f1-3 <<<"$output")" = "$(printf 'j1\t3\t1')" ]
+	[ "$(cat "$(cut -f4 <<<"$output")")" = again ]
+	[ "$(last_rec j1 cyc)" = cyc=2 ]
+}
+
+@test "pause: claims answer 'spool paused' while enqueue goes on; resume restores" {
+	spool-enqueue --id a </dev/null >/dev/null
+	run -0 --separate-stderr spool-pause --by ops --note CHG-311
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
+	[ "$(cat "$SPOOL_DIR/paused")" = "ops CHG-311" ]
+	run -0 spool-enqueue --id b </dev/null
+	[ "$output" = b ]
+	run -1 --separate-stderr spool-claim --owner w1
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-claim: spool paused" ]
+	diff -u - <(ids_in new) <<EOT
+a
+b
+EOT
+	# Pausing again changes nothing.
+	before=$(snapshot)
+	run -0 spool-pause
+	[ "$(snapshot)" = "$before" ]
+	run -0 --separate-stderr spool-resume --by ops --note CHG-311
+	[ "$stderr" = "" ]
+	[ ! -e "$SPOOL_DIR/paused" ]
+	run -0 spool-resume
+	run -0 spool-claim --owner w1 -n 2
+	[ "$(cut -f1 <<<"$output" | LC_ALL=C sort | tr '\n' ' ')" = "a b " ]
+	run -1 --separate-stderr spool-claim --owner w1
+	[ "$stderr" = "" ]
+	diff -u - <(audit_events | grep -E '^(pause|resume)') <<EOT
+pause - 0 0 0 ops - - CHG-311
+resume - 0 0 0 ops - - CHG-311
+EOT
+	run -100 --separate-stderr spool-pause --by ops
+	[ "$stderr" = "usage: spool-pause [-d DIR] [--by WHO --note TICKET]" ]
+	run -100 --separate-stderr spool-resume extra
+	[ "$stderr" = "usage: spool-resume [-d DIR] [--by WHO --note TICKET]" ]
+}

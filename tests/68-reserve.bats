@@ -1,0 +1,119 @@
+#!/usr/bin/env bats
+# The disk reserve: below the free space or the free inodes kept in config,
+# enqueue is refused as a temporary failure, while claim, finish, redrive
+# and drop go on, so that a full disk never stops the drain.  The spool is
+# on a tmpfs of 4 MB and 200 inodes, which only root can mount.
+
+load helpers
+
+setup() {
+	if [ "$(id -u)" -ne 0 ]; then
+		if [ "${CI:-}" = true ]; then
+			echo "68-reserve.bats needs root in CI: it mounts a size-limited tmpfs" >&2
+			return 1
+		fi
+		skip "not root: the reserve test mounts a tmpfs (in CI, with CI=true, this fails instead)"
+	fi
+	export PATH="$BATS_TEST_DIRNAME/../bin:$PATH"
+	export SPOOL_HOST=testhost
+	unset SPOOL_TEST_CRASH SPOOL_TEST_NOW SPOOL_TEST_NOREPLACE
+	MNT=$BATS_TEST_TMPDIR/mnt
+	mkdir "$MNT"
+	mount -t tmpfs -o size=4m,nr_inodes=200 tmpfs "$MNT" ||
+	    { echo "cannot mount a tmpfs on $MNT" >&2; return 1; }
+	export SPOOL_DIR=$MNT/spool
+	spool-init
+	printf 'reserve=1M\nreserve-inodes=50\n' >"$SPOOL_DIR/config"
+}
+
+teardown() {
+	if [ -n "${MNT:-}" ] && mountpoint -q "$MNT"; then
+		umount "$MNT"
+	fi
+}
+
+# fill_space: leave 512 KB free, half the reserve.
+fill_space() {
+	local avail
+	avail=$(stat -f -c '%a * %S' "$MNT")
+	head -c $(($avail - 512 * 1024)) /dev/zero >"$MNT/filler"
+	[ $(($(stat -f -c '%a * %S' "$MNT"))) -lt $((1024 * 1024)) ]
+}
+
+# fill_inodes: leave 40 inodes free, fewer than the reserve of 50.
+fill_inodes() {
+	local k
+	mkdir "$MNT/fill"
+	for k in $(seq 1 $(($(stat -f -c %d "$MNT") - 40))); do
+		: >"$MNT/fill/$k"
+	done
+	[ "$(stat -f -c %d "$MNT")" -lt 50 ]
+}
+
+reserve_msg="spool-enqueue: free space is below the spool's reserve (see reserve and reserve-inodes in spool(7))"
+
+# Jobs a and b parked, c and d queued.
+jobs() {
+	local id
+	for id in a b c d; do
+		spool-enqueue --id $id <<<"job $id" >/dev/null
+	done
+	spool-claim -n 2 --owner w1 | cut -f1,2 | sed 's/\t/ /; s/$/ permanent/' |
+	    spool-finish - >/dev/null
+	diff -u - <(ids_in dead) <<EOT
+a
+b
+EOT
+}
+
+@test "below the free space reserve: enqueue refused (111), the drain goes on" {
+	jobs
+	run -0 spool-enqueue --id e <<<"job e"
+	fill_space
+	before=$(snapshot)
+	run -111 --separate-stderr spool-enqueue --id f <<<"job f"
+	[ "$output" = "" ]
+	[ "$stderr" = "$reserve_msg" ]
+	[ "$(snapshot)" = "$before" ]
+	[ ! -e "$SPOOL_DIR/meta/f" ]
+	run -0 spool-claim --owner w2 -n 3
+	[ "$(cut -f1 <<<"$output" | LC_ALL=C sort | tr '\n' ' ')" = "c d e " ]
+	run -0 spool-finish - <<<"$(cut -f1,2 <<<"$output" | sed 's/\t/ /; s/$/ ok/')"
+	run -0 spool-redrive --by ops --note INC-1 a
+	run -0 spool-drop --by ops --note INC-1 b
+	run -0 spool-claim --owner w2
+	[ "$(cut -f1,2 <<<"$output")" = "$(printf 'a\t2')" ]
+	run -0 spool-finish a 2 ok
+	diff -u - <(ids_in done) <<EOT
+a
+b
+c
+d
+e
+EOT
+	check_invariants
+	rm "$MNT/filler"
+	run -0 spool-enqueue --id f <<<"job f"
+}
+
+@test "below the inode reserve: enqueue refused (111), the drain goes on" {
+	jobs
+	fill_inodes
+	before=$(snapshot)
+	run -111 --separate-stderr spool-enqueue --id f <<<"job f"
+	[ "$output" = "" ]
+	[ "$stderr" = "$reserve_msg" ]
+	[ "$(snapshot)" = "$before" ]
+	run -0 spool-claim --owner w2 -n 2
+	run -0 spool-finish - <<<"$(cut -f1,2 <<<"$output" | sed 's/\t/ /; s/$/ ok/')"
+	run -0 spool-redrive --by ops --note INC-1 a
+	run -0 spool-drop --by ops --note INC-1 b
+	diff -u - <(ids_in done) <<EOT
+b
+c
+d
+EOT
+	[ "$(ids_in new)" = a ]
+	rm -r "$MNT/fill"
+	run -0 spool-enqueue --id f <<<"job f"
+}
