@@ -124,6 +124,22 @@ fail:
 	return -1;
 }
 
+static int
+compressed(const char *name)
+{
+	static const char *const suffixes[] = {
+		".gz", ".xz", ".bz2", ".zst", ".lz4", ".Z"
+	};
+	size_t len = strlen(name), i, n;
+
+	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		n = strlen(suffixes[i]);
+		if (len > n && strcmp(name + len - n, suffixes[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 int
 spool_audit_scan(struct spool *sp,
     int (*fn)(void *arg, const char *line, size_t len), void *arg)
@@ -142,9 +158,12 @@ spool_audit_scan(struct spool *sp,
 		(void)close_fd(dfd);
 		return -1;
 	}
-	/* Every regular file: HOST.log and whatever rotation named it. */
+	/*
+	 * Every file: HOST.log and whatever rotation named it, except those
+	 * it compressed, which are not lines.
+	 */
 	while (rv == 0 && (errno = 0, de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
+		if (de->d_name[0] == '.' || compressed(de->d_name))
 			continue;
 		fd = openat(sp->auditfd, de->d_name, O_RDONLY | O_CLOEXEC |
 		    O_NOFOLLOW | O_NONBLOCK);

@@ -127,6 +127,20 @@ item_id(struct batch *b, size_t i, struct spool_result **res)
 	return spool_valid_id(it->id) ? it->id : NULL;
 }
 
+/* An item selected at a time may only be acted on if it has not moved. */
+static int
+guarded(struct spool *sp, struct job *j, size_t i, struct batch *b)
+{
+	struct spool_item *it = (struct spool_item *)b->arg + i;
+
+	if (it->before != 0 && j->cur.loc != SPOOL_ABSENT &&
+	    j->cur.t >= it->before) {
+		refuse(&it->res, SPOOL_NO_CHANGED, j);
+		return 0;
+	}
+	return b->inner(sp, j, i, b);
+}
+
 /* The operator's actions on a list of IDs: redrive, drop, cancel, purge. */
 int
 batch_items(struct spool *sp, const struct spool_operator *op,
@@ -144,7 +158,8 @@ batch_items(struct spool *sp, const struct spool_operator *op,
 	memset(&b, 0, sizeof(b));
 	b.n = n;
 	b.item = item_id;
-	b.one = one;
+	b.one = guarded;
+	b.inner = one;
 	b.arg = items;
 	b.op = op;
 	b.extra = extra;

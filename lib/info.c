@@ -1,9 +1,11 @@
 /*
  * Reading a job for people: its state, envelope and the history of every
- * delivery, rebuilt from the sidecar's records.  Nothing here locks or
- * changes the spool, so an operator's look never delays a worker.
+ * delivery, rebuilt from the sidecar's records.  Nothing here changes the
+ * spool; a shared lock on the sidecar makes each look consistent, and is
+ * held only while one sidecar is read.
  */
 #define _GNU_SOURCE
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -145,7 +147,8 @@ spool_job_info(struct spool *sp, const char *id, int history,
 		errno = EINVAL;
 		return -1;
 	}
-	if (job_peek(sp, id, &j) == -1)
+	/* A shared lock: a look that overlaps a move must not see it half. */
+	if (job_read(sp, id, LOCK_SH, &j) == -1)
 		return -1;
 	if (job_locate(sp, &j) == -1)
 		goto fail;

@@ -161,6 +161,8 @@ struct batch {
 	const char *(*item)(struct batch *b, size_t i,
 	    struct spool_result **res);
 	int (*one)(struct spool *sp, struct job *j, size_t i, struct batch *b);
+	int (*inner)(struct spool *sp, struct job *j, size_t i,
+	    struct batch *b);		/* batch_items: the action itself */
 	void *arg;			/* the caller's items */
 	const struct spool_operator *op;
 	const void *extra;		/* what else one() needs */

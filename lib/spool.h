@@ -106,7 +106,8 @@ enum spool_refusal {
 	SPOOL_NO_NOT_PARKED,	/* redrive: the job is not in dead/ */
 	SPOOL_NO_UNRECONCILED,	/* redrive: side effect may have happened */
 	SPOOL_NO_NOT_QUEUED,	/* cancel: the job is not in new/ or leased/ */
-	SPOOL_NO_NOT_DONE	/* purge: the job is not in done/ */
+	SPOOL_NO_NOT_DONE,	/* purge: the job is not in done/ */
+	SPOOL_NO_CHANGED	/* item.before: it moved after it was selected */
 };
 
 /* What became of one item of a batch call. */
@@ -254,6 +255,9 @@ struct spool_operator {
 
 struct spool_item {
 	const char *id;
+	int64_t before;		/* 0, or act only if the job has been in its
+				   state since before this time (ms): what a
+				   selection saw has not changed since */
 	struct spool_result res;
 };
 
@@ -350,8 +354,7 @@ struct spool_job_info {
 };
 
 /*
- * Read what the sidecar knows of id, without locking or changing anything:
- * it may be a moment old.  history: also fill deliveries (free them with
+ * Read what the sidecar knows of id, under a shared lock, changing nothing.  history: also fill deliveries (free them with
  * spool_job_info_free).  ENOENT: no such job.  EUCLEAN: damaged.  The
  * sidecar is read twice (state, then history): it is small.
  */

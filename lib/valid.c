@@ -158,7 +158,7 @@ static const char *const states[] = {
 static const char *const refusals[] = {
 	"refused", "duplicate ID", "no such job", "stale token",
 	"not leased", "not parked", "side effect not reconciled",
-	"not queued", "not done"
+	"not queued", "not done", "changed since it was selected"
 };
 
 static int
