@@ -1,8 +1,8 @@
 #!/bin/sh
 # make demo: a whole life of a spool on a throw-away directory.  Jobs are
-# enqueued; a worker loop made of spool-claim and spool-finish runs them;
-# one keeps failing until its attempts are spent, one fails for good; an
-# operator looks in dead/, redrives one, and the audit log tells the story.
+# enqueued; spool-run runs a handler for each; one keeps failing until its
+# attempts are spent, one fails for good; an operator looks in dead/,
+# redrives one, and the audit log tells the story.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 PATH="$top/bin:$PATH"
@@ -26,38 +26,29 @@ echo "invoice 1845 for customer 9999" | run spool-enqueue --id order-1845
 MAILDOWN=$(dirname "$SPOOL_DIR")/mail-server-down
 touch "$MAILDOWN"
 
-say "A worker loop built from the commands; its handler, in short:"
-cat <<'SH'
-	case $(cat "$path") in
-	*9999*) spool-finish --class invalid-input "$id" "$token" permanent ;;
-	*mail*) if mail server down; then
-	            spool-finish --class dependency-down "$id" "$token" retry
-	        else spool-finish "$id" "$token" ok; fi ;;
-	*)      spool-finish "$id" "$token" ok ;;
-	esac
+say "The worker is spool-run; its handler answers with its exit status:"
+HANDLER=$(dirname "$SPOOL_DIR")/handler
+cat >"$HANDLER" <<'SH'
+#!/bin/sh
+payload=$(cat)
+outcome=ok status=0
+case $payload in
+*9999*)	outcome=permanent status=65 ;;	# EX_DATAERR: invalid-input, parks
+*mail*)	if [ -e "$MAILDOWN" ]; then	# EX_TEMPFAIL: retry, with a class
+		outcome=retry status=75
+		echo class=dependency-down >"$SPOOL_RESULT"
+	fi ;;
+esac
+printf '  claimed %s token %s attempt %s: "%s" -> %s\n' "$SPOOL_JOB_ID" \
+    "$SPOOL_TOKEN" "$SPOOL_ATTEMPT" "$payload" "$outcome"
+exit $status
 SH
+chmod +x "$HANDLER"
+sed -n '/^case/,/^esac/p' "$HANDLER"
+export MAILDOWN
+# Runs jobs until nothing has been due for half a second.
 worker() {
-	while :; do
-		if ! line=$(spool-claim --owner demo-worker); then
-			# nothing due now: stop when nothing waits for later either
-			[ -n "$(find "$SPOOL_DIR/new" "$SPOOL_DIR/leased" -type f)" ] || return 0
-			sleep 0.05
-			continue
-		fi
-		IFS='	' read -r id token attempt path <<EOT
-$line
-EOT
-		payload=$(cat "$path")
-		outcome=ok class=
-		case $payload in
-		*9999*) outcome=permanent class="--class invalid-input" ;;
-		*mail*) [ ! -e "$MAILDOWN" ] ||
-		    outcome=retry class="--class dependency-down" ;;
-		esac
-		printf '  claimed %s token %s attempt %s: "%s" -> %s\n' "$id" \
-		    "$token" "$attempt" "$payload" "$outcome"
-		spool-finish $class "$id" "$token" "$outcome" >/dev/null
-	done
+	run spool-run --owner demo-worker --idle-exit 500ms -- "$HANDLER"
 }
 worker
 

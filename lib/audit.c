@@ -150,14 +150,10 @@ spool_audit_scan(struct spool *sp,
 	ssize_t n;
 	char *p, *nl;
 	DIR *d;
-	int dfd, fd, rv = 0;
+	int fd, rv = 0;
 
-	if ((dfd = dup(sp->auditfd)) == -1)
+	if ((d = dir_list(sp->auditfd)) == NULL)
 		return -1;
-	if ((d = fdopendir(dfd)) == NULL) {
-		(void)close_fd(dfd);
-		return -1;
-	}
 	/*
 	 * Every file: HOST.log and whatever rotation named it, except those
 	 * it compressed, which are not lines.

@@ -1,8 +1,10 @@
 /*
- * The shape shared by finish and redrive: lock the named jobs in ID order,
- * do one transition each, then make the batch durable with one fsync per
- * directory and one audit write, and only then let the jobs go, so that no
- * other process can act on a job before its transition is on disk.
+ * The shape of every call that changes named jobs (finish, redrive, drop,
+ * cancel, purge): lock them in ID order and decide each one's record;
+ * write the records and fdatasync them side by side; then make the moves,
+ * fsync each directory moved into once, write the audit lines in one
+ * write and sync them; only then let the jobs go, so that no other process
+ * acts on a job before its transition is on disk.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,15 +22,31 @@ failed(struct spool_result *res, int err, int changed)
 	res->changed = changed;
 }
 
+/* An item's job could not be changed: every item naming it failed too. */
+static void
+fail_job(struct batch *b, const char **ids, struct spool_result **res,
+    struct job *j, int err)
+{
+	size_t i;
+
+	for (i = 0; i < b->n; i++)
+		if (ids[i] != NULL && strcmp(ids[i], j->id) == 0 &&
+		    res[i]->status == 0)
+			failed(res[i], err, 0);
+	job_close(j);
+}
+
 int
 batch_run(struct spool *sp, struct batch *b)
 {
 	struct spool_result **res;
 	struct job *jobs;
 	const char **ids;
-	size_t *order, i, k, m = 0;
+	size_t *order, *synced, *later = NULL, i, k, m = 0, ns = 0, nl = 0;
+	const size_t *only = b->only;
+	size_t nonly = b->nonly;
+	int *fds, *errs, e;
 	char point[32];
-	int e;
 
 	if (b->n > SPOOL_BATCH_MAX) {
 		errno = EINVAL;
@@ -36,42 +54,48 @@ batch_run(struct spool *sp, struct batch *b)
 	}
 	jobs = calloc(b->n ? b->n : 1, sizeof(*jobs));
 	order = calloc(b->n ? b->n : 1, sizeof(*order));
+	synced = calloc(b->n ? b->n : 1, sizeof(*synced));
 	ids = calloc(b->n ? b->n : 1, sizeof(*ids));
 	res = calloc(b->n ? b->n : 1, sizeof(*res));
-	if (jobs == NULL || order == NULL || ids == NULL || res == NULL) {
-		free(jobs);
-		free(order);
-		free(ids);
-		free(res);
-		return -1;
+	fds = calloc(b->n ? b->n : 1, sizeof(*fds));
+	errs = calloc(b->n ? b->n : 1, sizeof(*errs));
+	if (jobs == NULL || order == NULL || synced == NULL || ids == NULL ||
+	    res == NULL || fds == NULL || errs == NULL) {
+		e = -1;
+		goto out;
 	}
 	b->now = now_ms();
 	for (i = 0; i < b->n; i++) {
 		jobs[i].fd = -1;
+		if (only != NULL && (nonly == 0 || *only != i))
+			continue;	/* not in this round */
+		if (only != NULL)
+			only++, nonly--;
 		if ((ids[i] = b->item(b, i, &res[i])) != NULL)
 			order[m++] = i;
 		else
 			failed(res[i], EINVAL, 0);
 	}
 	sort_by_id(order, m, ids);
+	/* 1: lock each job in ID order, decide, write its record. */
 	for (k = 0; k < m; k++) {
 		struct spool_result *r = res[order[k]];
+		struct job *j = &jobs[order[k]];
 
 		/*
-		 * An ID named twice acts on the job as the first left it,
-		 * as two calls in a row would (the sort keeps their order).
+		 * An ID named twice is done again in a round of its own, after
+		 * this one, as two calls in a row would do it (the sort keeps
+		 * the order in which they were named).
 		 */
 		if (k > 0 && strcmp(ids[order[k]], ids[order[k - 1]]) == 0) {
-			if (jobs[order[k - 1]].fd == -1) {
-				*r = *res[order[k - 1]];
-				continue;
-			}
-			jobs[order[k]] = jobs[order[k - 1]];
-			jobs[order[k - 1]].fd = -1;
-			jobs[order[k - 1]].finishes = NULL;
-			jobs[order[k - 1]].text = NULL;
-		} else if (job_open(sp, ids[order[k]], 0, 0, &jobs[order[k]],
-		    &b->ab) == -1) {
+			if (later == NULL && (later = calloc(m, sizeof(*later))) ==
+			    NULL)
+				failed(r, errno, 0);
+			else
+				later[nl++] = order[k];
+			continue;
+		}
+		if (job_open(sp, ids[order[k]], 0, 0, j, &b->ab) == -1) {
 			if (errno == ENOENT) {
 				r->status = 1;
 				r->refusal = SPOOL_NO_JOB;
@@ -79,12 +103,32 @@ batch_run(struct spool *sp, struct batch *b)
 				failed(r, errno, 0);
 			continue;
 		}
-		if (b->one(sp, &jobs[order[k]], order[k], b) == -1) {
-			failed(r, errno, r->changed);
-			/* Its state in memory may be wrong now: let it go. */
-			job_close(&jobs[order[k]]);
-		}
+		if (b->one(sp, j, order[k], b) == -1 || job_write(j) == -1)
+			fail_job(b, ids, res, j, errno);
 	}
+	/* 2: the records, durable side by side, before any move. */
+	for (i = 0; i < b->n; i++)
+		if (jobs[i].fd != -1 && jobs[i].written != 0) {
+			synced[ns] = i;
+			fds[ns++] = jobs[i].fd;
+		}
+	(void)psync(fds, ns, errs);
+	(void)snprintf(point, sizeof(point), "%s-recorded", b->name);
+	crash_point(point);
+	/* 3: the moves; a job whose record did not sync stays put (void). */
+	(void)snprintf(point, sizeof(point), "%s-moved", b->name);
+	for (k = 0; k < ns; k++) {
+		struct job *j = &jobs[synced[k]];
+
+		if (errs[k] != 0 || job_move(sp, j, &b->ds) == -1) {
+			fail_job(b, ids, res, j, errs[k] != 0 ? errs[k] : errno);
+			continue;
+		}
+		crash_point(point);
+		if (audit_add(&b->ab, sp, j->id, &j->cur, j->event) == -1)
+			failed(res[synced[k]], errno, 1);
+	}
+	/* 4, 5: each directory moved into, then the audit lines. */
 	(void)snprintf(point, sizeof(point), "%s-synced", b->name);
 	if (dirset_sync(sp, &b->ds) == -1 || (crash_point(point),
 	    audit_flush(sp, &b->ab)) == -1) {
@@ -96,16 +140,35 @@ batch_run(struct spool *sp, struct batch *b)
 		(void)snprintf(point, sizeof(point), "%s-logged", b->name);
 		crash_point(point);
 	}
-	for (i = 0; i < b->n; i++)
+	e = 0;
+out:
+	for (i = 0; jobs != NULL && i < b->n; i++)
 		if (jobs[i].fd != -1)
 			job_close(&jobs[i]);
 	dirset_free(&b->ds);
 	abuf_free(&b->ab);
+	if (e == 0 && nl > 0) {
+		/* later[] is in ID order; the next round wants item order. */
+		for (i = 1; i < nl; i++)
+			for (k = i; k > 0 && later[k - 1] > later[k]; k--) {
+				size_t t = later[k];
+
+				later[k] = later[k - 1];
+				later[k - 1] = t;
+			}
+		b->only = later;
+		b->nonly = nl;
+		e = batch_run(sp, b);
+	}
+	free(later);
 	free(jobs);
 	free(order);
+	free(synced);
 	free(ids);
 	free(res);
-	return 0;
+	free(fds);
+	free(errs);
+	return e;
 }
 
 void
@@ -127,18 +190,18 @@ item_id(struct batch *b, size_t i, struct spool_result **res)
 	return spool_valid_id(it->id) ? it->id : NULL;
 }
 
-/* An item selected at a time may only be acted on if it has not moved. */
-static int
-guarded(struct spool *sp, struct job *j, size_t i, struct batch *b)
+/*
+ * A job in the state an action wants, but which entered it after the
+ * selection that named it (item.before): refuse it, as changed.  Called
+ * after the state check, so that a job that moved on says where it is.
+ */
+int
+changed_since(struct spool_item *it, const struct job *j)
 {
-	struct spool_item *it = (struct spool_item *)b->arg + i;
-
-	if (it->before != 0 && j->cur.loc != SPOOL_ABSENT &&
-	    j->cur.t >= it->before) {
-		refuse(&it->res, SPOOL_NO_CHANGED, j);
+	if (it->before == 0 || j->cur.t < it->before)
 		return 0;
-	}
-	return b->inner(sp, j, i, b);
+	refuse(&it->res, SPOOL_NO_CHANGED, j);
+	return 1;
 }
 
 /* The operator's actions on a list of IDs: redrive, drop, cancel, purge. */
@@ -158,8 +221,7 @@ batch_items(struct spool *sp, const struct spool_operator *op,
 	memset(&b, 0, sizeof(b));
 	b.n = n;
 	b.item = item_id;
-	b.one = guarded;
-	b.inner = one;
+	b.one = one;
 	b.arg = items;
 	b.op = op;
 	b.extra = extra;

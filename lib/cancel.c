@@ -7,7 +7,6 @@
  */
 #define _GNU_SOURCE
 #include <stdio.h>
-#include <unistd.h>
 
 #include "internal.h"
 
@@ -15,16 +14,15 @@ static int
 cancel_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 {
 	struct spool_item *it = (struct spool_item *)b->arg + i;
-	struct place from;
 	struct rec r;
-	int rv;
 
+	(void)sp;
 	if (j->cur.loc != SPOOL_NEW && j->cur.loc != SPOOL_LEASED) {
 		refuse(&it->res, SPOOL_NO_NOT_QUEUED, j);
 		return 0;
 	}
-	if (place_of(sp, it->id, &j->cur, &from) == -1)
-		return -1;
+	if (changed_since(it, j))
+		return 0;
 	rec_next(j, &r, EV_CANCEL, b->now);
 	r.loc = SPOOL_DEAD;
 	r.reason = SPOOL_REASON_CANCELLED;
@@ -34,23 +32,11 @@ cancel_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 		(void)snprintf(r.owner, sizeof(r.owner), "%s", j->cur.owner);
 	(void)snprintf(r.by, sizeof(r.by), "%s", b->op->by);
 	(void)snprintf(r.note, sizeof(r.note), "%s", b->op->note);
-	if (job_record(j, &r) == -1 || job_commit(j) == -1) {
-		place_done(&from);
-		return -1;
-	}
-	crash_point("cancel-recorded");
-	rv = move_noreplace(from.dirfd, from.name, sp->deadfd, it->id);
-	place_done(&from);
-	if (rv == -1 || dirset_add(&b->ds, "dead") == -1)
-		return -1;
+	j->event = "cancel";
 	it->res.state = SPOOL_DEAD;
 	it->res.token = r.tok;
 	it->res.reason = r.reason;
-	it->res.changed = 1;
-	if (audit_add(&b->ab, sp, it->id, &r, "cancel") == -1)
-		return -1;
-	it->res.changed = 0;
-	return 0;
+	return job_record(j, &r);
 }
 
 int

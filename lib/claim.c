@@ -33,6 +33,7 @@ struct claim {
 	struct spool_lease *out;
 	size_t nout, want;
 	struct job held[HELD_MAX];
+	int slot[HELD_MAX];	/* each held job's lease in out[], or -1 */
 	size_t nheld;
 	struct dirset ds;
 	struct abuf ab;
@@ -41,24 +42,13 @@ struct claim {
 	int64_t our_until;	/* expiry of the leases we made */
 };
 
-/* Make everything so far durable, then let the jobs go. */
-static int
-flush(struct claim *c)
+/* A lease whose move failed is not handed out. */
+static void
+withdraw(struct claim *c, int slot)
 {
-	int rv = 0;
-	size_t i;
-
-	if (dirset_sync(c->sp, &c->ds) == -1)
-		rv = -1;
-	else {
-		crash_point("claim-synced");
-		if (audit_flush(c->sp, &c->ab) == -1)
-			rv = -1;
-	}
-	for (i = 0; i < c->nheld; i++)
-		job_close(&c->held[i]);
-	c->nheld = 0;
-	return rv;
+	free(c->out[slot].path);
+	c->out[slot].path = NULL;
+	c->out[slot].id[0] = '\0';
 }
 
 static int
@@ -83,19 +73,71 @@ add_lease(struct claim *c, const struct job *j)
 }
 
 /*
- * Take the job found as name in dirfd, if it is still there and due.
+ * Group commit of what take() decided: the records fdatasync'd side by
+ * side, then the moves, one fsync per directory, one audit write; only
+ * then are the jobs let go.  A job whose record or move failed stays where
+ * it was (its record void) and its lease is withdrawn.
+ */
+static int
+flush(struct claim *c)
+{
+	int fds[HELD_MAX], errs[HELD_MAX], rv = 0, claims = 0, parks = 0;
+	struct job *j;
+	size_t i;
+
+	if (c->nheld == 0)
+		return 0;
+	for (i = 0; i < c->nheld; i++) {
+		fds[i] = c->held[i].fd;
+		claims |= c->held[i].cur.ev == EV_CLAIM;
+		parks |= c->held[i].cur.ev == EV_PARK;
+	}
+	(void)psync(fds, c->nheld, errs);
+	if (claims)
+		crash_point("claim-recorded");
+	if (parks)
+		crash_point("park-recorded");
+	for (i = 0; i < c->nheld; i++) {
+		j = &c->held[i];
+		if (errs[i] != 0 || job_move(c->sp, j, &c->ds) == -1) {
+			if (c->job_err == 0)
+				c->job_err = errs[i] != 0 ? errs[i] : errno;
+			if (c->slot[i] != -1)
+				withdraw(c, c->slot[i]);
+			continue;
+		}
+		crash_point(j->cur.ev == EV_CLAIM ? "claim-moved" : "park-moved");
+		if (audit_add(&c->ab, c->sp, j->id, &j->cur, j->event) == -1)
+			rv = -1;
+		if (j->cur.ev == EV_CLAIM && j->cur.until < c->our_until)
+			c->our_until = j->cur.until;
+	}
+	if (rv == 0 && dirset_sync(c->sp, &c->ds) == -1)
+		rv = -1;
+	else if (rv == 0) {
+		crash_point("claim-synced");
+		if (audit_flush(c->sp, &c->ab) == -1)
+			rv = -1;
+	}
+	for (i = 0; i < c->nheld; i++)
+		job_close(&c->held[i]);
+	c->nheld = 0;
+	return rv;
+}
+
+/*
+ * Take the job found under the name that id, loc and val make, if it is
+ * still there and due: decide its record and write it; flush() syncs it
+ * and makes the move.
  * Returns 0 (taken or skipped), 1 (busy: another process holds it) or -1.
  * A job that cannot be taken (unreadable, a failed write) is skipped and
  * its error kept in c->job_err: one bad job must not stop the queue.
  */
 static int
-take(struct claim *c, int dirfd, const char *name, const char *id,
-    int loc, uint64_t val)
+take(struct claim *c, const char *id, int loc, uint64_t val)
 {
 	struct spool *sp = c->sp;
 	struct job *j;
-	char dest[NAME_MAX_SPOOL];
-	int destfd, e;
 	struct rec r;
 
 	if (c->nheld == HELD_MAX && flush(c) == -1)
@@ -130,8 +172,7 @@ take(struct claim *c, int dirfd, const char *name, const char *id,
 	}
 	if (r.reason != 0) {
 		r.loc = SPOOL_DEAD;
-		destfd = sp->deadfd;
-		(void)snprintf(dest, sizeof(dest), "%s", id);
+		j->event = "park";
 	} else {
 		rec_next(j, &r, EV_CLAIM, c->now);
 		r.loc = SPOOL_LEASED;
@@ -140,38 +181,21 @@ take(struct claim *c, int dirfd, const char *name, const char *id,
 		r.until = c->now + c->lease;
 		r.prev = loc == SPOOL_LEASED ? val : 0;
 		(void)snprintf(r.owner, sizeof(r.owner), "%s", c->owner);
-		destfd = sp->leasedfd;
-		(void)snprintf(dest, sizeof(dest), "%s,%" PRIu64, id, r.tok);
+		j->event = r.prev ? "reclaim" : "claim";
 	}
 	/* A failure here leaves the job where it was (the record void). */
-	if (job_record(j, &r) == -1 || job_commit(j) == -1 ||
-	    (crash_point(r.ev == EV_CLAIM ? "claim-recorded" :
-	    "park-recorded"), move_noreplace(dirfd, name, destfd, dest)) == -1) {
+	if (job_record(j, &r) == -1 || job_write(j) == -1) {
 		if (c->job_err == 0)
 			c->job_err = errno;
 		goto skip;
 	}
-	crash_point(r.ev == EV_CLAIM ? "claim-moved" : "park-moved");
-	if (dirset_add(&c->ds, destfd == sp->deadfd ? "dead" : "leased") == -1 ||
-	    audit_add(&c->ab, sp, id, &r, r.ev == EV_PARK ? "park" :
-	    r.prev ? "reclaim" : "claim") == -1)
-		goto fail;
-	c->nheld++;
-	if (r.ev == EV_CLAIM) {
-		if (r.until < c->our_until)
-			c->our_until = r.until;
-		if (add_lease(c, j) == -1)
-			return -1;
-	}
+	c->slot[c->nheld++] = r.ev == EV_CLAIM ? (int)c->nout : -1;
+	if (r.ev == EV_CLAIM && add_lease(c, j) == -1)
+		return -1;
 	return 0;
 skip:
 	job_close(j);
 	return 0;
-fail:
-	e = errno;
-	job_close(j);
-	errno = e;
-	return -1;
 }
 
 /* Claim the due jobs of one leaf bucket; 1 when enough are claimed. */
@@ -183,22 +207,17 @@ claim_leaf(void *arg, int leaffd, int64_t start)
 	struct dirent *de = NULL;
 	int64_t eligible;
 	DIR *d;
-	int fd, rv = 0;
+	int rv = 0;
 
 	(void)start;	/* each name carries its own time */
 
-	if ((fd = dup(leaffd)) == -1)
+	if ((d = dir_list(leaffd)) == NULL)
 		return -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		(void)close_fd(fd);
-		return -1;
-	}
 	while (c->nout < c->want && (errno = 0, de = readdir(d)) != NULL) {
 		if (parse_new_name(de->d_name, id, &eligible) == -1 ||
 		    eligible > c->now)
 			continue;
-		if ((rv = take(c, leaffd, de->d_name, id, SPOOL_NEW,
-		    (uint64_t)eligible)) == -1)
+		if ((rv = take(c, id, SPOOL_NEW, (uint64_t)eligible)) == -1)
 			break;
 		rv = 0;
 	}
@@ -269,18 +288,14 @@ scan_leased(struct claim *c, int hintfd)
 	struct dirent *de;
 	uint64_t tok;
 	DIR *d;
-	int fd, rv = 0, complete;
+	int rv = 0, complete;
 
 	if (lock_fd(hintfd, 0) == -1)
 		return -1;
 	if (hint_read(hintfd) > c->now)
 		return 0;	/* another claimer just scanned */
-	if ((fd = dup(c->sp->leasedfd)) == -1)
+	if ((d = dir_list(c->sp->leasedfd)) == NULL)
 		return -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		(void)close_fd(fd);
-		return -1;
-	}
 	c->min_until = c->now + RESCAN_MS;
 	while ((errno = 0, de = readdir(d)) != NULL) {
 		if (parse_leased_name(de->d_name, id, &tok) == -1)
@@ -289,8 +304,7 @@ scan_leased(struct claim *c, int hintfd)
 			c->min_until = c->now;	/* more may be due: rescan */
 			break;
 		}
-		if ((rv = take(c, c->sp->leasedfd, de->d_name, id,
-		    SPOOL_LEASED, tok)) == -1)
+		if ((rv = take(c, id, SPOOL_LEASED, tok)) == -1)
 			break;
 		/* A busy lease is being finished or renewed: seen soon. */
 		rv = 0;
@@ -300,6 +314,18 @@ scan_leased(struct claim *c, int hintfd)
 	if (!complete)
 		return -1;
 	return hint_write(hintfd, c->min_until);
+}
+
+/* Close the gaps withdrawn leases left in out[]; how many remain. */
+static size_t
+compact(struct spool_lease *out, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (out[i].id[0] != '\0')
+			out[k++] = out[i];
+	return k;
 }
 
 int
@@ -350,7 +376,11 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 		*n = 0;		/* not durable: they will simply expire */
 	} else if (c->nout > 0) {
 		rv = 0;		/* what was claimed is durable: hand it out */
-		*n = c->nout;
+		*n = compact(out, c->nout);
+		if (*n == 0 && c->job_err != 0) {
+			rv = -1;
+			e = c->job_err;
+		}
 	} else if (rv == 0 && c->job_err != 0) {
 		rv = -1;	/* nothing claimed, and some job failed */
 		e = c->job_err;
@@ -393,16 +423,12 @@ due_leaf(void *arg, int leaffd, int64_t start)
 	int64_t *first = arg, eligible;
 	struct dirent *de;
 	DIR *d;
-	int fd, any = 0;
+	int any = 0;
 
 	(void)start;	/* each name carries its own time */
 
-	if ((fd = dup(leaffd)) == -1)
+	if ((d = dir_list(leaffd)) == NULL)
 		return -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		(void)close_fd(fd);
-		return -1;
-	}
 	while ((errno = 0, de = readdir(d)) != NULL) {
 		if (parse_new_name(de->d_name, id, &eligible) == -1)
 			continue;
@@ -428,12 +454,8 @@ spool_next_due(struct spool *sp, int64_t *when)
 
 	if (bucket_walk(sp, NO_EXPIRY, 0, due_leaf, &first) == -1)
 		return -1;
-	if ((fd = dup(sp->leasedfd)) == -1)
+	if ((d = dir_list(sp->leasedfd)) == NULL)
 		return -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		(void)close_fd(fd);
-		return -1;
-	}
 	while ((errno = 0, de = readdir(d)) != NULL) {
 		if (parse_leased_name(de->d_name, id, &tok) == -1 ||
 		    job_peek(sp, id, &j) == -1)

@@ -23,8 +23,87 @@ struct pend {
 	char tmp[NAME_MAX_SPOOL];
 	struct job j;
 	int open;		/* j is open and locked */
+	int fd;			/* the tmp/ file, until it is synced */
 	int64_t eligible;
 };
+
+/* Drop a job of the batch: its tmp/ file goes. */
+static void
+drop(struct spool *sp, struct pend *p, int err, int changed)
+{
+	failed(&p->in->res, err, changed);
+	if (p->tmp[0] != '\0')
+		(void)unlinkat(sp->tmpfd, p->tmp, 0);
+	p->tmp[0] = '\0';
+}
+
+/*
+ * fdatasync the payloads of the batch side by side, then close them (a
+ * close can report a write error too).  Keeps the order array's good ones.
+ */
+static size_t
+sync_payloads(struct spool *sp, struct pend *p, size_t *order, size_t m)
+{
+	int *fds, *errs;
+	size_t k, good = 0;
+
+	fds = calloc(m ? m : 1, sizeof(*fds));
+	errs = calloc(m ? m : 1, sizeof(*errs));
+	if (fds == NULL || errs == NULL) {
+		for (k = 0; k < m; k++) {
+			(void)close_fd(p[order[k]].fd);
+			drop(sp, &p[order[k]], ENOMEM, 0);
+		}
+		free(fds);
+		free(errs);
+		return 0;
+	}
+	for (k = 0; k < m; k++)
+		fds[k] = p[order[k]].fd;
+	(void)psync(fds, m, errs);
+	for (k = 0; k < m; k++) {
+		if (close_fd(fds[k]) == -1 && errs[k] == 0)
+			errs[k] = errno;
+		if (errs[k] != 0)
+			drop(sp, &p[order[k]], errs[k], 0);
+		else
+			order[good++] = order[k];
+	}
+	free(fds);
+	free(errs);
+	crash_point("enqueue-copied");
+	return good;
+}
+
+/* fdatasync the records of the batch side by side. */
+static void
+sync_records(struct spool *sp, struct pend *p, const size_t *order,
+    size_t m)
+{
+	int *fds, *errs;
+	size_t k, n = 0;
+
+	fds = calloc(m ? m : 1, sizeof(*fds));
+	errs = calloc(m ? m : 1, sizeof(*errs));
+	if (fds == NULL || errs == NULL) {
+		for (k = 0; k < m; k++)
+			if (p[order[k]].tmp[0] != '\0')
+				drop(sp, &p[order[k]], ENOMEM, 0);
+		free(fds);
+		free(errs);
+		return;
+	}
+	for (k = 0; k < m; k++)
+		if (p[order[k]].tmp[0] != '\0')
+			fds[n++] = p[order[k]].j.fd;
+	(void)psync(fds, n, errs);
+	for (k = 0, n = 0; k < m; k++)
+		if (p[order[k]].tmp[0] != '\0' && errs[n++] != 0)
+			drop(sp, &p[order[k]], errs[n - 1], 0);
+	free(fds);
+	free(errs);
+	crash_point("enqueue-recorded");
+}
 
 static int
 copy_payload(struct spool *sp, struct pend *p)
@@ -59,15 +138,7 @@ copy_payload(struct spool *sp, struct pend *p)
 		if (write_all(fd, buf, (size_t)n) == -1)
 			goto fail;
 	}
-	if (sync_fd(fd) == -1)
-		goto fail;
-	if (close_fd(fd) == -1) {
-		e = errno;
-		(void)unlinkat(sp->tmpfd, p->tmp, 0);
-		errno = e;
-		return -1;
-	}
-	crash_point("enqueue-copied");
+	p->fd = fd;	/* synced, with the batch's others, by sync_payloads */
 	return 0;
 fail:
 	e = errno;
@@ -134,11 +205,10 @@ record(struct spool *sp, struct pend *p, int64_t now, int dup,
 	r.se = 0;
 	(void)snprintf(r.trace, sizeof(r.trace), "%s",
 	    in->trace != NULL ? in->trace : "");
-	if (job_record(&p->j, &r) == -1 || job_commit(&p->j) == -1) {
+	if (job_record(&p->j, &r) == -1 || job_write(&p->j) == -1) {
 		failed(&in->res, errno, 0);
 		goto drop;
 	}
-	crash_point("enqueue-recorded");
 	return;
 drop:
 	(void)unlinkat(sp->tmpfd, p->tmp, 0);
@@ -212,20 +282,19 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 		else
 			order[m++] = i;
 	}
+	m = sync_payloads(sp, p, order, m);
 	/* Lock in ID order, so that two batches never wait on each other. */
 	sort_by_id(order, m, ids);
 	n = m;
 	for (k = 0; k < n; k++)
 		record(sp, &p[order[k]], now, k > 0 && strcmp(p[order[k]].in->id,
 		    p[order[k - 1]].in->id) == 0, &ab, &created);
+	sync_records(sp, p, order, n);
 	if (created && sync_dir(sp->metafd, ".") == -1) {
 		e = errno;
 		for (k = 0; k < n; k++)
-			if (p[order[k]].tmp[0] != '\0') {
-				failed(&p[order[k]].in->res, e, 0);
-				(void)unlinkat(sp->tmpfd, p[order[k]].tmp, 0);
-				p[order[k]].tmp[0] = '\0';
-			}
+			if (p[order[k]].tmp[0] != '\0')
+				drop(sp, &p[order[k]], e, 0);
 	}
 	for (k = 0; k < n; k++) {
 		struct pend *q = &p[order[k]];
@@ -234,9 +303,7 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 			continue;
 		if (publish_new(sp, sp->tmpfd, q->tmp, q->in->id, q->eligible,
 		    &ds) == -1) {
-			failed(&q->in->res, errno, 0);
-			(void)unlinkat(sp->tmpfd, q->tmp, 0);
-			q->tmp[0] = '\0';
+			drop(sp, q, errno, 0);
 			continue;
 		}
 		crash_point("enqueue-published");

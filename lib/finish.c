@@ -127,10 +127,7 @@ static int
 finish_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 {
 	struct spool_finish *f = (struct spool_finish *)b->arg + i;
-	char from[NAME_MAX_SPOOL];
-	const char *event;
 	struct rec r;
-	int r_move;
 
 	if (job_finished(j, f->token, f->outcome)) {
 		/*
@@ -144,29 +141,11 @@ finish_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	}
 	if (lease_refusal(j, f->token, &f->res))
 		return 0;
-	event = decide(sp, j, f, b->now, &r);
-	if (job_record(j, &r) == -1 || job_commit(j) == -1)
-		return -1;
-	crash_point("finish-recorded");
-	(void)snprintf(from, sizeof(from), "%s,%" PRIu64, f->id, f->token);
-	if (r.loc == SPOOL_NEW)
-		r_move = publish_new(sp, sp->leasedfd, from, f->id, r.eligible,
-		    &b->ds);
-	else
-		r_move = move_noreplace(sp->leasedfd, from, r.loc == SPOOL_DONE ?
-		    sp->donefd : sp->deadfd, f->id) == -1 || dirset_add(&b->ds,
-		    r.loc == SPOOL_DONE ? "done" : "dead") == -1 ? -1 : 0;
-	if (r_move == -1)
-		return -1;
-	crash_point("finish-moved");
+	j->event = decide(sp, j, f, b->now, &r);
 	f->res.state = r.loc;
 	f->res.token = r.tok;
 	f->res.reason = r.reason;
-	f->res.changed = 1;
-	if (audit_add(&b->ab, sp, f->id, &r, event) == -1)
-		return -1;
-	f->res.changed = 0;
-	return 0;
+	return job_record(j, &r);
 }
 
 static const char *

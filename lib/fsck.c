@@ -148,14 +148,10 @@ scan_dir(struct fsck *f, int dirfd, const char *rel, int state)
 	uint64_t v;
 	int64_t e;
 	DIR *d;
-	int fd, ok, rv = 0;
+	int ok, rv = 0;
 
-	if ((fd = dup(dirfd)) == -1)
+	if ((d = dir_list(dirfd)) == NULL)
 		return -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		(void)close_fd(fd);
-		return -1;
-	}
 	while (rv == 0 && (errno = 0, de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
@@ -471,14 +467,10 @@ check_tmp(struct fsck *f)
 	const char *comma;
 	long pid;
 	DIR *d;
-	int fd, alive;
+	int alive;
 
-	if ((fd = dup(sp->tmpfd)) == -1)
+	if ((d = dir_list(sp->tmpfd)) == NULL)
 		return -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		(void)close_fd(fd);
-		return -1;
-	}
 	while ((errno = 0, de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.' || fstatat(sp->tmpfd, de->d_name, &st,
 		    AT_SYMLINK_NOFOLLOW) == -1)
@@ -512,14 +504,10 @@ check_top(struct fsck *f, struct spool *sp)
 	};
 	struct dirent *de;
 	DIR *d;
-	int fd, i, known;
+	int i, known;
 
-	if ((fd = dup(sp->dirfd)) == -1)
+	if ((d = dir_list(sp->dirfd)) == NULL)
 		return -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		(void)close_fd(fd);
-		return -1;
-	}
 	while ((errno = 0, de = readdir(d)) != NULL) {
 		for (known = 0, i = 0; i < NELEM(ours) && !known; i++)
 			known = strcmp(de->d_name, ours[i]) == 0;
@@ -541,7 +529,7 @@ spool_fsck(struct spool *sp, int repair,
 	size_t nmeta = 0, i, k, e0;
 	struct dirent *de;
 	DIR *d;
-	int fd, c;
+	int c;
 
 	memset(&f, 0, sizeof(f));
 	f.sp = sp;
@@ -558,7 +546,7 @@ spool_fsck(struct spool *sp, int repair,
 		goto fail;
 	qsort(f.ents, f.nents, sizeof(*f.ents), cmp_ent);
 	qsort(f.keys, f.nkeys, sizeof(*f.keys), cmp_key);
-	if ((fd = dup(sp->metafd)) == -1 || (d = fdopendir(fd)) == NULL)
+	if ((d = dir_list(sp->metafd)) == NULL)
 		goto fail;
 	while ((errno = 0, de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.' && (de->d_name[1] == '\0' ||

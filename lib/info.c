@@ -210,14 +210,10 @@ list_dir(int dirfd, int numbered, struct lister *l)
 	struct dirent *de;
 	uint64_t v;
 	DIR *d;
-	int fd, rv = 0;
+	int rv = 0;
 
-	if ((fd = dup(dirfd)) == -1)
+	if ((d = dir_list(dirfd)) == NULL)
 		return -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		(void)close_fd(fd);
-		return -1;
-	}
 	while (rv == 0 && (errno = 0, de = readdir(d)) != NULL) {
 		if (numbered ? parse_leased_name(de->d_name, id, &v) == -1 :
 		    !spool_valid_id(de->d_name))

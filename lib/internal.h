@@ -80,7 +80,8 @@ struct job {
 	dev_t dev;		/* the job file, once located */
 	ino_t ino;
 	char pending[2048];	/* lines to append on commit */
-	size_t npending;
+	size_t npending, written;	/* queued; written, not yet synced */
+	const char *event;	/* the audit event of the queued record */
 };
 
 /* Audit lines of one call, written in one write after its renames. */
@@ -94,6 +95,7 @@ int64_t now_ms(void);
 ssize_t read_full(int fd, void *buf, size_t n);
 int write_all(int fd, const void *buf, size_t n);
 int sync_fd(int fd);
+int psync(const int *fds, size_t n, int *errs);
 int sync_dir(int dirfd, const char *rel);
 int close_fd(int fd);
 int lock_fd(int fd, int nonblock);
@@ -102,6 +104,8 @@ int mkdir_mode(struct spool *sp, int dirfd, const char *rel);
 int file_mode(struct spool *sp, int fd, mode_t mode);
 void crash_point(const char *name);
 void sort_by_id(size_t *order, size_t n, const char **ids);
+struct __dirstream;
+struct __dirstream *dir_list(int dirfd);
 int reason_from_name(const char *s);
 extern struct spool_counters counters;
 
@@ -148,7 +152,9 @@ int job_read(struct spool *sp, const char *id, int lock, struct job *j);
 int job_locate(struct spool *sp, struct job *j);
 int job_settle(struct spool *sp, struct job *j, struct abuf *ab);
 int job_record(struct job *j, const struct rec *r);
+int job_write(struct job *j);
 int job_commit(struct job *j);
+int job_move(struct spool *sp, struct job *j, struct dirset *ds);
 int job_finished(const struct job *j, uint64_t tok, int out);
 void rec_next(const struct job *j, struct rec *r, int ev, int64_t now);
 int rec_parse(const char *line, size_t len, struct rec *r);
@@ -161,12 +167,12 @@ struct batch {
 	const char *(*item)(struct batch *b, size_t i,
 	    struct spool_result **res);
 	int (*one)(struct spool *sp, struct job *j, size_t i, struct batch *b);
-	int (*inner)(struct spool *sp, struct job *j, size_t i,
-	    struct batch *b);		/* batch_items: the action itself */
 	void *arg;			/* the caller's items */
 	const struct spool_operator *op;
 	const void *extra;		/* what else one() needs */
 	const char *name;		/* "finish": names the crash points */
+	const size_t *only;		/* this round's items, ascending */
+	size_t nonly;
 	int64_t now;
 	struct dirset ds;
 	struct abuf ab;
@@ -177,6 +183,7 @@ int batch_items(struct spool *sp, const struct spool_operator *op,
     int (*one)(struct spool *sp, struct job *j, size_t i, struct batch *b),
     const void *extra);
 void refuse(struct spool_result *res, int refusal, const struct job *j);
+int changed_since(struct spool_item *it, const struct job *j);
 void failed(struct spool_result *res, int err, int changed);
 int state_from_name(const char *s, size_t len);
 int lease_refusal(const struct job *j, uint64_t token,

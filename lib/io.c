@@ -8,8 +8,10 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,7 +27,8 @@ struct spool_counters counters;
 void
 spool_get_counters(struct spool_counters *c)
 {
-	*c = counters;
+	c->fsyncs = __atomic_load_n(&counters.fsyncs, __ATOMIC_RELAXED);
+	c->renames = __atomic_load_n(&counters.renames, __ATOMIC_RELAXED);
 }
 
 /*
@@ -136,8 +139,54 @@ sync_fd(int fd)
 		r = fdatasync(fd);
 	while (r == -1 && errno == EINTR);
 	if (r == 0)
-		counters.fsyncs++;
+		__atomic_fetch_add(&counters.fsyncs, 1, __ATOMIC_RELAXED);
 	return r;
+}
+
+#define PSYNC_THREADS	8	/* fdatasyncs in flight: the disk overlaps them */
+
+struct psync {
+	const int *fds;
+	int *errs;
+	size_t n, next;
+};
+
+static void *
+psync_worker(void *arg)
+{
+	struct psync *p = arg;
+	size_t i;
+
+	while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->n)
+		p->errs[i] = sync_fd(p->fds[i]) == -1 ? errno : 0;
+	return NULL;
+}
+
+/*
+ * fdatasync every descriptor, several at once: a disk (and a journal)
+ * commits overlapping syncs together, so a batch costs little more than
+ * one.  errs[i] is 0 or the errno of fds[i].  Threads live only for the
+ * call, so a process may fork at any other time.  -1 if any failed.
+ */
+int
+psync(const int *fds, size_t n, int *errs)
+{
+	pthread_t tids[PSYNC_THREADS - 1];
+	struct psync p = { fds, errs, n, 0 };
+	size_t i, nt = 0;
+
+	for (; nt < PSYNC_THREADS - 1 && nt + 1 < n; nt++)
+		if (pthread_create(&tids[nt], NULL, psync_worker, &p) != 0)
+			break;	/* fewer threads: the work still gets done */
+	(void)psync_worker(&p);
+	for (i = 0; i < nt; i++)
+		(void)pthread_join(tids[i], NULL);
+	for (i = 0; i < n; i++)
+		if (errs[i] != 0) {
+			errno = errs[i];
+			return -1;
+		}
+	return 0;
 }
 
 int
@@ -152,7 +201,7 @@ sync_dir(int dirfd, const char *rel)
 		r = fsync(fd);
 	while (r == -1 && errno == EINTR);
 	if (r == 0)
-		counters.fsyncs++;
+		__atomic_fetch_add(&counters.fsyncs, 1, __ATOMIC_RELAXED);
 	e = errno;
 	if (close_fd(fd) == -1 && r == 0)
 		return -1;
@@ -208,7 +257,8 @@ move_noreplace(int fromfd, const char *from, int tofd, const char *to)
 	}
 	if (!fallback) {
 		if (renameat2(fromfd, from, tofd, to, RENAME_NOREPLACE) == 0) {
-			counters.renames++;
+			__atomic_fetch_add(&counters.renames, 1,
+			    __ATOMIC_RELAXED);
 			return 0;
 		}
 		if (errno != EINVAL && errno != ENOSYS)
@@ -221,7 +271,7 @@ move_noreplace(int fromfd, const char *from, int tofd, const char *to)
 	}
 	if (errno != ENOENT || renameat(fromfd, from, tofd, to) == -1)
 		return -1;
-	counters.renames++;
+	__atomic_fetch_add(&counters.renames, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -263,4 +313,27 @@ void
 sort_by_id(size_t *order, size_t n, const char **ids)
 {
 	qsort_r(order, n, sizeof(*order), cmp_ids, ids);
+}
+
+/*
+ * A listing of the directory dirfd.  The spool keeps its directories open,
+ * and a dup(2) shares their offset: rewinding makes every listing of a
+ * long-lived process (spool-run) start from the first entry.
+ */
+DIR *
+dir_list(int dirfd)
+{
+	DIR *d;
+	int fd, e;
+
+	if ((fd = dup(dirfd)) == -1)
+		return NULL;
+	if ((d = fdopendir(fd)) == NULL) {
+		e = errno;
+		(void)close_fd(fd);
+		errno = e;
+		return NULL;
+	}
+	rewinddir(d);
+	return d;
 }

@@ -647,11 +647,12 @@ toolong:
 }
 
 /*
- * Append the queued records in one write and fdatasync them.  A line that a
- * crash cut short (the file does not end in a newline) is cut off first.
+ * Append the queued records in one write, not yet synced (a batch syncs
+ * its sidecars side by side).  A line that a crash cut short (the file does
+ * not end in a newline) is cut off first.
  */
 int
-job_commit(struct job *j)
+job_write(struct job *j)
 {
 	if (j->npending == 0)
 		return 0;
@@ -664,10 +665,51 @@ job_commit(struct job *j)
 	    write_all(j->fd, j->pending, j->npending) == -1)
 		return -1;
 	crash_point("record-written");
-	if (sync_fd(j->fd) == -1)
-		return -1;
 	j->size += j->npending;
 	j->valid = j->size;
+	j->written = j->npending;
 	j->npending = 0;
 	return 0;
+}
+
+/* Write and fdatasync: for a call that changes one job. */
+int
+job_commit(struct job *j)
+{
+	if (job_write(j) == -1 || (j->written != 0 && sync_fd(j->fd) == -1))
+		return -1;
+	j->written = 0;
+	return 0;
+}
+
+/*
+ * Move the job's file from where the record before the last put it to
+ * where the last record puts it (a purge: remove it).  The record must be
+ * durable first.  The directory moved into goes into ds, to be synced.
+ */
+int
+job_move(struct spool *sp, struct job *j, struct dirset *ds)
+{
+	static const char *const dirs[] = { NULL, NULL, "leased", "done",
+	    "dead" };
+	const int fds[] = { -1, -1, sp->leasedfd, sp->donefd, sp->deadfd };
+	struct place from, to;
+	int rv;
+
+	if (place_of(sp, j->id, &j->prev, &from) == -1)
+		return -1;
+	if (j->cur.loc == SPOOL_NEW)
+		rv = publish_new(sp, from.dirfd, from.name, j->id,
+		    j->cur.eligible, ds);
+	else if (j->cur.loc == SPOOL_ABSENT)
+		rv = unlinkat(from.dirfd, from.name, 0) == -1 ||
+		    dirset_add(ds, dirs[j->prev.loc]) == -1 ? -1 : 0;
+	else if (place_of(sp, j->id, &j->cur, &to) == -1)
+		rv = -1;
+	else
+		rv = move_noreplace(from.dirfd, from.name, fds[j->cur.loc],
+		    to.name) == -1 || dirset_add(ds, dirs[j->cur.loc]) == -1 ?
+		    -1 : 0;
+	place_done(&from);
+	return rv;
 }

@@ -304,13 +304,10 @@ check_empty_or_ours(int dirfd)
 	struct dirent *de;
 	DIR *d;
 	size_t i;
-	int fd, ours = 1;
+	int ours = 1;
 
-	if ((fd = dup(dirfd)) == -1 || (d = fdopendir(fd)) == NULL) {
-		if (fd != -1)
-			(void)close_fd(fd);
+	if ((d = dir_list(dirfd)) == NULL)
 		return -1;
-	}
 	while (ours && (errno = 0, de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;

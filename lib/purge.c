@@ -21,14 +21,17 @@ static int
 purge_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 {
 	struct spool_item *it = (struct spool_item *)b->arg + i;
-	int from = b->op == NULL ? SPOOL_DONE : *(const int *)b->extra;
+	int from = *(const int *)b->extra;
 	struct rec r;
 
+	(void)sp;
 	if (j->cur.loc != from) {
 		refuse(&it->res, from == SPOOL_DEAD ? SPOOL_NO_NOT_PARKED :
 		    SPOOL_NO_NOT_DONE, j);
 		return 0;
 	}
+	if (changed_since(it, j))
+		return 0;
 	rec_next(j, &r, EV_PURGE, b->now);
 	r.loc = SPOOL_ABSENT;
 	r.reason = j->cur.reason;
@@ -37,21 +40,11 @@ purge_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 		(void)snprintf(r.by, sizeof(r.by), "%s", b->op->by);
 		(void)snprintf(r.note, sizeof(r.note), "%s", b->op->note);
 	}
-	if (job_record(j, &r) == -1 || job_commit(j) == -1)
-		return -1;
-	crash_point("purge-recorded");
 	/* The removal is made durable too: a purged file does not return. */
-	if (unlinkat(from == SPOOL_DONE ? sp->donefd : sp->deadfd, it->id,
-	    0) == -1 || dirset_add(&b->ds, from == SPOOL_DONE ? "done" :
-	    "dead") == -1)
-		return -1;
+	j->event = "purge";
 	it->res.state = SPOOL_ABSENT;
 	it->res.token = r.tok;
-	it->res.changed = 1;
-	if (audit_add(&b->ab, sp, it->id, &r, "purge") == -1)
-		return -1;
-	it->res.changed = 0;
-	return 0;
+	return job_record(j, &r);
 }
 
 int
@@ -76,15 +69,11 @@ spool_sweep_tmp(struct spool *sp, int64_t age_ms, size_t *n)
 	struct stat st;
 	int64_t cutoff = now_ms() - age_ms;
 	DIR *d;
-	int fd, rv = 0;
+	int rv = 0;
 
 	*n = 0;
-	if ((fd = dup(sp->tmpfd)) == -1)
+	if ((d = dir_list(sp->tmpfd)) == NULL)
 		return -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		(void)close_fd(fd);
-		return -1;
-	}
 	while ((errno = 0, de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.' || fstatat(sp->tmpfd, de->d_name, &st,
 		    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISREG(st.st_mode) ||

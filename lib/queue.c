@@ -36,16 +36,46 @@ dirset_add(struct dirset *ds, const char *rel)
 	return 0;
 }
 
-/* One fsync per directory per call, however many renames went there. */
+/*
+ * One fsync per directory per call, however many renames went there; the
+ * directories of a batch are synced side by side.
+ */
 int
 dirset_sync(struct spool *sp, struct dirset *ds)
 {
-	size_t i;
+	int *fds, *errs, rv = 0, e = 0;
+	size_t i, n = 0;
 
-	for (i = 0; i < ds->n; i++)
-		if (sync_dir(sp->dirfd, ds->names[i]) == -1)
-			return -1;
-	return 0;
+	if (ds->n == 0)
+		return 0;
+	if (ds->n == 1)
+		return sync_dir(sp->dirfd, ds->names[0]);
+	fds = calloc(ds->n, sizeof(*fds));
+	errs = calloc(ds->n, sizeof(*errs));
+	if (fds == NULL || errs == NULL) {
+		free(fds);
+		free(errs);
+		return -1;
+	}
+	for (i = 0; i < ds->n && rv == 0; i++) {
+		fds[n] = openat(sp->dirfd, ds->names[i], O_RDONLY |
+		    O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (fds[n] == -1) {
+			rv = -1;
+			e = errno;
+		} else
+			n++;
+	}
+	if (rv == 0 && psync(fds, n, errs) == -1) {
+		rv = -1;
+		e = errno;
+	}
+	for (i = 0; i < n; i++)
+		(void)close_fd(fds[i]);	/* directories: nothing to lose */
+	free(fds);
+	free(errs);
+	errno = e;
+	return rv;
 }
 
 void
@@ -145,16 +175,12 @@ list_level(struct walk *w, const char *rel, int dirfd, size_t width,
 	uint64_t *v = NULL, *nv, x;
 	size_t cap = 0, i;
 	DIR *d;
-	int fd, ok;
+	int ok;
 	char *end;
 
 	*n = 0;
-	if ((fd = dup(dirfd)) == -1)
+	if ((d = dir_list(dirfd)) == NULL)
 		return -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		(void)close_fd(fd);
-		return -1;
-	}
 	while ((errno = 0, de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;

@@ -19,11 +19,14 @@ redrive_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	const struct spool_operator *op = b->op;
 	struct rec r;
 
+	(void)sp;
 	if (j->cur.loc != SPOOL_DEAD || (j->cur.se && !op->reconciled)) {
 		refuse(&it->res, j->cur.loc != SPOOL_DEAD ?
 		    SPOOL_NO_NOT_PARKED : SPOOL_NO_UNRECONCILED, j);
 		return 0;
 	}
+	if (changed_since(it, j))
+		return 0;
 	rec_next(j, &r, EV_REDRIVE, b->now);
 	r.loc = SPOOL_NEW;
 	r.eligible = b->now;
@@ -33,19 +36,10 @@ redrive_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	r.se = 0;
 	(void)snprintf(r.by, sizeof(r.by), "%s", op->by);
 	(void)snprintf(r.note, sizeof(r.note), "%s", op->note);
-	if (job_record(j, &r) == -1 || job_commit(j) == -1)
-		return -1;
-	crash_point("redrive-recorded");
-	if (publish_new(sp, sp->deadfd, it->id, it->id, b->now, &b->ds) == -1)
-		return -1;
-	crash_point("redrive-moved");
+	j->event = "redrive";
 	it->res.state = SPOOL_NEW;
 	it->res.token = r.tok;
-	it->res.changed = 1;
-	if (audit_add(&b->ab, sp, it->id, &r, "redrive") == -1)
-		return -1;
-	it->res.changed = 0;
-	return 0;
+	return job_record(j, &r);
 }
 
 int

@@ -23,7 +23,22 @@ function unq(s) {
 function ok(line) { return line ~ /= 0$/ || line ~ /= 0</ }
 function id_of(name) { sub(/,.*$/, "", name); return name }
 {
-	sub(/^[0-9]+ +/, "")		# strace -f pid prefix
+	pid = ""
+	if (match($0, /^[0-9]+ +/)) {	# strace -f: the thread's ID
+		pid = substr($0, 1, RLENGTH)
+		$0 = substr($0, RLENGTH + 1)
+	}
+	# A call that another thread's line interrupted: join its halves.
+	if ($0 ~ /<unfinished \.\.\.>$/) {
+		sub(/ *<unfinished \.\.\.>$/, "")
+		pending[pid] = $0
+		next
+	}
+	if ($0 ~ /^<\.\.\. [a-z0-9_]+ resumed>/ && (pid in pending)) {
+		sub(/^<\.\.\. [a-z0-9_]+ resumed>/, "")
+		$0 = pending[pid] $0
+		delete pending[pid]
+	}
 	n++
 }
 /^(write|pwrite64)\(/ {

@@ -1,0 +1,1115 @@
+/*
+ * spool-run: a worker.  It claims jobs, runs HANDLER once per job with the
+ * payload on stdin, renews each lease while its handler runs, and turns the
+ * way the handler ended into a finish.
+ *
+ * Everything happens in one loop around one blocking ppoll(2), on a
+ * signalfd (SIGCHLD, SIGTERM, SIGINT, SIGHUP), an inotify watch of audit/
+ * (every transition made on this host appends to audit/HOST.log, so an
+ * enqueue, a retry or a redrive wakes the worker) and each handler's stderr
+ * pipe.  Its timeout is the earliest of: the spool's next due time (only
+ * while a slot is free), each handler's next renewal, timeout or kill, the
+ * end of the grace and the idle exit.  An idle worker sleeps in that one
+ * call with no timeout at all.
+ *
+ * Invariant: the worker holds at most -j leases, one per slot, and claims
+ * only into free slots.  It finishes a job only after reaping its handler,
+ * only with the token it claimed, and never after a renew of that token was
+ * refused: a lost lease belongs to someone else.
+ */
+#define _GNU_SOURCE
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+const char *usage_text = "spool-run [-d DIR] [--grace DUR] [--idle-exit DUR] "
+    "[-j N] [--lease DUR] [--max-jobs N] [--once] [--owner NAME] "
+    "[--timeout DUR] -- HANDLER [ARG ...]";
+
+#define NEVER		INT64_MAX
+#define SLOTS_MAX	256	/* -j: one stderr pipe each, well under 1024 fds */
+#define KILL_AFTER_MS	5000	/* a handler told to stop gets SIGKILL after */
+#define FALLBACK_MS	1000	/* without inotify, look at the spool this often */
+#define RECHECK_MS	1000	/* due, yet nothing could be claimed: look again */
+#define TAIL_MAX	300	/* bytes of the handler's stderr kept */
+#define RESULT_MAX	256	/* longest $SPOOL_RESULT read */
+
+extern char **environ;
+
+enum state { FREE, CLAIMED, RUNNING };
+
+/* Why the worker stopped a handler. */
+enum stop { STOP_NONE, STOP_TIMEOUT, STOP_SHUTDOWN, STOP_LOST };
+
+struct slot {
+	enum state state;
+	struct spool_lease lease;	/* lease.path is this slot's to free */
+	pid_t pid;		/* the handler, leader of its process group */
+	int errfd;		/* read end of its stderr pipe, or -1 */
+	char tail[TAIL_MAX];	/* the last bytes of its stderr */
+	size_t ntail;
+	int64_t lease_ms;	/* the lease's length, for the renewals */
+	int64_t expires;	/* our lease runs out then unless renewed */
+	int64_t renew_at, timeout_at, kill_at;	/* monotonic ms, or NEVER */
+	enum stop stop;
+};
+
+static struct {
+	struct spool *sp;
+	char *dir;		/* the spool, absolute, for SPOOL_DIR */
+	struct spool_claim_opts copts;
+	char **handler;
+	int64_t timeout_ms, grace_ms, idle_ms;
+	long max_jobs, taken;	/* max_jobs 0: no limit */
+	int once;
+	struct slot *slots;
+	struct spool_lease *claimed;
+	size_t nslots, busy;
+	int sigfd, inofd;
+	char *resdir;		/* private: the handlers' result files */
+	int resdirfd;
+	int stopping;
+	int64_t grace_end, due_at, idle_since;
+	int want_claim;
+	int status;
+} w;
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);	/* cannot fail */
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The spool's clock, in which due times and lease expiries are given. */
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t
+min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* now + ms, where ms may be as long as a duration can be. */
+static int64_t
+after(int64_t now, int64_t ms)
+{
+	return ms > NEVER - now ? NEVER : now + ms;
+}
+
+/*
+ * Stop claiming; running handlers may go on until the grace ends.  A second
+ * request ends the grace at once.
+ */
+static void
+begin_stop(void)
+{
+	if (w.stopping)
+		w.grace_end = mono_ms();
+	else {
+		w.stopping = 1;
+		w.grace_end = after(mono_ms(), w.grace_ms);
+	}
+}
+
+/* A system error: say it elsewhere, then stop as on SIGTERM and exit 111. */
+static void
+fail(void)
+{
+	w.status = worst(w.status, EXIT_TEMP);
+	if (!w.stopping)
+		begin_stop();
+}
+
+/* Is the handler there, as the exec would find it? */
+static int
+find_handler(const char *name)
+{
+	char *path, *p, *dirname, *save, *file;
+	int found = 0;
+
+	if (strchr(name, '/') != NULL)
+		return access(name, X_OK) == 0;
+	if ((p = getenv("PATH")) == NULL)
+		p = "/bin:/usr/bin";
+	if ((path = strdup(p)) == NULL)
+		die(EXIT_TEMP, "%s", strerror(errno));
+	for (dirname = strtok_r(path, ":", &save); dirname != NULL && !found;
+	    dirname = strtok_r(NULL, ":", &save)) {
+		if (asprintf(&file, "%s/%s", dirname, name) == -1)
+			die(EXIT_TEMP, "%s", strerror(errno));
+		found = access(file, X_OK) == 0;
+		free(file);
+	}
+	free(path);
+	return found;
+}
+
+/* Signal a handler not yet reaped, and its process group. */
+static void
+kill_handler(struct slot *s, int sig)
+{
+	/* One that left its group (setsid) is still signalled itself. */
+	if (killpg(s->pid, sig) == -1 && errno == ESRCH)
+		(void)kill(s->pid, sig);	/* gone already: nothing to do */
+}
+
+/*
+ * Tell a handler to stop: SIGTERM now, SIGKILL later.  The first reason
+ * stands, except that a lost lease overrides any: it forbids the finish.
+ */
+static void
+stop_handler(struct slot *s, enum stop why)
+{
+	if (s->stop == why || (s->stop != STOP_NONE && why != STOP_LOST))
+		return;
+	if (s->stop == STOP_NONE) {
+		kill_handler(s, SIGTERM);
+		s->kill_at = mono_ms() + KILL_AFTER_MS;
+	}
+	s->stop = why;
+	s->timeout_at = NEVER;
+}
+
+/* "ID,TOKEN": the name of the slot's result file. */
+static void
+result_name(const struct slot *s, char *buf, size_t len)
+{
+	(void)snprintf(buf, len, "%s,%" PRIu64, s->lease.id, s->lease.token);
+}
+
+/*
+ * What the handler named in $SPOOL_RESULT: words class=CLASS and
+ * delay=DUR.  Returns 0 (read, possibly nothing named) or -1 (malformed, or
+ * unreadable: why says).  The file is removed either way.
+ */
+static int
+read_result(const struct slot *s, int *class, int64_t *delay, char *why,
+    size_t len)
+{
+	char name[SPOOL_ID_MAX + 32], buf[RESULT_MAX + 2], *word, *save;
+	ssize_t r;
+	size_t n = 0;
+	int fd, v;
+
+	*class = SPOOL_CLASS_NONE;
+	*delay = -1;
+	result_name(s, name, sizeof(name));
+	fd = openat(w.resdirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1) {
+		if (errno == ENOENT)
+			return 0;	/* the handler removed it: nothing named */
+		(void)snprintf(why, len, "SPOOL_RESULT: %s", strerror(errno));
+		(void)unlinkat(w.resdirfd, name, 0);	/* a symlink, say */
+		return -1;
+	}
+	while (n <= RESULT_MAX && (r = read(fd, buf + n,
+	    sizeof(buf) - 1 - n)) != 0) {
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1) {
+			(void)snprintf(why, len, "SPOOL_RESULT: %s",
+			    strerror(errno));
+			n = SIZE_MAX;
+			break;
+		}
+		n += (size_t)r;
+	}
+	(void)close(fd);	/* read-only */
+	if (unlinkat(w.resdirfd, name, 0) == -1)
+		say("%s/%s: %s", w.resdir, name, strerror(errno));
+	if (n == SIZE_MAX)
+		return -1;
+	if (n > RESULT_MAX || memchr(buf, '\0', n) != NULL) {
+		(void)snprintf(why, len, "SPOOL_RESULT: more than %d bytes "
+		    "of text", RESULT_MAX);
+		return -1;
+	}
+	buf[n] = '\0';
+	for (word = strtok_r(buf, " \t\r\n", &save); word != NULL;
+	    word = strtok_r(NULL, " \t\r\n", &save)) {
+		if (strncmp(word, "class=", 6) == 0 &&
+		    (v = spool_class_from_name(word + 6)) != -1)
+			*class = v;
+		else if (strncmp(word, "delay=", 6) == 0 &&
+		    spool_parse_duration(word + 6, delay) == 0)
+			continue;
+		else {
+			(void)snprintf(why, len, "SPOOL_RESULT: bad word "
+			    "'%.40s'", word);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The outcome of a handler that ended by itself (spool-run(1), "Exit
+ * statuses of the handler").  Nothing but exit 0 is success; a status
+ * that means nothing known is a crash, retried.
+ */
+static void
+verdict(int wstatus, struct spool_finish *f, char *why, size_t len)
+{
+	int code;
+
+	f->outcome = SPOOL_RETRY;
+	f->class = SPOOL_CLASS_CRASHED;
+	if (WIFSIGNALED(wstatus)) {
+		(void)snprintf(why, len, "signal %d", WTERMSIG(wstatus));
+		return;
+	}
+	code = WEXITSTATUS(wstatus);
+	(void)snprintf(why, len, "exit %d", code);
+	switch (code) {
+	case 0:
+		f->outcome = SPOOL_OK;
+		f->class = SPOOL_CLASS_NONE;
+		why[0] = '\0';
+		break;
+	case 64:	/* EX_USAGE */
+	case 65:	/* EX_DATAERR */
+		f->outcome = SPOOL_PERMANENT;
+		f->class = SPOOL_CLASS_INVALID_INPUT;
+		break;
+	case 77:	/* EX_NOPERM */
+		f->outcome = SPOOL_PERMANENT;
+		f->class = SPOOL_CLASS_PERMISSION;
+		break;
+	case 100:	/* qmail: permanent failure */
+		f->outcome = SPOOL_PERMANENT;
+		f->class = SPOOL_CLASS_NONE;
+		break;
+	case 75:	/* EX_TEMPFAIL */
+	case 111:	/* qmail: temporary failure */
+		f->class = SPOOL_CLASS_TRANSIENT;
+		break;
+	case 78:	/* EX_CONFIG: the handler's setup, not the job */
+		f->class = SPOOL_CLASS_DEPENDENCY_DOWN;
+		break;
+	}
+}
+
+/*
+ * The delivery's detail: why (if anything) and the end of the handler's
+ * stderr, on one line, cut from the front to what the library keeps.
+ */
+static void
+make_detail(const struct slot *s, const char *why, char *buf, size_t len)
+{
+	const char *t = s->tail;
+	size_t n = s->ntail, off, i;
+
+	while (n > 0 && isspace((unsigned char)t[n - 1]))
+		n--;
+	(void)snprintf(buf, len, "%s%s", why, why[0] != '\0' && n > 0 ?
+	    ": " : "");
+	off = strlen(buf);
+	if (n > len - 1 - off) {
+		t += n - (len - 1 - off);
+		n = len - 1 - off;
+	}
+	for (i = 0; i < n; i++)
+		buf[off + i] = t[i] == '\n' || t[i] == '\t' || t[i] == '\r' ?
+		    ' ' : t[i];
+	buf[off + n] = '\0';
+}
+
+static void
+pass_through(const char *p, size_t n)
+{
+	ssize_t r;
+
+	while (n > 0) {
+		if ((r = write(2, p, n)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return;	/* our stderr is gone; the tail is still kept */
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+}
+
+static void
+keep_tail(struct slot *s, const char *p, size_t n)
+{
+	size_t drop;
+
+	if (n >= TAIL_MAX) {
+		memcpy(s->tail, p + n - TAIL_MAX, TAIL_MAX);
+		s->ntail = TAIL_MAX;
+		return;
+	}
+	if (s->ntail + n > TAIL_MAX) {
+		drop = s->ntail + n - TAIL_MAX;
+		memmove(s->tail, s->tail + drop, s->ntail - drop);
+		s->ntail -= drop;
+	}
+	memcpy(s->tail + s->ntail, p, n);
+	s->ntail += n;
+}
+
+/*
+ * Move what the handler wrote to stderr on to ours, keeping its tail.  At
+ * most reads chunks, so a chatty handler cannot hold up the loop.
+ */
+static void
+read_stderr(struct slot *s, int reads)
+{
+	char buf[4096];
+	ssize_t r;
+
+	while (s->errfd != -1 && reads-- > 0) {
+		if ((r = read(s->errfd, buf, sizeof(buf))) > 0) {
+			pass_through(buf, (size_t)r);
+			keep_tail(s, buf, (size_t)r);
+			continue;
+		}
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1 && errno == EAGAIN)
+			return;
+		if (r == -1)
+			say("%s: handler's stderr: %s", s->lease.id,
+			    strerror(errno));
+		(void)close(s->errfd);	/* read end of a pipe */
+		s->errfd = -1;
+	}
+}
+
+static void
+free_slot(struct slot *s)
+{
+	free(s->lease.path);
+	memset(s, 0, sizeof(*s));
+	s->state = FREE;
+	s->errfd = -1;
+	if (--w.busy == 0)
+		w.idle_since = mono_ms();
+	w.want_claim = 1;	/* a slot is free: look for work */
+}
+
+/* End the slot's delivery as f says; a refusal changes nothing. */
+static void
+finish(struct slot *s, struct spool_finish *f)
+{
+	f->id = s->lease.id;
+	f->token = s->lease.token;
+	if (spool_finish(w.sp, f, 1) == -1 && f->res.status == 0) {
+		say("%s: %s", s->lease.id, strerror(errno));
+		fail();
+	} else if (report(s->lease.id, &f->res) > EXIT_NO)
+		fail();
+}
+
+static void
+release(struct slot *s, const char *detail)
+{
+	struct spool_finish f;
+
+	memset(&f, 0, sizeof(f));
+	f.outcome = SPOOL_RELEASE;
+	f.delay_ms = -1;
+	f.detail = detail;
+	finish(s, &f);
+}
+
+/* The handler of s has been reaped with wstatus: end its delivery. */
+static void
+end_job(struct slot *s, int wstatus)
+{
+	char why[96], detail[SPOOL_DETAIL_MAX + 1];
+	struct spool_finish f;
+	int64_t delay;
+	int class, r;
+
+	read_stderr(s, 16);	/* what it wrote just before it ended */
+	memset(&f, 0, sizeof(f));
+	f.delay_ms = -1;
+	r = read_result(s, &class, &delay, why, sizeof(why));
+	switch (s->stop) {
+	case STOP_LOST:
+		break;		/* said when it was lost; not ours to finish */
+	case STOP_SHUTDOWN:
+		make_detail(s, "stopped after the grace", detail,
+		    sizeof(detail));
+		release(s, detail);
+		break;
+	case STOP_TIMEOUT:
+		(void)snprintf(why, sizeof(why), "timed out after %" PRId64
+		    "ms", w.timeout_ms);
+		make_detail(s, why, detail, sizeof(detail));
+		f.outcome = SPOOL_RETRY;
+		f.class = SPOOL_CLASS_TIMEOUT;
+		f.detail = detail;
+		finish(s, &f);
+		break;
+	case STOP_NONE:
+		if (r == -1) {
+			/* An answer that cannot be read is not success. */
+			f.outcome = SPOOL_RETRY;
+			f.class = SPOOL_CLASS_CRASHED;
+		} else {
+			verdict(wstatus, &f, why, sizeof(why));
+			if (f.outcome != SPOOL_OK && class != SPOOL_CLASS_NONE)
+				f.class = class;
+			if (f.outcome == SPOOL_RETRY)
+				f.delay_ms = delay;
+		}
+		make_detail(s, why, detail, sizeof(detail));
+		f.detail = detail[0] != '\0' ? detail : NULL;
+		finish(s, &f);
+		break;
+	}
+	if (s->errfd != -1)
+		(void)close(s->errfd);	/* held open by what it left behind */
+	free_slot(s);
+}
+
+static void
+reap(void)
+{
+	struct slot *s;
+	siginfo_t si;
+	size_t k;
+	int st;
+
+	for (;;) {
+		si.si_pid = 0;
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == -1 &&
+		    errno != ECHILD)
+			die(EXIT_TEMP, "waitid: %s", strerror(errno));
+		if (si.si_pid == 0)
+			return;
+		for (k = 0, s = NULL; k < w.nslots && s == NULL; k++)
+			if (w.slots[k].state == RUNNING &&
+			    w.slots[k].pid == si.si_pid)
+				s = &w.slots[k];
+		/*
+		 * A handler that was told to stop takes what it left running
+		 * with it.  Its group is signalled before it is reaped: until
+		 * then its zombie holds the ID, which no one else can take.
+		 */
+		if (s != NULL && s->stop != STOP_NONE)
+			(void)killpg(s->pid, SIGKILL);	/* none left: fine */
+		if (waitpid(si.si_pid, &st, 0) == -1)
+			die(EXIT_TEMP, "waitpid: %s", strerror(errno));
+		if (s != NULL)
+			end_job(s, st);
+	}
+}
+
+/* Act on the signals that have arrived; never blocks. */
+static void
+read_signals(void)
+{
+	struct signalfd_siginfo si;
+	ssize_t r;
+	int chld = 0;
+
+	while ((r = read(w.sigfd, &si, sizeof(si))) == (ssize_t)sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGCHLD:
+			chld = 1;
+			break;
+		case SIGINT:
+		case SIGTERM:
+			begin_stop();
+			break;
+		default:
+			break;	/* SIGHUP: harmless by design */
+		}
+	}
+	if (r == -1 && errno != EAGAIN && errno != EINTR)
+		die(EXIT_TEMP, "signalfd: %s", strerror(errno));
+	if (chld)
+		reap();
+}
+
+static void
+handler_env_free(char **env, size_t ncopied)
+{
+	char **p;
+
+	for (p = env + ncopied; *p != NULL; p++)
+		free(*p);
+	free(env);
+}
+
+/*
+ * The environment of a handler: ours, with the job's SPOOL_ variables put
+ * last (after *ncopied entries that are ours to copy, not to free).
+ */
+static char **
+handler_env(const struct slot *s, const char *result, size_t *ncopied)
+{
+	static const char *const names[] = {
+		"SPOOL_DIR", "SPOOL_JOB_ID", "SPOOL_TOKEN", "SPOOL_ATTEMPT",
+		"SPOOL_CYCLE", "SPOOL_TRACE", "SPOOL_JOB_PATH", "SPOOL_RESULT"
+	};
+	enum { NNAMES = sizeof(names) / sizeof(names[0]) };
+	char token[24], attempt[16], cycle[16], resfile[PATH_MAX];
+	const char *values[NNAMES];
+	char **env;
+	size_t n = 0, i, k, len;
+
+	(void)snprintf(token, sizeof(token), "%" PRIu64, s->lease.token);
+	(void)snprintf(attempt, sizeof(attempt), "%d", s->lease.attempt);
+	(void)snprintf(cycle, sizeof(cycle), "%d", s->lease.cycle);
+	(void)snprintf(resfile, sizeof(resfile), "%s/%s", w.resdir, result);
+	values[0] = w.dir;
+	values[1] = s->lease.id;
+	values[2] = token;
+	values[3] = attempt;
+	values[4] = cycle;
+	values[5] = s->lease.trace;
+	values[6] = s->lease.path;
+	values[7] = resfile;
+	while (environ[n] != NULL)
+		n++;
+	if ((env = calloc(n + NNAMES + 1, sizeof(*env))) == NULL)
+		return NULL;
+	for (i = 0, *ncopied = 0; i < n; i++) {
+		for (k = 0; k < NNAMES; k++) {
+			len = strlen(names[k]);
+			if (strncmp(environ[i], names[k], len) == 0 &&
+			    environ[i][len] == '=')
+				break;
+		}
+		if (k == NNAMES)
+			env[(*ncopied)++] = environ[i];
+	}
+	for (k = 0; k < NNAMES; k++)
+		if (asprintf(&env[*ncopied + k], "%s=%s", names[k],
+		    values[k]) == -1) {
+			env[*ncopied + k] = NULL;
+			handler_env_free(env, *ncopied);
+			errno = ENOMEM;
+			return NULL;
+		}
+	return env;
+}
+
+/* Renew about every third of the lease. */
+static int64_t
+renew_interval(const struct slot *s)
+{
+	return s->lease_ms >= 3 ? s->lease_ms / 3 : 1;
+}
+
+/* Start the handler in a process group of its own, with in and err. */
+static int
+spawn(pid_t *pid, int in, int err, char **env)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, dfl;
+	int e;
+
+	(void)sigemptyset(&none);
+	(void)sigemptyset(&dfl);
+	(void)sigaddset(&dfl, SIGPIPE);	/* we ignore it; handlers must not */
+	if ((e = posix_spawn_file_actions_init(&fa)) != 0)
+		return e;
+	if ((e = posix_spawnattr_init(&at)) != 0) {
+		(void)posix_spawn_file_actions_destroy(&fa);
+		return e;
+	}
+	/*
+	 * Its own group, so that stopping it stops its children (and a
+	 * terminal's SIGINT, meant for us, does not reach it); the signals
+	 * that we block or ignore as they were.
+	 */
+	if ((e = posix_spawn_file_actions_adddup2(&fa, in, 0)) == 0 &&
+	    (e = posix_spawn_file_actions_adddup2(&fa, err, 2)) == 0 &&
+	    (e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
+	    POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) == 0 &&
+	    (e = posix_spawnattr_setpgroup(&at, 0)) == 0 &&
+	    (e = posix_spawnattr_setsigmask(&at, &none)) == 0 &&
+	    (e = posix_spawnattr_setsigdefault(&at, &dfl)) == 0)
+		e = posix_spawnp(pid, w.handler[0], &fa, &at, w.handler, env);
+	(void)posix_spawnattr_destroy(&at);
+	(void)posix_spawn_file_actions_destroy(&fa);
+	return e;
+}
+
+/*
+ * Run the handler for a claimed slot.  Returns 0 (running), 1 (skipped: the
+ * lease is no longer ours to run) or -1 with errno (not started; the job is
+ * still ours to release).
+ */
+static int
+start_job(struct slot *s)
+{
+	char result[SPOOL_ID_MAX + 32], **env = NULL;
+	int payload, fd, errpipe[2] = { -1, -1 }, e;
+	int64_t now = mono_ms(), left = s->lease.lease_until - wall_ms();
+	size_t ncopied = 0;
+
+	/*
+	 * The file is at leased/ID,TOKEN only while this lease holds it: a
+	 * takeover or a finish by another process renames it.  And a lease
+	 * that ran out before its handler could start is left to expire (the
+	 * attempt is spent): releasing it could make a loop of claims.
+	 */
+	if (left <= 0 || (payload = open(s->lease.path, O_RDONLY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		if (left > 0 && errno != ENOENT)
+			return -1;
+		say("%s: not started: the lease %s", s->lease.id, left <= 0 ?
+		    "ran out first" : "is no longer held");
+		return 1;
+	}
+	result_name(s, result, sizeof(result));
+	if ((fd = openat(w.resdirfd, result, O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, 0600)) == -1 ||
+	    pipe2(errpipe, O_CLOEXEC) == -1 ||
+	    (env = handler_env(s, result, &ncopied)) == NULL)
+		e = errno;
+	else
+		e = spawn(&s->pid, payload, errpipe[1], env);
+	if (env != NULL)
+		handler_env_free(env, ncopied);
+	(void)close(payload);	/* read-only; the handler has its own */
+	if (errpipe[1] != -1)
+		(void)close(errpipe[1]);	/* the handler's end */
+	if (fd != -1)
+		(void)close(fd);	/* empty: the handler writes it */
+	if (e != 0) {
+		if (errpipe[0] != -1)
+			(void)close(errpipe[0]);
+		if (fd != -1)
+			(void)unlinkat(w.resdirfd, result, 0);
+		errno = e;
+		return -1;
+	}
+	/* Only our end is non-blocking: the handler's stderr stays as usual. */
+	(void)fcntl(errpipe[0], F_SETFL, O_NONBLOCK);	/* cannot fail */
+	s->state = RUNNING;
+	s->errfd = errpipe[0];
+	s->lease_ms = w.copts.lease_ms != 0 ? w.copts.lease_ms : left;
+	s->expires = now + left;
+	s->renew_at = now + renew_interval(s);
+	s->timeout_at = w.timeout_ms > 0 ? after(now, w.timeout_ms) : NEVER;
+	s->kill_at = NEVER;
+	return 0;
+}
+
+/*
+ * Extend the lease of a running handler.  A refusal means another claim
+ * took the job (or someone finished it with our token): the handler is
+ * stopped and the job left alone.  A failure is retried until the lease
+ * would have run out, which counts as lost too.
+ */
+static void
+renew_job(struct slot *s, int64_t now)
+{
+	struct spool_result res;
+	int r;
+
+	r = spool_renew(w.sp, s->lease.id, s->lease.token, w.copts.lease_ms,
+	    &res);
+	if (r == 0 && res.status == 0) {
+		s->expires = after(now, s->lease_ms);
+		s->renew_at = now + renew_interval(s);
+		return;
+	}
+	if (r == 0 && res.status == 1) {
+		say("%s: lease lost (%s): handler stopped, job not finished",
+		    s->lease.id, spool_refusal_name(res.refusal));
+		stop_handler(s, STOP_LOST);
+		return;
+	}
+	say("%s: renew: %s", s->lease.id, strerror(res.status == -1 ?
+	    res.err : errno));
+	fail();
+	if (now >= s->expires) {
+		say("%s: lease ran out unrenewed: handler stopped, job not "
+		    "finished", s->lease.id);
+		stop_handler(s, STOP_LOST);
+	} else
+		s->renew_at = now + min64(RECHECK_MS, renew_interval(s));
+}
+
+/* Is a claim allowed now? */
+static int
+can_claim(void)
+{
+	return !w.stopping && w.busy < w.nslots &&
+	    (w.max_jobs == 0 || w.taken < w.max_jobs);
+}
+
+/* When the spool may next have work for us, from spool_next_due(). */
+static void
+next_due(void)
+{
+	int64_t due = INT64_MAX, now, wall;
+	int paused;
+
+	if ((paused = spool_paused(w.sp)) == -1 ||
+	    (!paused && spool_next_due(w.sp, &due) == -1)) {
+		say("%s", strerror(errno));
+		fail();
+		return;
+	}
+	now = mono_ms();
+	wall = wall_ms();
+	if (paused || due == INT64_MAX)
+		w.due_at = NEVER;	/* only news: a resume is an audit line */
+	else if (due > wall)
+		w.due_at = after(now, due - wall);
+	else
+		/*
+		 * Due, yet the claim found nothing: another process holds
+		 * the job this moment (its audit line will wake us), or the
+		 * job is damaged.  Look again later rather than spin.
+		 */
+		w.due_at = now + RECHECK_MS;
+	if (w.inofd == -1)
+		w.due_at = min64(w.due_at, now + FALLBACK_MS);
+}
+
+/*
+ * Claim into the free slots and start a handler for each job, unless a
+ * stop was asked for meanwhile: then the jobs just claimed go back
+ * unstarted, their attempts not spent.
+ */
+static void
+claim_jobs(void)
+{
+	size_t want = w.nslots - w.busy, n = 0, i, k;
+	struct slot *s;
+	int r;
+
+	if (w.max_jobs > 0 && (long)want > w.max_jobs - w.taken)
+		want = (size_t)(w.max_jobs - w.taken);
+	w.want_claim = 0;
+	w.due_at = NEVER;
+	if ((r = spool_claim(w.sp, &w.copts, w.claimed, want, &n)) == -1) {
+		say("claim: %s", strerror(errno));
+		fail();
+		return;
+	}
+	if (r == 0 && w.once) {
+		w.status = worst(w.status, EXIT_NO);
+		w.stopping = 1;
+		return;
+	}
+	for (i = 0, k = 0; i < n; i++, k++) {
+		while (w.slots[k].state != FREE)
+			k++;
+		w.slots[k].state = CLAIMED;
+		w.slots[k].lease = w.claimed[i];	/* and its path */
+		w.busy++;
+		w.taken++;
+	}
+	/* A SIGTERM that came during the claim is heard before any start. */
+	read_signals();
+	for (k = 0; k < w.nslots; k++) {
+		s = &w.slots[k];
+		if (s->state != CLAIMED)
+			continue;
+		if (w.stopping) {
+			release(s, "not started: the worker is stopping");
+			free_slot(s);
+		} else if ((r = start_job(s)) == 1)
+			free_slot(s);
+		else if (r == -1) {
+			say("%s: %s", w.handler[0], strerror(errno));
+			release(s, "not started: the handler could not be run");
+			free_slot(s);
+			fail();
+		}
+	}
+	if (n < want && !w.stopping)
+		next_due();
+}
+
+/* Timers: kills, timeouts, the end of the grace, renewals. */
+static void
+tick(int64_t now)
+{
+	struct slot *s;
+	size_t k;
+
+	for (k = 0; k < w.nslots; k++) {
+		s = &w.slots[k];
+		if (s->state != RUNNING)
+			continue;
+		if (s->kill_at <= now) {
+			kill_handler(s, SIGKILL);
+			s->kill_at = NEVER;
+		}
+		if (s->timeout_at <= now)
+			stop_handler(s, STOP_TIMEOUT);
+		if (w.stopping && w.grace_end <= now)
+			stop_handler(s, STOP_SHUTDOWN);
+		if (s->stop != STOP_LOST && s->renew_at <= now)
+			renew_job(s, now);
+	}
+}
+
+/* The earliest time at which something is to be done, or NEVER. */
+static int64_t
+next_wake(void)
+{
+	int64_t t = NEVER;
+	struct slot *s;
+	size_t k;
+
+	if (can_claim())
+		t = w.want_claim ? 0 : w.due_at;
+	for (k = 0; k < w.nslots; k++) {
+		s = &w.slots[k];
+		if (s->state != RUNNING)
+			continue;
+		t = min64(t, min64(s->timeout_at, s->kill_at));
+		if (s->stop != STOP_LOST)
+			t = min64(t, s->renew_at);
+		if (w.stopping && s->stop == STOP_NONE)
+			t = min64(t, w.grace_end);
+	}
+	if (w.idle_ms >= 0 && w.busy == 0)
+		t = min64(t, after(w.idle_since, w.idle_ms));
+	return t;
+}
+
+static void
+drain_inotify(void)
+{
+	char buf[4096]
+	    __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t r;
+
+	while ((r = read(w.inofd, buf, sizeof(buf))) > 0 ||
+	    (r == -1 && errno == EINTR))
+		;
+	if (r == -1 && errno != EAGAIN) {
+		say("inotify: %s: looking every %d ms instead", strerror(errno),
+		    FALLBACK_MS);
+		(void)close(w.inofd);	/* read-only */
+		w.inofd = -1;
+	}
+	w.want_claim = 1;
+}
+
+/* The one blocking call: wait for a signal, the spool, a pipe or until. */
+static void
+wait_events(int64_t until)
+{
+	struct pollfd pfd[2 + SLOTS_MAX];
+	struct slot *of[2 + SLOTS_MAX];
+	struct timespec ts, *tsp = NULL;
+	int64_t now, ms;
+	nfds_t n = 0, i, ino = 0;
+	size_t k;
+
+	pfd[n].fd = w.sigfd;
+	pfd[n].events = POLLIN;
+	of[n++] = NULL;
+	/* With no free slot, a change in the spool is no news. */
+	if (w.inofd != -1 && can_claim()) {
+		pfd[n].fd = w.inofd;
+		pfd[n].events = POLLIN;
+		of[ino = n++] = NULL;
+	}
+	for (k = 0; k < w.nslots; k++)
+		if (w.slots[k].state == RUNNING && w.slots[k].errfd != -1) {
+			pfd[n].fd = w.slots[k].errfd;
+			pfd[n].events = POLLIN;
+			of[n++] = &w.slots[k];
+		}
+	if (until != NEVER) {
+		now = mono_ms();
+		ms = until > now ? until - now : 0;
+		ts.tv_sec = (time_t)(ms / 1000);
+		ts.tv_nsec = (long)(ms % 1000) * 1000000;
+		tsp = &ts;
+	}
+	if (ppoll(pfd, n, tsp, NULL) == -1) {
+		if (errno == EINTR)
+			return;
+		die(EXIT_TEMP, "ppoll: %s", strerror(errno));
+	}
+	/* Pipes first: what a handler wrote goes in its detail. */
+	for (i = 0; i < n; i++)
+		if (of[i] != NULL && pfd[i].revents != 0)
+			read_stderr(of[i], 4);
+	if (ino != 0 && pfd[ino].revents != 0)
+		drain_inotify();
+	if (pfd[0].revents != 0)
+		read_signals();
+}
+
+static void
+setup(const char *dirarg)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *audit;
+	sigset_t set;
+	size_t k;
+
+	/*
+	 * Signals are read from a signalfd, in the loop, so that nothing
+	 * runs in a signal handler.  SIGPIPE is ignored: a closed stderr
+	 * must not kill a worker that holds leases.
+	 */
+	(void)sigemptyset(&set);
+	(void)sigaddset(&set, SIGCHLD);
+	(void)sigaddset(&set, SIGTERM);
+	(void)sigaddset(&set, SIGINT);
+	(void)sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1 ||
+	    (w.sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) == -1 ||
+	    signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+		die(EXIT_TEMP, "signals: %s", strerror(errno));
+
+	w.sp = open_spool(dirarg);
+	if ((w.dir = realpath(dirarg, NULL)) == NULL)
+		die(EXIT_TEMP, "%s: %s", dirarg, strerror(errno));
+	if (asprintf(&w.resdir, "%s/spool-run.XXXXXX", tmp != NULL &&
+	    *tmp == '/' ? tmp : "/tmp") == -1 || mkdtemp(w.resdir) == NULL ||
+	    (w.resdirfd = open(w.resdir, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		die(EXIT_TEMP, "a private directory for results: %s",
+		    strerror(errno));
+	if ((w.slots = calloc(w.nslots, sizeof(*w.slots))) == NULL ||
+	    (w.claimed = calloc(w.nslots, sizeof(*w.claimed))) == NULL)
+		die(EXIT_TEMP, "%s", strerror(errno));
+	for (k = 0; k < w.nslots; k++)
+		w.slots[k].errfd = -1;
+
+	/*
+	 * The watch is made before the first claim, so that whatever is
+	 * enqueued after any claim is news to the next wait.
+	 */
+	if (asprintf(&audit, "%s/audit", w.dir) == -1)
+		die(EXIT_TEMP, "%s", strerror(errno));
+	if ((w.inofd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1 ||
+	    inotify_add_watch(w.inofd, audit, IN_MODIFY | IN_CREATE |
+	    IN_MOVED_TO) == -1) {
+		say("inotify: %s: looking every %d ms instead", strerror(errno),
+		    FALLBACK_MS);
+		if (w.inofd != -1)
+			(void)close(w.inofd);
+		w.inofd = -1;
+	}
+	free(audit);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "grace", required_argument, NULL, 'g' },
+		{ "idle-exit", required_argument, NULL, 'i' },
+		{ "lease", required_argument, NULL, 'l' },
+		{ "max-jobs", required_argument, NULL, 'm' },
+		{ "once", no_argument, NULL, '1' },
+		{ "owner", required_argument, NULL, 'o' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 }
+	};
+	char owner[SPOOL_ID_MAX + 1];
+	const char *dir = NULL;
+	int c;
+
+	cmd_init(argv, 0);
+	w.nslots = 1;
+	w.grace_ms = 30000;
+	w.idle_ms = -1;
+	/* '+': the handler's own options are not ours. */
+	while ((c = getopt_long(argc, argv, "+d:j:", longopts, NULL)) != -1) {
+		switch (c) {
+		case '1':
+			w.once = 1;
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'g':
+			w.grace_ms = opt_duration("--grace", optarg, 1);
+			break;
+		case 'i':
+			w.idle_ms = opt_duration("--idle-exit", optarg, 1);
+			break;
+		case 'j':
+			w.nslots = (size_t)opt_number("-j", optarg, 1,
+			    SLOTS_MAX);
+			break;
+		case 'l':
+			w.copts.lease_ms = opt_duration("--lease", optarg, 0);
+			break;
+		case 'm':
+			w.max_jobs = opt_number("--max-jobs", optarg, 1,
+			    LONG_MAX);
+			break;
+		case 'o':
+			w.copts.owner = opt_word("--owner", optarg,
+			    spool_valid_owner);
+			break;
+		case 't':
+			w.timeout_ms = opt_duration("--timeout", optarg, 0);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind == argc)
+		usage();
+	w.handler = argv + optind;
+	if (w.once)
+		w.max_jobs = 1;
+	if (!find_handler(w.handler[0]))
+		die(EXIT_PERM, "%s: not found, or not executable",
+		    w.handler[0]);
+	if (w.copts.owner == NULL)
+		w.copts.owner = default_owner(owner, sizeof(owner));
+	setup(spool_dir(dir));
+
+	w.want_claim = 1;
+	w.due_at = NEVER;
+	w.idle_since = mono_ms();
+	for (;;) {
+		tick(mono_ms());
+		if (can_claim() && (w.want_claim || w.due_at <= mono_ms()))
+			claim_jobs();
+		if (w.busy == 0 && (w.stopping || !can_claim() ||
+		    (w.idle_ms >= 0 && after(w.idle_since, w.idle_ms) <=
+		    mono_ms())))
+			break;
+		wait_events(next_wake());
+	}
+	if (rmdir(w.resdir) == -1)
+		say("%s: %s", w.resdir, strerror(errno));
+	spool_close(w.sp);
+	return w.status;
+}

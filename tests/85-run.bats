@@ -1,0 +1,587 @@
+#!/usr/bin/env bats
+# spool-run: the worker.  Every way a handler can end maps to one outcome;
+# leases are renewed while it runs and a lost lease is never finished;
+# SIGTERM releases what has not finished; an idle worker sleeps in one
+# blocking call; a worker killed mid-job loses nothing.
+#
+# Synchronisation is by the events fifo (handlers write a line to it as they
+# start or stop), per-job gate fifos (a handler blocks until the test opens
+# its gate), /proc/locks, and wait: never by sleeping.  Handlers may sleep
+# as their workload.
+
+load helpers
+
+BATS_TEST_TIMEOUT=60
+
+eval "helpers_$(declare -f setup)"
+
+setup() {
+	helpers_setup
+	# The handler of most tests runs its payload as shell code.
+	H=$BATS_TEST_TMPDIR/handler
+	printf '#!/bin/sh\neval "$(cat)"\n' >"$H"
+	chmod +x "$H"
+	export EVENTS=$BATS_TEST_TMPDIR/events GATES=$BATS_TEST_TMPDIR/gates
+	export PIDS=$BATS_TEST_TMPDIR/pids T=$BATS_TEST_TMPDIR
+	# The workers' private result directories, even a killed one's.
+	export TMPDIR=$BATS_TEST_TMPDIR
+	mkfifo "$EVENTS"
+	mkdir "$GATES"
+	exec {EVFD}<>"$EVENTS"
+	# A retried job comes back in an hour: each test sees one delivery.
+	sed -i 's/^backoff=.*/backoff=1h/' "$SPOOL_DIR/config"
+	WPID=
+}
+
+# Nothing a test started outlives it, even when it fails half-way.
+teardown() {
+	local p
+	[ -z "$WPID" ] || kill -KILL "$WPID" 2>/dev/null || true
+	if [ -f "$PIDS" ]; then
+		while read -r p; do
+			kill -KILL -- "-$p" 2>/dev/null || true
+		done <"$PIDS"
+	fi
+	exec {EVFD}<&-
+}
+
+# start_worker ARG...: spool-run in the background; stdout and stderr in
+# $T/out and $T/err.
+start_worker() {
+	spool-run "$@" >"$T/out" 2>"$T/err" 3>&- {EVFD}<&- &
+	WPID=$!
+}
+
+# wait_worker STATUS: the worker ends with STATUS.
+wait_worker() {
+	local rc=0
+	wait "$WPID" || rc=$?
+	WPID=
+	[ "$rc" -eq "$1" ] || { echo "worker exit $rc, not $1" >&2; cat "$T/err" >&2; return 1; }
+}
+
+# The next line a handler wrote to the events fifo.
+next_event() {
+	local line
+	read -r -t 20 -u "$EVFD" line || { echo "no event" >&2; return 1; }
+	printf '%s\n' "$line"
+}
+
+# enqueue ID CODE [OPTION...]: a job whose handler runs CODE.
+enqueue() {
+	local id=$1 code=$2
+	shift 2
+	printf '%s\n' "$code" | spool-enqueue --id "$id" "$@" >/dev/null
+}
+
+# Open the gate a handler waits at with: read -r _ <"$GATES/ID".
+gate() { mkfifo "$GATES/$1"; }
+open_gate() { echo go >"$GATES/$1"; }
+
+# last_recs "KEY ..." ID ...: a line for each ID, "ID key=value ...", of
+# the named fields of its last sidecar record ("key=" where it has none).
+last_recs() {
+	local keys=$1 files=() id
+	shift
+	for id; do files+=("$SPOOL_DIR/meta/$id"); done
+	tail -q -n 1 "${files[@]}" | awk -v keys="$keys" -v ids="$*" '
+	BEGIN { split(ids, id, " "); n = split(keys, k, " ") }
+	{
+		line = id[NR]
+		for (i = 1; i <= n; i++) {
+			v = ""
+			for (j = 1; j <= NF; j++)
+				if (index($j, k[i] "=") == 1)
+					v = substr($j, length(k[i]) + 2)
+			line = line " " k[i] "=" v
+		}
+		print line
+	}'
+}
+
+# last_rec ID KEY ...: the named fields of ID's last record, one a line.
+last_rec() {
+	local id=$1
+	shift
+	last_recs "$*" "$id" | tr ' ' '\n' | sed 1d
+}
+
+# One field of every record of ID with event EV, a line each.
+recs() {
+	grep " ev=$2 " "$SPOOL_DIR/meta/$1" | tr ' ' '\n' | sed -n "s/^$3=//p"
+}
+
+# Wait until process PID sleeps in poll(2), its one blocking wait.
+wait_polling() {
+	local end=$((SECONDS + 20)) wchan=
+	until [[ $wchan = *poll* ]]; do
+		wchan=$(cat "/proc/$1/wchan") || return 1
+		[ "$SECONDS" -lt "$end" ] || { echo "never blocked: $wchan" >&2; return 1; }
+	done
+}
+
+# Wait until process PID waits for an flock(2) lock.
+wait_lock_waiter() {
+	local end=$((SECONDS + 20))
+	until grep -q -- "-> FLOCK .* $1 " /proc/locks; do
+		[ "$SECONDS" -lt "$end" ] || { echo "$1 never waited" >&2; return 1; }
+	done
+}
+
+# A process that has ended (or is a zombie awaiting its reaper).
+gone() {
+	[ ! -e "/proc/$1" ] || [ "$(cut -d' ' -f3 "/proc/$1/stat")" = Z ]
+}
+
+@test "the handler gets the payload on stdin, the job in its environment, and its arguments" {
+	cat >"$T/show" <<'EOF'
+#!/bin/sh
+cat >"$T/stdin"
+env | grep '^SPOOL_' | grep -v '^SPOOL_RESULT=' | LC_ALL=C sort
+echo "args: $*"
+case $SPOOL_RESULT in /*/spool-run.*/"$SPOOL_JOB_ID,$SPOOL_TOKEN") echo result ok ;; esac
+EOF
+	chmod +x "$T/show"
+	printf 'line one\n\001\377 binary\000 tail' >"$T/payload"
+	spool-enqueue --id order-1842 --trace trace-7 "$T/payload" >/dev/null
+	run -0 --separate-stderr spool-run --once --owner w1 -- "$T/show" one 'two words'
+	dir=$(realpath "$SPOOL_DIR")
+	diff -u - <(printf '%s\n' "$output") <<EOF
+SPOOL_ATTEMPT=1
+SPOOL_CYCLE=1
+SPOOL_DIR=$dir
+SPOOL_HOST=testhost
+SPOOL_JOB_ID=order-1842
+SPOOL_JOB_PATH=$dir/leased/order-1842,1
+SPOOL_TOKEN=1
+SPOOL_TRACE=trace-7
+args: one two words
+result ok
+EOF
+	[ "$stderr" = "" ]
+	cmp "$T/payload" "$T/stdin"
+	[ "$(state_of order-1842)" = done ]
+	diff -u - <(audit_events) <<EOF
+enqueue order-1842 0 0 1 - - - -
+claim order-1842 1 1 1 w1 - - -
+ok order-1842 1 1 1 w1 - - -
+EOF
+	# The private directory of results is gone with the worker.
+	[ -z "$(find "$TMPDIR" -maxdepth 1 -name 'spool-run.*')" ]
+}
+
+@test "every exit status maps to its outcome and class" {
+	for s in 0 1 2 64 65 75 77 78 100 111 255; do
+		enqueue "s$s" "exit $s"
+	done
+	enqueue sig 'kill -KILL $$'
+	run -0 --separate-stderr spool-run -j 4 --max-jobs 12 --owner w1 -- "$H"
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
+	diff -u - <(last_recs "ev out cls reason detail" s0 s1 s2 s64 s65 s75 \
+	    s77 s78 s100 s111 s255 sig) <<'EOF'
+s0 ev=ok out=ok cls= reason= detail=
+s1 ev=retry out=retry cls=crashed reason= detail=exit%201
+s2 ev=retry out=retry cls=crashed reason= detail=exit%202
+s64 ev=park out=permanent cls=invalid-input reason=permanent detail=exit%2064
+s65 ev=park out=permanent cls=invalid-input reason=permanent detail=exit%2065
+s75 ev=retry out=retry cls=transient reason= detail=exit%2075
+s77 ev=park out=permanent cls=permission reason=permanent detail=exit%2077
+s78 ev=retry out=retry cls=dependency-down reason= detail=exit%2078
+s100 ev=park out=permanent cls= reason=permanent detail=exit%20100
+s111 ev=retry out=retry cls=transient reason= detail=exit%20111
+s255 ev=retry out=retry cls=crashed reason= detail=exit%20255
+sig ev=retry out=retry cls=crashed reason= detail=signal%209
+EOF
+	[ "$(ids_in done)" = s0 ]
+	[ "$(ids_in dead)" = "$(printf '%s\n' s100 s64 s65 s77)" ]
+	check_invariants
+	fsck_clean
+}
+
+@test "a crashed delivery that parks is flagged for reconciliation; a permanent one is not" {
+	enqueue c1 'exit 1' --max-attempts 1
+	enqueue p1 'exit 65' --max-attempts 1
+	run -0 spool-run --max-jobs 2 --owner w1 -- "$H"
+	diff -u - <(last_rec c1 ev reason cls se) <<'EOF'
+ev=park
+reason=exhausted
+cls=crashed
+se=1
+EOF
+	diff -u - <(last_rec p1 ev reason cls se) <<'EOF'
+ev=park
+reason=permanent
+cls=invalid-input
+se=
+EOF
+}
+
+@test "a class and delay named in SPOOL_RESULT override the status's, so Retry-After is honoured" {
+	enqueue rl 'echo "class=rate-limited delay=30s" >"$SPOOL_RESULT"; exit 75'
+	enqueue dd 'echo class=dependency-down >"$SPOOL_RESULT"; exit 1'
+	enqueue now 'echo delay=0 >"$SPOOL_RESULT"; exit 111'
+	enqueue cx 'printf "class=cancelled\ndelay=5s\n" >"$SPOOL_RESULT"; exit 100'
+	enqueue okc 'echo class=rate-limited >"$SPOOL_RESULT"; exit 0'
+	enqueue bad 'echo class=nonsense >"$SPOOL_RESULT"; exit 0'
+	enqueue gone 'rm "$SPOOL_RESULT"; exit 75'
+	run -0 --separate-stderr spool-run --max-jobs 7 --owner w1 -- "$H"
+	[ "$stderr" = "" ]
+	diff -u - <(last_recs "ev cls detail" rl dd now cx okc bad gone) <<'EOF'
+rl ev=retry cls=rate-limited detail=exit%2075
+dd ev=retry cls=dependency-down detail=exit%201
+now ev=retry cls=transient detail=exit%20111
+cx ev=park cls=cancelled detail=exit%20100
+okc ev=ok cls= detail=
+bad ev=retry cls=crashed detail=SPOOL_RESULT:%20bad%20word%20'class=nonsense'
+gone ev=retry cls=transient detail=exit%2075
+EOF
+	# Eligible again exactly 30s after the retry, and at once.
+	t=$(last_rec rl t | cut -d= -f2)
+	[ "$(last_rec rl at)" = "at=new:$((t + 30000))" ]
+	t=$(last_rec now t | cut -d= -f2)
+	[ "$(last_rec now at)" = "at=new:$t" ]
+}
+
+@test "stderr passes through; its tail is the detail, in the sidecar only" {
+	enqueue j1 'head -c 1000 /dev/zero | tr "\0" x >&2; printf "\nfirst line\nsecond line\n" >&2; echo out; exit 3'
+	run -0 --separate-stderr spool-run --once --owner w1 -- "$H"
+	[ "$output" = out ]
+	diff -u <(head -c 1000 /dev/zero | tr '\0' x; printf '\nfirst line\nsecond line\n') \
+	    <(printf '%s\n' "$stderr")
+	# 200 bytes: the status, then the end of stderr on one line.
+	want="exit 3: $(head -c 169 /dev/zero | tr '\0' x) first line second line"
+	[ "${#want}" -eq 200 ]
+	[ "$(last_rec j1 detail | sed 's/%20/ /g')" = "detail=$want" ]
+	[ -z "$(grep -h 'line' "$SPOOL_DIR"/audit/*.log)" ]
+	[ "$(audit_events | tail -n 1)" = "retry j1 1 1 1 w1 - crashed -" ]
+}
+
+@test "--timeout stops the handler with SIGTERM and retries it as timeout; a last attempt parks flagged" {
+	code='echo "start $SPOOL_JOB_ID" >"$EVENTS"; trap "echo term \$SPOOL_JOB_ID >\"\$EVENTS\"; exit 143" TERM; sleep 60 & wait'
+	enqueue t1 "$code"
+	enqueue t2 "$code" --max-attempts 1
+	run -0 --separate-stderr spool-run -j 2 --max-jobs 2 --timeout 300ms --owner w1 -- "$H"
+	[ "$stderr" = "" ]
+	for k in 1 2 3 4; do next_event; done >"$T/seen"
+	diff -u <(printf '%s\n' "start t1" "start t2" "term t1" "term t2") \
+	    <(LC_ALL=C sort "$T/seen")
+	diff -u - <(last_rec t1 ev att cls detail) <<'EOF'
+ev=retry
+att=1
+cls=timeout
+detail=timed%20out%20after%20300ms
+EOF
+	diff -u - <(last_rec t2 ev reason cls se) <<'EOF'
+ev=park
+reason=exhausted
+cls=timeout
+se=1
+EOF
+}
+
+@test "a handler that ignores SIGTERM is killed with its children, and still retried as timeout" {
+	enqueue j1 'trap "" TERM; sleep 60 & echo "start $!" >"$EVENTS"; wait'
+	start_worker --max-jobs 1 --timeout 200ms --owner w1 -- "$H"
+	child=$(next_event | cut -d' ' -f2)
+	wait_worker 0
+	gone "$child"
+	[ "$(last_rec j1 ev cls detail)" = "$(printf '%s\n' ev=retry cls=timeout \
+	    detail=timed%20out%20after%20200ms)" ]
+}
+
+@test "a handler that runs past its lease has it renewed, and nobody takes the job over" {
+	enqueue j1 'sleep 2; spool-claim --owner thief; echo "thief $?" >"$EVENTS"'
+	start_worker --max-jobs 1 --lease 800ms --owner w1 -- "$H"
+	[ "$(next_event)" = "thief 1" ]
+	wait_worker 0
+	[ "$(state_of j1)" = done ]
+	[ "$(recs j1 renew tok | sort -u)" = 1 ]
+	[ "$(recs j1 renew own | sort -u)" = w1 ]
+	[ "$(recs j1 renew tok | wc -l)" -ge 2 ]
+	# Each renew moved the expiry later, past the first lease's.
+	recs j1 claim until >"$T/until"
+	recs j1 renew until >>"$T/until"
+	sort -n -c -u "$T/until"
+	[ "$(last_rec j1 ev tok own)" = "$(printf '%s\n' ev=ok tok=1 own=w1)" ]
+	[ -z "$(audit_events | grep '^reclaim')" ]
+	[ "$(cat "$T/out")" = "" ]
+	[ "$(cat "$T/err")" = "" ]
+}
+
+@test "a renew refused after a takeover stops the handler, and the job is not finished" {
+	enqueue j1 'echo start >"$EVENTS"; trap "echo term >\"\$EVENTS\"; exit 0" TERM; sleep 60 & wait'
+	start_worker --max-jobs 1 --lease 3s --owner w1 -- "$H"
+	[ "$(next_event)" = start ]
+	# Another claimer whose clock is past the lease takes the job over.
+	run -0 env SPOOL_TEST_NOW=$(($(date +%s%3N) + 10000)) spool-claim --owner thief
+	[ "$(cut -f1-3 <<<"$output")" = "$(printf 'j1\t2\t2')" ]
+	[ "$(next_event)" = term ]
+	wait_worker 0
+	[ "$(cat "$T/err")" = "spool-run: j1: lease lost (stale token): handler stopped, job not finished" ]
+	# The handler's exit 0 did not finish it: the thief holds it still.
+	[ "$(cd "$SPOOL_DIR" && find leased -type f)" = "leased/j1,2" ]
+	[ "$(last_rec j1 ev tok own)" = "$(printf '%s\n' ev=claim tok=2 own=thief)" ]
+	diff -u - <(audit_events | grep -v '^renew') <<'EOF'
+enqueue j1 0 0 1 - - - -
+claim j1 1 1 1 w1 - - -
+reclaim j1 2 2 1 thief - - 1
+EOF
+	fsck_clean
+}
+
+@test "SIGTERM: a handler still running after the grace is stopped and its job released" {
+	enqueue j1 'echo start >"$EVENTS"; trap "echo term >\"\$EVENTS\"; exit 0" TERM; sleep 60 & wait'
+	start_worker --grace 500ms --owner w1 -- "$H"
+	[ "$(next_event)" = start ]
+	t0=${EPOCHREALTIME/./}
+	kill -TERM "$WPID"
+	[ "$(next_event)" = term ]
+	t1=${EPOCHREALTIME/./}
+	wait_worker 0
+	# It was left alone for the grace (a lower bound: nothing to race).
+	[ $((t1 - t0)) -ge 500000 ]
+	[ "$(state_of j1)" = new ]
+	diff -u - <(last_rec j1 ev att out detail) <<'EOF'
+ev=release
+att=0
+out=release
+detail=stopped%20after%20the%20grace
+EOF
+	[ "$(audit_events | tail -n 1)" = "release j1 1 0 1 w1 - - -" ]
+	[ "$(cat "$T/err")" = "" ]
+}
+
+@test "SIGTERM: claimed jobs not yet started are released at once; a running one finishes in the grace" {
+	enqueue a 'echo "start a" >"$EVENTS"; read -r _ <"$GATES/a"'
+	gate a
+	start_worker -j 3 --grace 20s --owner w1 -- "$H"
+	[ "$(next_event)" = "start a" ]
+	wait_polling "$WPID"
+	# b and c arrive together; the claim that takes them then waits for
+	# the lease hint's lock, which we hold while SIGTERM arrives.
+	kill -STOP "$WPID"
+	enqueue b 'echo "start b" >"$EVENTS"'
+	enqueue c 'echo "start c" >"$EVENTS"'
+	exec {LK}<"$SPOOL_DIR/next-expiry"
+	flock -x "$LK"
+	kill -CONT "$WPID"
+	wait_lock_waiter "$WPID"
+	kill -TERM "$WPID"
+	exec {LK}<&-
+	open_gate a
+	wait_worker 0
+	[ "$(state_of a)" = done ]
+	[ "$(state_of b)" = new ]
+	[ "$(state_of c)" = new ]
+	# a may end before or after b and c are released.
+	diff -u - <(audit_events | head -n 6) <<'EOF'
+enqueue a 0 0 1 - - - -
+claim a 1 1 1 w1 - - -
+enqueue b 0 0 1 - - - -
+enqueue c 0 0 1 - - - -
+claim b 1 1 1 w1 - - -
+claim c 1 1 1 w1 - - -
+EOF
+	diff -u - <(audit_events | sed 1,6d | LC_ALL=C sort) <<'EOF'
+ok a 1 1 1 w1 - - -
+release b 1 0 1 w1 - - -
+release c 1 0 1 w1 - - -
+EOF
+	[ "$(last_rec b detail)" = "detail=not%20started:%20the%20worker%20is%20stopping" ]
+	# Neither handler ran.
+	if read -r -t 0 -u "$EVFD"; then echo "a handler ran" >&2; false; fi
+	[ "$(cat "$T/err")" = "" ]
+	fsck_clean
+}
+
+@test "-j 4 runs four handlers at once, never two for one job" {
+	for k in 1 2 3 4 5 6 7 8; do
+		enqueue j$k 'echo "start $SPOOL_JOB_ID $SPOOL_TOKEN" >"$EVENTS"; read -r _ <"$GATES/$SPOOL_JOB_ID"'
+		gate j$k
+	done
+	start_worker -j 4 --max-jobs 8 --owner w1 -- "$H"
+	for k in 1 2 3 4; do next_event; done >"$T/started"
+	# Four run, four wait: the worker holds no lease it cannot run.
+	[ "$(ids_in leased | wc -l)" -eq 4 ]
+	[ "$(ids_in new | wc -l)" -eq 4 ]
+	diff -u <(cut -d' ' -f2 "$T/started" | sort) <(ids_in leased)
+	# Each time one ends, one more starts.
+	for k in 1 2 3 4; do
+		open_gate "$(sed -n "${k}p" "$T/started" | cut -d' ' -f2)"
+		next_event >>"$T/started"
+		[ "$(ids_in leased | wc -l)" -le 4 ]
+	done
+	for id in $(tail -n 4 "$T/started" | cut -d' ' -f2); do open_gate "$id"; done
+	wait_worker 0
+	[ "$(ids_in done | wc -l)" -eq 8 ]
+	[ "$(wc -l <"$T/started")" -eq 8 ]
+	[ "$(cut -d' ' -f2 "$T/started" | sort -u | wc -l)" -eq 8 ]
+	[ "$(cut -d' ' -f3 "$T/started" | sort -u)" = 1 ]
+	[ -z "$(audit_events | grep '^reclaim')" ]
+	fsck_clean
+}
+
+@test "an idle worker makes no system calls, and a new job wakes it at once" {
+	start_worker --max-jobs 1 --owner w1 -- "$H"
+	wait_polling "$WPID"
+	# ppoll(fds, nfds, timeout, ...): no timeout, so no timer can wake it.
+	read -r nr fds nfds timeout rest <"/proc/$WPID/syscall"
+	[ "$timeout" = 0x0 ]
+	before=$(grep ctxt_switches "/proc/$WPID/status")
+	sleep 2		# the idle period measured, not a synchronisation
+	after=$(grep ctxt_switches "/proc/$WPID/status")
+	[ "$before" = "$after" ]
+	enqueue j1 'echo "start $SPOOL_JOB_ID" >"$EVENTS"'
+	[ "$(next_event)" = "start j1" ]
+	wait_worker 0
+	[ "$(state_of j1)" = done ]
+}
+
+@test "a job due later is started at its eligible time, by the worker's timer" {
+	start_worker --max-jobs 1 --owner w1 -- "$H"
+	wait_polling "$WPID"
+	# Its enqueue wakes the worker, which then sleeps until it is due:
+	# nothing else happens in the spool to wake it.
+	enqueue j1 'echo start >"$EVENTS"' --delay 700ms
+	[ "$(next_event)" = start ]
+	wait_worker 0
+	eligible=$(head -n 1 "$SPOOL_DIR/meta/j1" | tr ' ' '\n' | sed -n 's/^at=new://p')
+	[ "$(recs j1 claim t)" -ge "$eligible" ]
+}
+
+@test "a paused spool: the worker waits without a timer, and a resume wakes it" {
+	enqueue j1 'echo start >"$EVENTS"'
+	spool-pause >/dev/null
+	start_worker --max-jobs 1 --owner w1 -- "$H"
+	wait_polling "$WPID"
+	read -r nr fds nfds timeout rest <"/proc/$WPID/syscall"
+	[ "$timeout" = 0x0 ]
+	[ "$(state_of j1)" = new ]
+	spool-resume >/dev/null
+	[ "$(next_event)" = start ]
+	wait_worker 0
+	[ "$(state_of j1)" = done ]
+}
+
+@test "a worker killed with SIGKILL mid-job loses nothing: the job is reclaimed with a higher token" {
+	enqueue j1 'echo "start $SPOOL_TOKEN" >"$EVENTS"; [ "$SPOOL_TOKEN" -gt 1 ] || { echo $$ >>"$PIDS"; sleep 60; }'
+	start_worker --lease 1s --owner w1 -- "$H"
+	[ "$(next_event)" = "start 1" ]
+	kill -KILL "$WPID"
+	wait_worker 137
+	# Its handler, in a process group of its own, is an orphan now.
+	kill -KILL -- "-$(cat "$PIDS")"
+	[ "$(cd "$SPOOL_DIR" && find leased -type f)" = "leased/j1,1" ]
+	start_worker --max-jobs 1 --owner w2 -- "$H"
+	[ "$(next_event)" = "start 2" ]
+	wait_worker 0
+	[ "$(state_of j1)" = done ]
+	diff -u - <(audit_events) <<'EOF'
+enqueue j1 0 0 1 - - - -
+claim j1 1 1 1 w1 - - -
+reclaim j1 2 2 1 w2 - - 1
+ok j1 2 2 1 w2 - - -
+EOF
+	fsck_clean
+}
+
+@test "SIGHUP is harmless: the job finishes and the worker goes on" {
+	enqueue j1 'echo start >"$EVENTS"; read -r _ <"$GATES/j1"'
+	gate j1
+	start_worker --owner w1 -- "$H"
+	[ "$(next_event)" = start ]
+	kill -HUP "$WPID"
+	open_gate j1
+	enqueue j2 'echo "second" >"$EVENTS"'
+	[ "$(next_event)" = second ]
+	kill -TERM "$WPID"
+	wait_worker 0
+	[ "$(ids_in done)" = "$(printf '%s\n' j1 j2)" ]
+	[ "$(cat "$T/err")" = "" ]
+}
+
+@test "--once runs one job and exits 0, or exits 1 when nothing is due" {
+	run -1 --separate-stderr spool-run --once -- "$H"
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
+	enqueue j1 'echo one'
+	enqueue j2 'echo two'
+	run -0 --separate-stderr spool-run --once -- "$H"
+	[ "$output" = one ]
+	[ "$stderr" = "" ]
+	[ "$(state_of j2)" = new ]
+}
+
+@test "--idle-exit ends a worker once nothing has been due for that long" {
+	enqueue j1 'echo one'
+	enqueue j2 'echo two'
+	enqueue later 'echo later' --delay 1h
+	run -0 --separate-stderr spool-run --idle-exit 300ms -- "$H"
+	[ "$output" = "$(printf '%s\n' one two)" ]
+	[ "$stderr" = "" ]
+	[ "$(ids_in done)" = "$(printf '%s\n' j1 j2)" ]
+	[ "$(state_of later)" = new ]
+}
+
+@test "bad usage is refused with status 100 before the spool is touched" {
+	enqueue j1 'exit 0'
+	before=$(snapshot)
+	run -100 --separate-stderr spool-run
+	[ "$output" = "" ]
+	[ "$stderr" = "usage: spool-run [-d DIR] [--grace DUR] [--idle-exit DUR] [-j N] [--lease DUR] [--max-jobs N] [--once] [--owner NAME] [--timeout DUR] -- HANDLER [ARG ...]" ]
+	run -100 --separate-stderr spool-run -j 0 -- "$H"
+	[ "$stderr" = "spool-run: -j: bad number '0' (1 to 256)" ]
+	run -100 --separate-stderr spool-run --timeout 0 -- "$H"
+	[ "$stderr" = "spool-run: --timeout: bad duration '0' (use e.g. 500ms, 30s, 5m, 2h, 7d)" ]
+	run -100 --separate-stderr spool-run --owner 'a b' -- "$H"
+	[[ $stderr = "spool-run: --owner: bad value ("* ]]
+	run -100 --separate-stderr spool-run -- "$T/no-such-handler"
+	[ "$stderr" = "spool-run: $T/no-such-handler: not found, or not executable" ]
+	run -100 --separate-stderr spool-run -- no-such-handler-in-path
+	[ "$stderr" = "spool-run: no-such-handler-in-path: not found, or not executable" ]
+	run -100 --separate-stderr spool-run -d "$T/nowhere" -- "$H"
+	[[ $stderr = "spool-run: $T/nowhere: "* ]]
+	[ "$(snapshot)" = "$before" ]
+}
+
+@test "the handler's own options are its own" {
+	enqueue j1 'exit 0'
+	run -0 --separate-stderr spool-run --once -- echo -j 9 --once
+	[ "$output" = "-j 9 --once" ]
+}
+
+@test "make demo: jobs run, one is retried until exhausted, one parks, a redrive finishes it" {
+	run -0 --separate-stderr "$BATS_TEST_DIRNAME/../contrib/demo.sh"
+	[ "$stderr" = "spool-redrive: order-1844: not parked: the job is in done/" ]
+	diff -u - <(grep '^  claimed' <<<"$output" | sed 's/:.*->//') <<'EOF'
+  claimed order-1842 token 1 attempt 1 ok
+  claimed order-1843 token 1 attempt 1 ok
+  claimed order-1844 token 1 attempt 1 retry
+  claimed order-1845 token 1 attempt 1 permanent
+  claimed order-1844 token 2 attempt 2 retry
+  claimed order-1844 token 3 attempt 3 retry
+  claimed order-1844 token 4 attempt 1 ok
+EOF
+	diff -u - <(tail -n 7 <<<"$output" | sed 's|^/.*/spool/|/|') <<'EOF'
+/dead:
+order-1845
+
+/done:
+order-1842
+order-1843
+order-1844
+EOF
+}
+
+@test "a handler that cannot be started: its job is released and the worker exits 111" {
+	start_worker --owner w1 -- "$H"
+	wait_polling "$WPID"
+	chmod a-x "$H"
+	enqueue j1 'exit 0'
+	wait_worker 111
+	[ "$(cat "$T/err")" = "spool-run: $H: Permission denied" ]
+	[ "$(state_of j1)" = new ]
+	[ "$(last_rec j1 ev att detail)" = "$(printf '%s\n' ev=release att=0 \
+	    detail=not%20started:%20the%20handler%20could%20not%20be%20run)" ]
+}
