@@ -1,6 +1,9 @@
 /*
  * Helpers of the commands: they parse, report and exit; the library never
  * does.  A message is one line on stderr; stdout carries only results.
+ * What two commands would otherwise each write is here too, so that they
+ * cannot drift apart: the forms of ages, times and JSON, and the reading,
+ * selecting and batching of the IDs an operator acts on.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -11,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -172,6 +176,19 @@ opt_word(const char *opt, const char *arg, int (*valid)(const char *))
 	return arg;
 }
 
+/* A name of one of the library's closed sets: a class, a reason. */
+int
+opt_name(const char *opt, const char *arg, const char *what,
+    int (*from_name)(const char *))
+{
+	int v;
+
+	if ((v = from_name(arg)) == -1)
+		die(EXIT_PERM, "%s: unknown %s '%.40s' (see spool(7))", opt,
+		    what, arg);
+	return v;
+}
+
 static const char *
 where(int state)
 {
@@ -271,4 +288,496 @@ int
 worst(int a, int b)
 {
 	return a > b ? a : b;
+}
+
+/* A short age: 950ms, 42s, 7m12s, 3h04m, 2d05h; a time to come is 0ms. */
+const char *
+fmt_age(char *buf, size_t len, int64_t ms)
+{
+	int64_t s = ms / 1000;
+
+	if (ms < 0)
+		ms = s = 0;
+	if (ms < 1000)
+		(void)snprintf(buf, len, "%" PRId64 "ms", ms);
+	else if (s < 60)
+		(void)snprintf(buf, len, "%" PRId64 "s", s);
+	else if (s < 3600)
+		(void)snprintf(buf, len, "%" PRId64 "m%02" PRId64 "s", s / 60,
+		    s % 60);
+	else if (s < 86400)
+		(void)snprintf(buf, len, "%" PRId64 "h%02" PRId64 "m",
+		    s / 3600, s / 60 % 60);
+	else
+		(void)snprintf(buf, len, "%" PRId64 "d%02" PRId64 "h",
+		    s / 86400, s / 3600 % 24);
+	return buf;
+}
+
+/* A time as the audit log writes it, 2026-11-30T08:12:16.301Z; "-": none. */
+const char *
+fmt_time(char *buf, size_t len, int64_t ms)
+{
+	time_t secs = (time_t)(ms / 1000);
+	struct tm tm;
+	char when[32];
+
+	if (ms <= 0 || gmtime_r(&secs, &tm) == NULL ||
+	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		return "-";
+	(void)snprintf(buf, len, "%s.%03dZ", when, (int)(ms % 1000));
+	return buf;
+}
+
+const char *
+dash(const char *s)
+{
+	return s != NULL && *s != '\0' ? s : "-";
+}
+
+/* parked, redriven, dropped, or "" (spool-ls(1), DISP). */
+const char *
+disposition(const struct spool_job_info *in)
+{
+	if (in->dropped)
+		return "dropped";
+	if (in->state == SPOOL_DEAD)
+		return "parked";
+	return in->redriven ? "redriven" : "";
+}
+
+/* Deliveries of the current cycle: "#3" in a listing. */
+int
+deliveries(const struct spool_job_info *in)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < in->ndeliveries; i++)
+		n += in->deliveries[i].cycle == in->cycles;
+	return n;
+}
+
+/*
+ * JSON is written as it goes, so the writers keep two facts: how deep the
+ * value being written is, and whether the next one needs a comma before
+ * it.  A closed object or array is a value like any other: after it, the
+ * next one does.
+ */
+static int jfirst = 1, jdepth;
+
+static void
+jkey(const char *key)
+{
+	if (key != NULL)
+		printf("%s\"%s\":", jfirst ? "" : ",", key);
+	else if (!jfirst)
+		putchar(',');
+	jfirst = 0;
+}
+
+/* An object ('{') or an array ('['), with its key inside an object. */
+void
+jbegin(const char *key, int bracket)
+{
+	if (jdepth++ > 0)
+		jkey(key);
+	putchar(bracket);
+	jfirst = 1;
+}
+
+void
+jend(int bracket)
+{
+	putchar(bracket);
+	jfirst = 0;
+	if (--jdepth == 0)
+		putchar('\n');
+}
+
+/* A string; null when empty.  A detail may hold '"' and '\\'. */
+void
+jstr(const char *key, const char *s)
+{
+	jkey(key);
+	if (s == NULL || *s == '\0') {
+		fputs("null", stdout);
+		return;
+	}
+	putchar('"');
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+void
+jnum(const char *key, int64_t v)
+{
+	jkey(key);
+	printf("%" PRId64, v);
+}
+
+/* A time in ms since the epoch; null when there is none. */
+void
+jtime(const char *key, int64_t ms)
+{
+	if (ms == 0) {
+		jkey(key);
+		fputs("null", stdout);
+	} else
+		jnum(key, ms);
+}
+
+void
+jbool(const char *key, int v)
+{
+	jkey(key);
+	fputs(v ? "true" : "false", stdout);
+}
+
+/* A job's fields, as spool-ls --json and spool-show --json give them. */
+void
+jjob(const struct spool_job_info *in, int64_t now)
+{
+	jstr("id", in->id);
+	jstr("state", spool_state_name(in->state));
+	jstr("disposition", disposition(in));
+	jtime("since", in->since);
+	jnum("age_ms", now - in->since);
+	jtime("created", in->created);
+	jtime("deadline", in->deadline);
+	jtime("eligible", in->eligible);
+	jtime("lease_until", in->lease_until);
+	jstr("owner", in->owner);
+	jstr("trace", in->trace);
+	jnum("token", (int64_t)in->token);
+	jnum("attempts", in->attempts);
+	jnum("max_attempts", in->max_attempts);
+	jnum("deliveries", deliveries(in));
+	jnum("cycles", in->cycles);
+	jstr("reason", in->reason ? spool_reason_name(in->reason) : NULL);
+	jstr("class", in->class ? spool_class_name(in->class) : NULL);
+	jstr("detail", in->detail);
+	jbool("side_effect", in->side_effect);
+	jbool("redriven", in->redriven);
+	jbool("dropped", in->dropped);
+	jstr("by", in->by);
+	jstr("note", in->note);
+	jtime("acted", in->acted);
+}
+
+static int
+append(struct picks *l, const char *id, int64_t since)
+{
+	struct pick *v;
+
+	if (l->n == l->size) {
+		l->size = l->size ? 2 * l->size : 256;
+		if ((v = reallocarray(l->v, l->size, sizeof(*v))) == NULL)
+			return -1;
+		l->v = v;
+	}
+	if ((l->v[l->n].id = strdup(id)) == NULL)
+		return -1;
+	l->v[l->n++].since = since;
+	return 0;
+}
+
+/* Keep a valid ID; report a bad one, which no call ever sees. */
+void
+picks_add(struct picks *l, const char *id, size_t len, int64_t since,
+    int *status)
+{
+	if (strlen(id) != len || !spool_valid_id(id)) {
+		say("%.140s: bad ID", id);
+		*status = worst(*status, EXIT_PERM);
+		l->bad++;
+		return;
+	}
+	if (append(l, id, since) == -1)
+		die(EXIT_TEMP, "%s", strerror(errno));
+}
+
+/* The operands, or with a lone "-" one ID a line from stdin. */
+void
+read_ids(struct picks *l, char **args, int nargs, int *status)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int i;
+
+	if (nargs != 1 || strcmp(args[0], "-") != 0) {
+		for (i = 0; i < nargs; i++)
+			picks_add(l, args[i], strlen(args[i]), 0, status);
+		return;
+	}
+	if (stdin_closed)
+		die(EXIT_PERM, "standard input is closed");
+	while ((len = getline(&line, &cap, stdin)) != -1) {
+		if (len > 0 && line[len - 1] == '\n')
+			line[--len] = '\0';
+		if (len > 0)
+			picks_add(l, line, (size_t)len, 0, status);
+	}
+	if (ferror(stdin))
+		die(EXIT_TEMP, "stdin: %s", strerror(errno));
+	free(line);
+}
+
+/* qsort(3) must not be given a null array, even an empty one. */
+void
+picks_sort(struct picks *l, int (*cmp)(const void *, const void *))
+{
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof(*l->v), cmp);
+}
+
+void
+picks_free(struct picks *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i].id);
+	free(l->v);
+	l->v = NULL;
+	l->n = l->size = 0;
+}
+
+/* spool_list() hands over valid names only. */
+static int
+collect(void *arg, const char *id)
+{
+	return append(arg, id, 0);
+}
+
+static int
+by_id(const void *a, const void *b)
+{
+	return strcmp(((const struct pick *)a)->id,
+	    ((const struct pick *)b)->id);
+}
+
+/*
+ * The IDs of the jobs whose files are in state, sorted, each once: a job
+ * that moves out and back during the listing is seen twice.
+ */
+void
+list_ids(struct spool *sp, enum spool_state state, struct picks *l)
+{
+	size_t i, k;
+
+	if (spool_list(sp, state, collect, l) == -1)
+		die(EXIT_TEMP, "%s/: %s", spool_state_name(state),
+		    strerror(errno));
+	picks_sort(l, by_id);
+	for (i = k = 0; i < l->n; i++) {
+		if (k > 0 && strcmp(l->v[i].id, l->v[k - 1].id) == 0)
+			free(l->v[i].id);
+		else
+			l->v[k++] = l->v[i];
+	}
+	l->n = k;
+}
+
+/*
+ * Add to l the jobs in state that match, each with the time it entered the
+ * state, in ID order.  The directory is listed first and each sidecar read
+ * after, under a shared lock: a job that moved in between is not in state
+ * any more, and is not selected.  One that could not be read is reported.
+ */
+void
+select_jobs(struct spool *sp, enum spool_state state,
+    int (*match)(void *arg, const struct spool_job_info *in), void *arg,
+    struct picks *l, int *status)
+{
+	struct picks seen = { NULL, 0, 0, 0 };
+	struct spool_job_info info;
+	size_t i;
+
+	list_ids(sp, state, &seen);
+	for (i = 0; i < seen.n; i++) {
+		if (spool_job_info(sp, seen.v[i].id, 0, &info) == -1) {
+			if (errno != ENOENT) {	/* ENOENT: purged meanwhile */
+				say("%s: %s", seen.v[i].id, errno == EUCLEAN ?
+				    "damaged job: run spool-fsck" :
+				    strerror(errno));
+				*status = worst(*status, EXIT_TEMP);
+			}
+			continue;
+		}
+		if (info.state == state && match(arg, &info))
+			picks_add(l, info.id, strlen(info.id), info.since,
+			    status);
+		spool_job_info_free(&info);
+	}
+	picks_free(&seen);
+}
+
+/*
+ * Act on every ID of l, SPOOL_BATCH_MAX at a time, each item guarded by
+ * before (0: not guarded); print the IDs done and report the others, and
+ * return the worst status.  act fills in each item's result; -1 from it
+ * is a failure of the whole call.
+ */
+int
+in_batches(const struct picks *l, int64_t before,
+    int (*act)(void *arg, struct spool_item *items, size_t n), void *arg)
+{
+	struct spool_item *items;
+	size_t i, k, n;
+	int status = EXIT_DONE;
+
+	if ((items = calloc(SPOOL_BATCH_MAX, sizeof(*items))) == NULL)
+		die(EXIT_TEMP, "%s", strerror(errno));
+	for (i = 0; i < l->n; i += n) {
+		n = l->n - i < SPOOL_BATCH_MAX ? l->n - i : SPOOL_BATCH_MAX;
+		for (k = 0; k < n; k++) {
+			items[k].id = l->v[i + k].id;
+			items[k].before = before;
+		}
+		if (act(arg, items, n) == -1)
+			die(EXIT_TEMP, "%s", strerror(errno));
+		for (k = 0; k < n; k++) {
+			if (items[k].res.status == 0)
+				printf("%s\n", items[k].id);
+			status = worst(status, report(items[k].id,
+			    &items[k].res));
+		}
+	}
+	free(items);
+	return status;
+}
+
+/*
+ * What an action on item would answer, for a dry run, without taking it:
+ * refused unless the job is unchanged since item->before, is in from
+ * (refusal otherwise) and, with need_reconciled, is not flagged as having
+ * maybe had its side effect; checked in the library's order.
+ */
+void
+preview(struct spool *sp, struct spool_item *item, enum spool_state from,
+    int refusal, int need_reconciled)
+{
+	struct spool_result *res = &item->res;
+	struct spool_job_info info;
+
+	memset(res, 0, sizeof(*res));
+	if (spool_job_info(sp, item->id, 0, &info) == -1) {
+		res->status = errno == ENOENT ? 1 : -1;
+		res->refusal = SPOOL_NO_JOB;
+		res->err = errno;
+		return;
+	}
+	res->state = info.state;
+	res->token = info.token;
+	if (item->before != 0 && info.since >= item->before)
+		res->refusal = SPOOL_NO_CHANGED;
+	else if (info.state != from)
+		res->refusal = refusal;
+	else if (need_reconciled && info.side_effect)
+		res->refusal = SPOOL_NO_UNRECONCILED;
+	res->status = res->refusal != SPOOL_NO_NONE;
+	spool_job_info_free(&info);
+}
+
+/* -d DIR, --by WHO, --note TICKET: drop, cancel, pause and resume. */
+static const char *
+operator_options(int argc, char **argv, struct spool_operator *op)
+{
+	static const struct option longopts[] = {
+		{ "by", required_argument, NULL, 'b' },
+		{ "note", required_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *dir = NULL;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 'b':
+			op->by = opt_word("--by", optarg, spool_valid_note);
+			break;
+		case 'n':
+			op->note = opt_word("--note", optarg, spool_valid_note);
+			break;
+		default:
+			usage();
+		}
+	}
+	return dir;
+}
+
+struct acting {
+	struct spool *sp;
+	const struct spool_operator *op;
+	item_action action;
+};
+
+static int
+act(void *arg, struct spool_item *items, size_t n)
+{
+	const struct acting *a = arg;
+
+	return a->action(a->sp, a->op, items, n);
+}
+
+/*
+ * The whole of spool-drop and spool-cancel, which differ only in their
+ * library call: who, why, then the IDs (or "-"); print the IDs done.
+ */
+int
+act_main(int argc, char **argv, item_action action)
+{
+	struct spool_operator op = { NULL, NULL, 0 };
+	struct picks ids = { NULL, 0, 0, 0 };
+	struct acting a = { NULL, &op, action };
+	const char *dir;
+	int status = EXIT_DONE;
+
+	cmd_init(argv, 1);
+	dir = operator_options(argc, argv, &op);
+	if (op.by == NULL || op.note == NULL || optind == argc)
+		usage();
+	read_ids(&ids, argv + optind, argc - optind, &status);
+	a.sp = open_spool(spool_dir(dir));
+	status = worst(status, in_batches(&ids, 0, act, &a));
+	picks_free(&ids);
+	spool_close(a.sp);
+	return finish_stdout(status);
+}
+
+/*
+ * The whole of spool-pause (on) and spool-resume: who and why are both
+ * given or neither.  Pausing a paused spool, or resuming one that is not,
+ * changes nothing: the first pause says who and why.
+ */
+int
+pause_main(int argc, char **argv, int on)
+{
+	struct spool_operator op = { NULL, NULL, 0 };
+	const char *dir;
+	struct spool *sp;
+	int paused;
+
+	cmd_init(argv, 0);
+	dir = operator_options(argc, argv, &op);
+	if (optind != argc || (op.by == NULL) != (op.note == NULL))
+		usage();
+	sp = open_spool(spool_dir(dir));
+	if ((paused = spool_paused(sp)) == -1 || (paused != on &&
+	    spool_pause(sp, op.by != NULL ? &op : NULL, on) == -1))
+		die(EXIT_TEMP, "%s", strerror(errno));
+	spool_close(sp);
+	return EXIT_DONE;
 }

@@ -1,11 +1,14 @@
 /*
  * What every command shares: the exit-status vocabulary, messages in the
  * form "spool-claim: ID: reason", option helpers, and the final check that
- * standard output was really written.
+ * standard output was really written.  Then what several share: times and
+ * jobs as the inspection commands show them, JSON on stdout, and the lists
+ * of IDs that the operator's commands read, select and act on.
  */
 #ifndef SPOOL_COMMON_H
 #define SPOOL_COMMON_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "spool.h"
@@ -31,9 +34,63 @@ int64_t opt_duration(const char *opt, const char *arg, int zero_ok);
 long opt_number(const char *opt, const char *arg, long min, long max);
 const char *opt_word(const char *opt, const char *arg,
     int (*valid)(const char *));
+int opt_name(const char *opt, const char *arg, const char *what,
+    int (*from_name)(const char *));
 const char *default_owner(char *buf, size_t len);
 int report(const char *id, const struct spool_result *res);
 int finish_stdout(int status);
 int worst(int a, int b);
+
+/* Times and jobs as people read them. */
+const char *fmt_age(char *buf, size_t len, int64_t ms);
+const char *fmt_time(char *buf, size_t len, int64_t ms);
+const char *dash(const char *s);
+const char *disposition(const struct spool_job_info *in);
+int deliveries(const struct spool_job_info *in);
+
+/*
+ * JSON on stdout, one value at a time: key NULL inside an array.  An
+ * object or array opened at the top ends with a newline when it closes.
+ */
+void jbegin(const char *key, int bracket);
+void jend(int bracket);
+void jstr(const char *key, const char *s);
+void jnum(const char *key, int64_t v);
+void jtime(const char *key, int64_t ms);
+void jbool(const char *key, int v);
+void jjob(const struct spool_job_info *in, int64_t now);
+
+/* IDs named or selected, each with the time its job entered its state. */
+struct pick {
+	char *id;
+	int64_t since;
+};
+
+struct picks {
+	struct pick *v;
+	size_t n, size;
+	size_t bad;		/* operands or lines that were not IDs */
+};
+
+void read_ids(struct picks *l, char **args, int nargs, int *status);
+void picks_add(struct picks *l, const char *id, size_t len, int64_t since,
+    int *status);
+void picks_sort(struct picks *l, int (*cmp)(const void *, const void *));
+void picks_free(struct picks *l);
+void list_ids(struct spool *sp, enum spool_state state, struct picks *l);
+void select_jobs(struct spool *sp, enum spool_state state,
+    int (*match)(void *arg, const struct spool_job_info *in), void *arg,
+    struct picks *l, int *status);
+
+/* The operator's actions on a list of IDs. */
+typedef int (*item_action)(struct spool *sp,
+    const struct spool_operator *op, struct spool_item *items, size_t n);
+
+int in_batches(const struct picks *l, int64_t before,
+    int (*act)(void *arg, struct spool_item *items, size_t n), void *arg);
+void preview(struct spool *sp, struct spool_item *item,
+    enum spool_state from, int refusal, int need_reconciled);
+int act_main(int argc, char **argv, item_action action);
+int pause_main(int argc, char **argv, int on);
 
 #endif

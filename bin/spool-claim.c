@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common.h"
 
@@ -23,7 +22,7 @@ main(int argc, char **argv)
 	struct spool_claim_opts opts = { 0, NULL };
 	struct spool_lease *leases;
 	const char *dir = NULL;
-	char owner[SPOOL_ID_MAX + 1], host[64];
+	char owner[SPOOL_ID_MAX + 1];
 	struct spool *sp;
 	size_t max = 1, n, i;
 	int c, r;
@@ -51,15 +50,8 @@ main(int argc, char **argv)
 	}
 	if (optind != argc)
 		usage();
-	if (opts.owner == NULL) {
-		if (gethostname(host, sizeof(host)) == -1 ||
-		    (host[sizeof(host) - 1] = '\0',
-		    snprintf(owner, sizeof(owner), "%s:%ld", host,
-		    (long)getpid()), !spool_valid_owner(owner)))
-			(void)snprintf(owner, sizeof(owner), "pid:%ld",
-			    (long)getpid());
-		opts.owner = owner;
-	}
+	if (opts.owner == NULL)
+		opts.owner = default_owner(owner, sizeof(owner));
 	sp = open_spool(spool_dir(dir));
 	if ((leases = calloc(max, sizeof(*leases))) == NULL)
 		die(EXIT_TEMP, "%s", strerror(errno));

@@ -154,9 +154,8 @@ main(int argc, char **argv)
 			dir = optarg;
 			break;
 		case 'c':
-			if ((o.class = spool_class_from_name(optarg)) == -1)
-				die(EXIT_PERM, "--class: unknown class '%.40s' "
-				    "(see spool(7))", optarg);
+			o.class = opt_name("--class", optarg, "class",
+			    spool_class_from_name);
 			break;
 		case 't':
 			o.detail = optarg;

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common.h"
 
@@ -26,95 +25,20 @@ const char *usage_text = "spool-purge [-d DIR] [--dry-run] done | dropped "
 
 enum kind { DONE, DROPPED, DEAD };
 
-struct pick {
-	char *id;
-	int64_t since;		/* when it entered its state */
+struct purge {
+	struct spool *sp;
+	const struct spool_operator *op;	/* NULL: nobody named */
+	enum spool_state from;
+	int dry_run;
 };
 
-struct list {
-	struct pick *v;
-	size_t n, size;
-};
-
-static void
-add_id(struct list *l, const char *id, size_t len, int64_t since,
-    int *status)
-{
-	struct pick *v;
-
-	if (strlen(id) != len || !spool_valid_id(id)) {
-		say("%.140s: bad ID", id);
-		*status = worst(*status, EXIT_PERM);
-		return;
-	}
-	if (l->n == l->size) {
-		l->size = l->size ? 2 * l->size : 256;
-		if ((v = reallocarray(l->v, l->size, sizeof(*v))) == NULL)
-			die(EXIT_TEMP, "%s", strerror(errno));
-		l->v = v;
-	}
-	if ((l->v[l->n].id = strdup(id)) == NULL)
-		die(EXIT_TEMP, "%s", strerror(errno));
-	l->v[l->n++].since = since;
-}
-
-static void
-read_stdin(struct list *l, int *status)
-{
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-
-	while ((len = getline(&line, &cap, stdin)) != -1) {
-		if (len > 0 && line[len - 1] == '\n')
-			line[--len] = '\0';
-		if (len > 0)
-			add_id(l, line, (size_t)len, 0, status);
-	}
-	if (ferror(stdin))
-		die(EXIT_TEMP, "stdin: %s", strerror(errno));
-	free(line);
-}
-
+/* done/ holds two kinds: jobs that ran, and jobs that were dropped. */
 static int
-collect(void *arg, const char *id)
+of_kind(void *arg, const struct spool_job_info *in)
 {
-	int status = EXIT_DONE;
+	enum kind kind = *(const enum kind *)arg;
 
-	add_id(arg, id, strlen(id), 0, &status);
-	return 0;
-}
-
-/* qsort(3) must not be given a null array, even an empty one. */
-static void
-sort_picks(struct pick *v, size_t n,
-    int (*cmp)(const void *, const void *))
-{
-	if (n > 1)
-		qsort(v, n, sizeof(*v), cmp);
-}
-
-/*
- * Read a job without locking it.  Such a read can race a transition and
- * find the file in neither place the sidecar named, which looks like
- * damage (EUCLEAN): read again before believing it.
- */
-static int
-job_info(struct spool *sp, const char *id, struct spool_job_info *info)
-{
-	int tries = 3;
-
-	while (spool_job_info(sp, id, 0, info) == -1)
-		if (errno != EUCLEAN || --tries == 0)
-			return -1;
-	return 0;
-}
-
-static int
-by_id(const void *a, const void *b)
-{
-	return strcmp(((const struct pick *)a)->id,
-	    ((const struct pick *)b)->id);
+	return kind == DEAD || in->dropped == (kind == DROPPED);
 }
 
 static int
@@ -139,111 +63,39 @@ oldest_first(const void *a, const void *b)
 
 /*
  * The jobs of a kind past retention, oldest first: all of that kind, less
- * the keep newest, less those younger than older_than.
+ * the keep newest, less those that entered their state after cutoff.
  */
 static void
-select_old(struct spool *sp, enum kind kind, int64_t older_than,
-    size_t keep, struct list *l, int *status)
+select_old(struct spool *sp, enum kind kind, int64_t cutoff, size_t keep,
+    struct picks *l, int *status)
 {
-	enum spool_state state = kind == DEAD ? SPOOL_DEAD : SPOOL_DONE;
-	struct spool_job_info info;
-	struct list seen = { NULL, 0, 0 };
-	struct timespec ts;
-	int64_t now;
 	size_t i, k;
 
-	if (clock_gettime(CLOCK_REALTIME, &ts) == -1)
-		die(EXIT_TEMP, "clock_gettime: %s", strerror(errno));
-	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	if (spool_list(sp, state, collect, &seen) == -1)
-		die(EXIT_TEMP, "%s/: %s", spool_state_name(state),
-		    strerror(errno));
-	sort_picks(seen.v, seen.n, by_id);
-	for (i = 0; i < seen.n; i++) {
-		if (i > 0 && strcmp(seen.v[i].id, seen.v[i - 1].id) == 0)
-			continue;
-		if (job_info(sp, seen.v[i].id, &info) == -1) {
-			/* Gone meanwhile (a new cycle): not ours to purge. */
-			if (errno != ENOENT) {
-				say("%s: %s", seen.v[i].id, errno == EUCLEAN ?
-				    "damaged job: run spool-fsck" :
-				    strerror(errno));
-				*status = worst(*status, EXIT_TEMP);
-			}
-			continue;
-		}
-		if (info.state == state && (kind == DEAD ||
-		    info.dropped == (kind == DROPPED)))
-			add_id(l, info.id, strlen(info.id), info.since, status);
-		spool_job_info_free(&info);
-	}
-	for (i = 0; i < seen.n; i++)
-		free(seen.v[i].id);
-	free(seen.v);
-	sort_picks(l->v, l->n, newest_first);
+	select_jobs(sp, kind == DEAD ? SPOOL_DEAD : SPOOL_DONE, of_kind,
+	    &kind, l, status);
+	picks_sort(l, newest_first);
 	for (i = k = 0; i < l->n; i++) {
-		if (i < keep || now - l->v[i].since < older_than)
+		if (i < keep || l->v[i].since > cutoff)
 			free(l->v[i].id);
 		else
 			l->v[k++] = l->v[i];
 	}
 	l->n = k;
-	sort_picks(l->v, l->n, oldest_first);
-}
-
-/* What a purge would answer, without making it. */
-static void
-preview(struct spool *sp, enum spool_state from, const char *id,
-    struct spool_result *res)
-{
-	struct spool_job_info info;
-
-	memset(res, 0, sizeof(*res));
-	if (job_info(sp, id, &info) == -1) {
-		res->status = errno == ENOENT ? 1 : -1;
-		res->refusal = SPOOL_NO_JOB;
-		res->err = errno;
-		return;
-	}
-	if (info.state != from) {
-		res->status = 1;
-		res->refusal = from == SPOOL_DEAD ? SPOOL_NO_NOT_PARKED :
-		    SPOOL_NO_NOT_DONE;
-		res->state = info.state;
-	}
-	spool_job_info_free(&info);
+	picks_sort(l, oldest_first);
 }
 
 static int
-purge(struct spool *sp, const struct spool_operator *op, enum kind kind,
-    int dry_run, struct list *l)
+purge(void *arg, struct spool_item *items, size_t n)
 {
-	enum spool_state from = kind == DEAD ? SPOOL_DEAD : SPOOL_DONE;
-	struct spool_item *items;
-	size_t i, k, n;
-	int status = EXIT_DONE;
+	const struct purge *p = arg;
+	size_t k;
 
-	if ((items = calloc(SPOOL_BATCH_MAX, sizeof(*items))) == NULL)
-		die(EXIT_TEMP, "%s", strerror(errno));
-	for (i = 0; i < l->n; i += n) {
-		n = l->n - i < SPOOL_BATCH_MAX ? l->n - i : SPOOL_BATCH_MAX;
-		for (k = 0; k < n; k++) {
-			items[k].id = l->v[i + k].id;
-			if (dry_run)
-				preview(sp, from, items[k].id, &items[k].res);
-		}
-		if (!dry_run && spool_purge(sp, op->by != NULL ? op : NULL,
-		    from, items, n) == -1)
-			die(EXIT_TEMP, "%s", strerror(errno));
-		for (k = 0; k < n; k++) {
-			if (items[k].res.status == 0)
-				printf("%s\n", items[k].id);
-			status = worst(status, report(items[k].id,
-			    &items[k].res));
-		}
-	}
-	free(items);
-	return status;
+	if (!p->dry_run)
+		return spool_purge(p->sp, p->op, p->from, items, n);
+	for (k = 0; k < n; k++)
+		preview(p->sp, &items[k], p->from, p->from == SPOOL_DEAD ?
+		    SPOOL_NO_NOT_PARKED : SPOOL_NO_NOT_DONE, 0);
+	return 0;
 }
 
 int
@@ -258,14 +110,14 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct spool_operator op = { NULL, NULL, 0 };
-	struct list l = { NULL, 0, 0 };
+	struct purge p = { NULL, NULL, SPOOL_DONE, 0 };
+	struct picks l = { NULL, 0, 0, 0 };
 	const char *dir = NULL, *state;
-	int64_t older_than = -1;
+	int64_t older_than = -1, cutoff, before = 0;
 	long keep = -1;
 	enum kind kind;
-	struct spool *sp;
-	size_t i, swept;
-	int c, dry_run = 0, named, status = EXIT_DONE;
+	size_t swept;
+	int c, named, status = EXIT_DONE;
 
 	cmd_init(argv, 1);
 	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
@@ -277,7 +129,7 @@ main(int argc, char **argv)
 			op.by = opt_word("--by", optarg, spool_valid_note);
 			break;
 		case 'D':
-			dry_run = 1;
+			p.dry_run = 1;
 			break;
 		case 'k':
 			keep = opt_number("--keep", optarg, 0, 1000000000);
@@ -309,24 +161,27 @@ main(int argc, char **argv)
 	    (kind == DEAD && op.by == NULL) ||
 	    (named ? older_than != -1 || keep != -1 : older_than == -1))
 		usage();
-	if (named && argc - optind == 1 && strcmp(argv[optind], "-") == 0)
-		read_stdin(&l, &status);
-	else
-		for (; optind < argc; optind++)
-			add_id(&l, argv[optind], strlen(argv[optind]), 0,
-			    &status);
-	sp = open_spool(spool_dir(dir));
-	if (!named)
-		select_old(sp, kind, older_than, keep < 0 ? 0 : (size_t)keep,
+	read_ids(&l, argv + optind, argc - optind, &status);
+	p.sp = open_spool(spool_dir(dir));
+	p.op = op.by != NULL ? &op : NULL;
+	p.from = kind == DEAD ? SPOOL_DEAD : SPOOL_DONE;
+	if (!named) {
+		/*
+		 * A job is purged only if it is still as the selection saw
+		 * it: one that left and came back meanwhile (a new cycle, a
+		 * redrive) is younger than the cutoff, and is refused.
+		 */
+		cutoff = spool_now() - older_than;
+		select_old(p.sp, kind, cutoff, keep < 0 ? 0 : (size_t)keep,
 		    &l, &status);
-	status = worst(status, purge(sp, &op, kind, dry_run, &l));
-	if (!dry_run && spool_sweep_tmp(sp, TMP_AGE_MS, &swept) == -1) {
+		before = cutoff + 1;
+	}
+	status = worst(status, in_batches(&l, before, purge, &p));
+	if (!p.dry_run && spool_sweep_tmp(p.sp, TMP_AGE_MS, &swept) == -1) {
 		say("tmp/: %s", strerror(errno));
 		status = worst(status, EXIT_TEMP);
 	}
-	for (i = 0; i < l.n; i++)
-		free(l.v[i].id);
-	free(l.v);
-	spool_close(sp);
+	picks_free(&l);
+	spool_close(p.sp);
 	return finish_stdout(status);
 }

@@ -26,20 +26,10 @@ static const char bulk_usage[] = "spool-redrive [-d DIR] --by WHO --note "
 
 #define NS	1000000000LL
 
-struct pick {
-	char *id;
-	int64_t parked;		/* --all: when it parked: the order */
-};
-
-struct list {
-	struct pick *v;
-	size_t n, size;
-	size_t bad;		/* lines of stdin that were not IDs */
-};
-
 struct bulk {
 	int all, dry_run, reason, class, paced;
 	int64_t older_than;	/* ms; -1: any age */
+	int64_t cutoff;		/* --all: what parked after is not selected */
 	long rate;		/* jobs a second */
 	size_t moved, refused, failed;
 };
@@ -56,149 +46,38 @@ clock_ns(clockid_t clock)
 	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
 }
 
-/* Keep a valid ID; report a bad one, which no call ever sees. */
-static void
-add_id(struct list *l, const char *id, size_t len, int64_t parked,
-    int *status)
-{
-	struct pick *v;
-
-	if (strlen(id) != len || !spool_valid_id(id)) {
-		say("%.140s: bad ID", id);
-		*status = worst(*status, EXIT_PERM);
-		l->bad++;
-		return;
-	}
-	if (l->n == l->size) {
-		l->size = l->size ? 2 * l->size : 256;
-		if ((v = reallocarray(l->v, l->size, sizeof(*v))) == NULL)
-			die(EXIT_TEMP, "%s", strerror(errno));
-		l->v = v;
-	}
-	if ((l->v[l->n].id = strdup(id)) == NULL)
-		die(EXIT_TEMP, "%s", strerror(errno));
-	l->v[l->n++].parked = parked;
-}
-
-static void
-free_list(struct list *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		free(l->v[i].id);
-	free(l->v);
-}
-
-static void
-read_stdin(struct list *l, int *status)
-{
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-
-	while ((len = getline(&line, &cap, stdin)) != -1) {
-		if (len > 0 && line[len - 1] == '\n')
-			line[--len] = '\0';
-		if (len > 0)
-			add_id(l, line, (size_t)len, 0, status);
-	}
-	if (ferror(stdin))
-		die(EXIT_TEMP, "stdin: %s", strerror(errno));
-	free(line);
-}
-
-static int
-collect(void *arg, const char *id)
-{
-	int status = EXIT_DONE;
-
-	add_id(arg, id, strlen(id), 0, &status);
-	return 0;
-}
-
-/* qsort(3) must not be given a null array, even an empty one. */
-static void
-sort_picks(struct pick *v, size_t n,
-    int (*cmp)(const void *, const void *))
-{
-	if (n > 1)
-		qsort(v, n, sizeof(*v), cmp);
-}
-
-/*
- * Read a job without locking it.  Such a read can race a transition and
- * find the file in neither place the sidecar named, which looks like
- * damage (EUCLEAN): read again before believing it.
- */
-static int
-job_info(struct spool *sp, const char *id, struct spool_job_info *info)
-{
-	int tries = 3;
-
-	while (spool_job_info(sp, id, 0, info) == -1)
-		if (errno != EUCLEAN || --tries == 0)
-			return -1;
-	return 0;
-}
-
-static int
-by_id(const void *a, const void *b)
-{
-	return strcmp(((const struct pick *)a)->id,
-	    ((const struct pick *)b)->id);
-}
-
 static int
 by_parked(const void *a, const void *b)
 {
 	const struct pick *x = a, *y = b;
 
-	if (x->parked != y->parked)
-		return x->parked < y->parked ? -1 : 1;
+	if (x->since != y->since)
+		return x->since < y->since ? -1 : 1;
 	return strcmp(x->id, y->id);
 }
 
+static int
+matches(void *arg, const struct spool_job_info *in)
+{
+	const struct bulk *b = arg;
+
+	return (b->reason == 0 || in->reason == b->reason) &&
+	    (b->class == 0 || in->class == b->class) &&
+	    in->since <= b->cutoff;
+}
+
 /*
- * --all: the parked jobs that match, oldest parked first.  A job listed in
- * dead/ may have moved since (another operator's redrive): it is no longer
- * parked, so it is simply not selected.
+ * --all: the parked jobs that match, oldest parked first.  The cutoff is
+ * also each redrive's guard: a job that leaves dead/ and parks again while
+ * the run goes on (another operator's redrive, then a failure) is a new
+ * failure that nobody has looked at, and is refused as changed.
  */
 static void
-select_all(struct spool *sp, const struct bulk *b, struct list *l,
-    int *status)
+select_all(struct spool *sp, struct bulk *b, struct picks *l, int *status)
 {
-	struct spool_job_info info;
-	struct list seen = { NULL, 0, 0, 0 };
-	int64_t now = clock_ns(CLOCK_REALTIME) / 1000000;
-	size_t i;
-
-	if (spool_list(sp, SPOOL_DEAD, collect, &seen) == -1)
-		die(EXIT_TEMP, "dead/: %s", strerror(errno));
-	/* A name can be listed twice if it moved out and back meanwhile. */
-	sort_picks(seen.v, seen.n, by_id);
-	for (i = 0; i < seen.n; i++) {
-		if (i > 0 && strcmp(seen.v[i].id, seen.v[i - 1].id) == 0)
-			continue;
-		if (job_info(sp, seen.v[i].id, &info) == -1) {
-			if (errno != ENOENT) {
-				say("%s: %s", seen.v[i].id, errno == EUCLEAN ?
-				    "damaged job: run spool-fsck" :
-				    strerror(errno));
-				*status = worst(*status, EXIT_TEMP);
-			}
-			continue;
-		}
-		if (info.state == SPOOL_DEAD &&
-		    (b->reason == 0 || info.reason == b->reason) &&
-		    (b->class == 0 || info.class == b->class) &&
-		    (b->older_than < 0 || now - info.since >= b->older_than))
-			add_id(l, info.id, strlen(info.id), info.since,
-			    status);
-		spool_job_info_free(&info);
-	}
-	free_list(&seen);
-	sort_picks(l->v, l->n, by_parked);
+	b->cutoff = spool_now() - (b->older_than < 0 ? 0 : b->older_than);
+	select_jobs(sp, SPOOL_DEAD, matches, b, l, status);
+	picks_sort(l, by_parked);
 }
 
 /*
@@ -309,37 +188,13 @@ summary(const struct bulk *b, size_t total, int64_t elapsed, int stopped)
 	    (double)elapsed / NS, rest);
 }
 
-/* What a redrive would answer, without making it. */
-static void
-preview(struct spool *sp, const struct spool_operator *op, const char *id,
-    struct spool_result *res)
-{
-	struct spool_job_info info;
-
-	memset(res, 0, sizeof(*res));
-	if (job_info(sp, id, &info) == -1) {
-		res->status = errno == ENOENT ? 1 : -1;
-		res->refusal = SPOOL_NO_JOB;
-		res->err = errno;
-		return;
-	}
-	res->state = info.state;
-	res->token = info.token;
-	if (info.state != SPOOL_DEAD || (info.side_effect && !op->reconciled)) {
-		res->status = 1;
-		res->refusal = info.state != SPOOL_DEAD ? SPOOL_NO_NOT_PARKED :
-		    SPOOL_NO_UNRECONCILED;
-	}
-	spool_job_info_free(&info);
-}
-
 /*
  * One job a call, each started no sooner than one interval after the one
  * before: a steady rate with no burst, even after a slow call.
  */
 static int
 bulk(struct spool *sp, const struct spool_operator *op, struct bulk *b,
-    struct list *l)
+    struct picks *l)
 {
 	struct spool_item item;
 	int64_t start, now, next, shown = 0, interval = NS / b->rate;
@@ -353,8 +208,10 @@ bulk(struct spool *sp, const struct spool_operator *op, struct bulk *b,
 	for (i = 0; i < l->n; i++) {
 		memset(&item, 0, sizeof(item));
 		item.id = l->v[i].id;
+		item.before = b->all ? b->cutoff + 1 : 0;
 		if (b->dry_run)
-			preview(sp, op, item.id, &item.res);
+			preview(sp, &item, SPOOL_DEAD, SPOOL_NO_NOT_PARKED,
+			    !op->reconciled);
 		else if (wait_until(next)) {
 			stopped = STOP_SIGNAL;
 			break;
@@ -410,42 +267,17 @@ opt_rate(const char *arg)
 	return opt_number("--rate", num, 1, 10000);
 }
 
+struct redrive {
+	struct spool *sp;
+	const struct spool_operator *op;
+};
+
 static int
-opt_reason(const char *arg)
+redrive(void *arg, struct spool_item *items, size_t n)
 {
-	int i;
+	const struct redrive *r = arg;
 
-	for (i = 1; strcmp(spool_reason_name(i), "?") != 0; i++)
-		if (strcmp(spool_reason_name(i), arg) == 0)
-			return i;
-	die(EXIT_PERM, "--reason: unknown reason '%.40s' (see spool(7))", arg);
-}
-
-/* Named jobs: one batch, no pacing, no summary. */
-static int
-named(struct spool *sp, const struct spool_operator *op, struct list *l)
-{
-	struct spool_item *items;
-	size_t i, k, n;
-	int status = EXIT_DONE;
-
-	if ((items = calloc(SPOOL_BATCH_MAX, sizeof(*items))) == NULL)
-		die(EXIT_TEMP, "%s", strerror(errno));
-	for (i = 0; i < l->n; i += n) {
-		n = l->n - i < SPOOL_BATCH_MAX ? l->n - i : SPOOL_BATCH_MAX;
-		for (k = 0; k < n; k++)
-			items[k].id = l->v[i + k].id;
-		if (spool_redrive(sp, op, items, n) == -1)
-			die(EXIT_TEMP, "%s", strerror(errno));
-		for (k = 0; k < n; k++) {
-			if (items[k].res.status == 0)
-				printf("%s\n", items[k].id);
-			status = worst(status, report(items[k].id,
-			    &items[k].res));
-		}
-	}
-	free(items);
-	return status;
+	return spool_redrive(r->sp, r->op, items, n);
 }
 
 int
@@ -464,11 +296,11 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct spool_operator op = { NULL, NULL, 0 };
-	struct bulk b = { 0, 0, 0, 0, 0, -1, 10, 0, 0, 0 };
-	struct list l = { NULL, 0, 0, 0 };
+	struct bulk b = { 0, 0, 0, 0, 0, -1, 0, 10, 0, 0, 0 };
+	struct picks l = { NULL, 0, 0, 0 };
+	struct redrive r = { NULL, &op };
 	const char *dir = NULL;
-	struct spool *sp;
-	int c, i, stdin_ids, filters = 0, status = EXIT_DONE;
+	int c, stdin_ids, filters = 0, status = EXIT_DONE;
 
 	cmd_init(argv, 1);
 	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
@@ -483,9 +315,8 @@ main(int argc, char **argv)
 			op.by = opt_word("--by", optarg, spool_valid_note);
 			break;
 		case 'c':
-			if ((b.class = spool_class_from_name(optarg)) == -1)
-				die(EXIT_PERM, "--class: unknown class '%.40s' "
-				    "(see spool(7))", optarg);
+			b.class = opt_name("--class", optarg, "class",
+			    spool_class_from_name);
 			filters = 1;
 			break;
 		case 'D':
@@ -503,7 +334,8 @@ main(int argc, char **argv)
 			b.paced = 1;
 			break;
 		case 'w':
-			b.reason = opt_reason(optarg);
+			b.reason = opt_name("--reason", optarg, "reason",
+			    spool_reason_from_name);
 			filters = 1;
 			break;
 		case 'r':
@@ -522,19 +354,16 @@ main(int argc, char **argv)
 	}
 	if (op.by == NULL || op.note == NULL || (optind == argc && !b.all))
 		usage();
-	if (stdin_ids)
-		read_stdin(&l, &status);
-	else
-		for (i = optind; i < argc; i++)
-			add_id(&l, argv[i], strlen(argv[i]), 0, &status);
-	sp = open_spool(spool_dir(dir));
+	read_ids(&l, argv + optind, argc - optind, &status);
+	r.sp = open_spool(spool_dir(dir));
 	if (b.all)
-		select_all(sp, &b, &l, &status);
+		select_all(r.sp, &b, &l, &status);
+	/* Named jobs: one batch, no pacing, no summary. */
 	if (b.all || stdin_ids)
-		status = worst(status, bulk(sp, &op, &b, &l));
+		status = worst(status, bulk(r.sp, &op, &b, &l));
 	else
-		status = worst(status, named(sp, &op, &l));
-	free_list(&l);
-	spool_close(sp);
+		status = worst(status, in_batches(&l, 0, redrive, &r));
+	picks_free(&l);
+	spool_close(r.sp);
 	return finish_stdout(status);
 }

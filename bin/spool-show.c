@@ -2,8 +2,9 @@
  * spool-show: everything known about one job, for the person deciding what
  * to do with it: its state and envelope from the sidecar, the history of
  * every delivery, and its lines from every audit file, rotated ones too,
- * in time order.  Nothing is locked or changed, and the payload is not
- * read: it is the one file under dead/ or done/ that a person may cat.
+ * in time order.  Nothing is changed (the sidecar is read under a shared
+ * lock), and the payload is not read: it is the one file under dead/ or
+ * done/ that a person may cat.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -12,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common.h"
 
@@ -35,19 +35,6 @@ struct audit {
 	struct line *lines;
 	size_t n, size;
 };
-
-/* The library's clock: SPOOL_TEST_NOW pins it for the tests. */
-static int64_t
-now_ms(void)
-{
-	const char *s = getenv("SPOOL_TEST_NOW");
-	struct timespec ts;
-
-	if (s != NULL && *s != '\0')
-		return strtoll(s, NULL, 10);
-	(void)clock_gettime(CLOCK_REALTIME, &ts);	/* cannot fail */
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Split a line in place: the number of fields, or max + 1 if more. */
 static size_t
@@ -117,129 +104,6 @@ by_time(const void *a, const void *b)
 	return c != 0 ? c : (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-static const char *
-iso(char *buf, size_t len, int64_t ms)
-{
-	time_t secs = (time_t)(ms / 1000);
-	struct tm tm;
-	char when[32];
-
-	if (ms <= 0 || gmtime_r(&secs, &tm) == NULL ||
-	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
-		return "-";
-	(void)snprintf(buf, len, "%s.%03dZ", when, (int)(ms % 1000));
-	return buf;
-}
-
-/* A short age: 950ms, 42s, 7m12s, 3h04m, 2d05h. */
-static const char *
-age(char *buf, size_t len, int64_t ms)
-{
-	int64_t s = ms / 1000;
-
-	if (ms < 0)
-		ms = s = 0;
-	if (ms < 1000)
-		(void)snprintf(buf, len, "%" PRId64 "ms", ms);
-	else if (s < 60)
-		(void)snprintf(buf, len, "%" PRId64 "s", s);
-	else if (s < 3600)
-		(void)snprintf(buf, len, "%" PRId64 "m%02" PRId64 "s", s / 60,
-		    s % 60);
-	else if (s < 86400)
-		(void)snprintf(buf, len, "%" PRId64 "h%02" PRId64 "m",
-		    s / 3600, s / 60 % 60);
-	else
-		(void)snprintf(buf, len, "%" PRId64 "d%02" PRId64 "h",
-		    s / 86400, s / 3600 % 24);
-	return buf;
-}
-
-static const char *
-dash(const char *s)
-{
-	return s != NULL && *s != '\0' ? s : "-";
-}
-
-static const char *
-disposition(const struct spool_job_info *in)
-{
-	if (in->dropped)
-		return "dropped";
-	if (in->state == SPOOL_DEAD)
-		return "parked";
-	return in->redriven ? "redriven" : "";
-}
-
-static int jfirst;
-
-static void
-jkey(const char *key)
-{
-	if (key != NULL)
-		printf("%s\"%s\":", jfirst ? "" : ",", key);
-	else if (!jfirst)
-		putchar(',');
-	jfirst = 0;
-}
-
-/* A JSON string; null when empty.  detail may hold '"' and '\\'. */
-static void
-jstr(const char *key, const char *s)
-{
-	jkey(key);
-	if (s == NULL || *s == '\0') {
-		fputs("null", stdout);
-		return;
-	}
-	putchar('"');
-	for (; *s != '\0'; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
-			printf("\\u%04x", (unsigned char)*s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
-static void
-jnum(const char *key, int64_t v)
-{
-	jkey(key);
-	printf("%" PRId64, v);
-}
-
-/* A time in ms since the epoch; null when there is none. */
-static void
-jtime(const char *key, int64_t ms)
-{
-	if (ms == 0) {
-		jkey(key);
-		fputs("null", stdout);
-	} else
-		jnum(key, ms);
-}
-
-static void
-jbool(const char *key, int v)
-{
-	jkey(key);
-	fputs(v ? "true" : "false", stdout);
-}
-
-static int
-deliveries(const struct spool_job_info *in)
-{
-	size_t i;
-	int n = 0;
-
-	for (i = 0; i < in->ndeliveries; i++)
-		n += in->deliveries[i].cycle == in->cycles;
-	return n;
-}
-
 static void
 show_json(const struct spool_job_info *in, const struct audit *a,
     int64_t now)
@@ -248,41 +112,12 @@ show_json(const struct spool_job_info *in, const struct audit *a,
 	char *f[NFIELD + 1], *copy;
 	size_t i, k;
 
-	jfirst = 1;
-	putchar('{');
-	jstr("id", in->id);
-	jstr("state", spool_state_name(in->state));
-	jstr("disposition", disposition(in));
-	jtime("since", in->since);
-	jnum("age_ms", now - in->since);
-	jtime("created", in->created);
-	jtime("deadline", in->deadline);
-	jtime("eligible", in->eligible);
-	jtime("lease_until", in->lease_until);
-	jstr("owner", in->owner);
-	jstr("trace", in->trace);
-	jnum("token", (int64_t)in->token);
-	jnum("attempts", in->attempts);
-	jnum("max_attempts", in->max_attempts);
-	jnum("deliveries", deliveries(in));
-	jnum("cycles", in->cycles);
-	jstr("reason", in->reason ? spool_reason_name(in->reason) : NULL);
-	jstr("class", in->class ? spool_class_name(in->class) : NULL);
-	jstr("detail", in->detail);
-	jbool("side_effect", in->side_effect);
-	jbool("redriven", in->redriven);
-	jbool("dropped", in->dropped);
-	jstr("by", in->by);
-	jstr("note", in->note);
-	jtime("acted", in->acted);
-	jkey("history");
-	putchar('[');
-	jfirst = 1;
+	jbegin(NULL, '{');
+	jjob(in, now);
+	jbegin("history", '[');
 	for (i = 0; i < in->ndeliveries; i++) {
 		d = &in->deliveries[i];
-		jkey(NULL);
-		jfirst = 1;
-		putchar('{');
+		jbegin(NULL, '{');
 		jnum("cycle", d->cycle);
 		jnum("attempt", d->attempt);
 		jnum("token", (int64_t)d->token);
@@ -292,19 +127,15 @@ show_json(const struct spool_job_info *in, const struct audit *a,
 		jstr("end", d->end);
 		jstr("class", d->class ? spool_class_name(d->class) : NULL);
 		jstr("detail", d->detail);
-		putchar('}');
+		jend('}');
 	}
-	putchar(']');
-	jkey("audit");
-	putchar('[');
-	jfirst = 1;
+	jend(']');
+	jbegin("audit", '[');
 	for (i = 0; i < a->n; i++) {
 		if ((copy = strdup(a->lines[i].text)) == NULL)
 			die(EXIT_TEMP, "%s", strerror(errno));
 		(void)split(copy, f, NFIELD);
-		jkey(NULL);
-		jfirst = 1;
-		putchar('{');
+		jbegin(NULL, '{');
 		for (k = 0; k < NFIELD; k++) {
 			if (k >= 3 && k <= 5)
 				jnum(fields[k], strtoll(f[k], NULL, 10));
@@ -312,10 +143,11 @@ show_json(const struct spool_job_info *in, const struct audit *a,
 				jstr(fields[k], strcmp(f[k], "-") == 0 ?
 				    NULL : f[k]);
 		}
-		putchar('}');
+		jend('}');
 		free(copy);
 	}
-	puts("]}");
+	jend(']');
+	jend('}');
 }
 
 /* The -l columns of the history, as wide as their widest cell. */
@@ -353,8 +185,8 @@ print_history(const struct spool_job_info *in)
 				cell[1] = num[1];
 				cell[2] = num[2];
 				cell[3] = dash(d->owner);
-				cell[4] = iso(t1, sizeof(t1), d->claimed);
-				cell[5] = iso(t2, sizeof(t2), d->ended);
+				cell[4] = fmt_time(t1, sizeof(t1), d->claimed);
+				cell[5] = fmt_time(t2, sizeof(t2), d->ended);
 				cell[6] = dash(d->end);
 				cell[7] = d->class ?
 				    spool_class_name(d->class) : "-";
@@ -383,15 +215,15 @@ show_text(const struct spool_job_info *in, const struct audit *a,
 	printf("id           %s\n", in->id);
 	printf("state        %s\n", spool_state_name(in->state));
 	printf("disposition  %s\n", dash(disposition(in)));
-	printf("since        %s (%s ago)\n", iso(t1, sizeof(t1), in->since),
-	    age(agebuf, sizeof(agebuf), now - in->since));
-	printf("created      %s\n", iso(t1, sizeof(t1), in->created));
-	printf("deadline     %s\n", iso(t1, sizeof(t1), in->deadline));
+	printf("since        %s (%s ago)\n", fmt_time(t1, sizeof(t1), in->since),
+	    fmt_age(agebuf, sizeof(agebuf), now - in->since));
+	printf("created      %s\n", fmt_time(t1, sizeof(t1), in->created));
+	printf("deadline     %s\n", fmt_time(t1, sizeof(t1), in->deadline));
 	if (in->state == SPOOL_NEW)
-		printf("eligible     %s\n", iso(t1, sizeof(t1), in->eligible));
+		printf("eligible     %s\n", fmt_time(t1, sizeof(t1), in->eligible));
 	if (in->state == SPOOL_LEASED)
 		printf("lease        %s until %s\n", in->owner,
-		    iso(t1, sizeof(t1), in->lease_until));
+		    fmt_time(t1, sizeof(t1), in->lease_until));
 	printf("trace        %s\n", dash(in->trace));
 	printf("token        %" PRIu64 "\n", in->token);
 	printf("attempts     %d of %d\n", in->attempts, in->max_attempts);
@@ -406,7 +238,7 @@ show_text(const struct spool_job_info *in, const struct audit *a,
 	    "reconcile, then redrive with --reconciled" : "no");
 	if (in->acted != 0)
 		printf("acted        %s %s at %s\n", in->by, dash(in->note),
-		    iso(t1, sizeof(t1), in->acted));
+		    fmt_time(t1, sizeof(t1), in->acted));
 	else
 		printf("acted        -\n");
 	printf("\n");
@@ -461,9 +293,9 @@ main(int argc, char **argv)
 	if (a.n > 0)		/* a.lines may be NULL, which qsort must not see */
 		qsort(a.lines, a.n, sizeof(*a.lines), by_time);
 	if (json)
-		show_json(&info, &a, now_ms());
+		show_json(&info, &a, spool_now());
 	else
-		show_text(&info, &a, now_ms());
+		show_text(&info, &a, spool_now());
 	spool_job_info_free(&info);
 	for (i = 0; i < a.n; i++)
 		free(a.lines[i].text);

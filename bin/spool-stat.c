@@ -102,41 +102,11 @@ fail(int status, const char *fmt, ...)
 	exit(CHECK_UNKNOWN);
 }
 
-/* The library's clock: SPOOL_TEST_NOW pins it for the tests. */
-static int64_t
-now_ms(void)
-{
-	const char *s = getenv("SPOOL_TEST_NOW");
-	struct timespec ts;
-
-	if (s != NULL && *s != '\0')
-		return strtoll(s, NULL, 10);
-	(void)clock_gettime(CLOCK_REALTIME, &ts);	/* cannot fail */
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* A short age: 0s, 950ms, 42s, 7m12s, 3h04m, 2d05h. */
+/* An age as a metric shows it: none is 0s. */
 static const char *
 age(char *buf, size_t len, int64_t ms)
 {
-	int64_t s = ms / 1000;
-
-	if (ms <= 0)
-		(void)snprintf(buf, len, "0s");
-	else if (ms < 1000)
-		(void)snprintf(buf, len, "%" PRId64 "ms", ms);
-	else if (s < 60)
-		(void)snprintf(buf, len, "%" PRId64 "s", s);
-	else if (s < 3600)
-		(void)snprintf(buf, len, "%" PRId64 "m%02" PRId64 "s", s / 60,
-		    s % 60);
-	else if (s < 86400)
-		(void)snprintf(buf, len, "%" PRId64 "h%02" PRId64 "m",
-		    s / 3600, s / 60 % 60);
-	else
-		(void)snprintf(buf, len, "%" PRId64 "d%02" PRId64 "h",
-		    s / 86400, s / 3600 % 24);
-	return buf;
+	return ms <= 0 ? "0s" : fmt_age(buf, len, ms);
 }
 
 /* Milliseconds as seconds, exactly: 420, 0.25. */
@@ -292,7 +262,7 @@ gather(struct spool *sp, struct stats *st)
 	size_t i;
 
 	memset(st, 0, sizeof(*st));
-	st->now = now_ms();
+	st->now = spool_now();
 	st->first_ready = st->first_dead = st->first_lease = INT64_MAX;
 	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
 		w.state = states[i];
@@ -386,34 +356,34 @@ print_json(const struct stats *st, const struct metric *m)
 {
 	size_t i;
 
-	printf("{\"now\":%" PRId64 ",\"paused\":%s", st->now,
-	    st->paused ? "true" : "false");
+	jbegin(NULL, '{');
+	jnum("now", st->now);
+	jbool("paused", st->paused);
 	/* The flat metrics; by reason and class come as objects. */
 	for (i = 1; i < NFLAT; i++)
-		printf(",\"%s\":%" PRId64, m[i].name, m[i].value);
-	printf(",\"dead_by_reason\":{");
+		jnum(m[i].name, m[i].value);
+	jbegin("dead_by_reason", '{');
 	for (i = 1; i < NREASON; i++)
-		printf("%s\"%s\":%ld", i > 1 ? "," : "",
-		    spool_reason_name((int)i), st->reason[i]);
-	printf("},\"dead_by_class\":{");
+		jnum(spool_reason_name((int)i), st->reason[i]);
+	jend('}');
+	jbegin("dead_by_class", '{');
 	for (i = 0; i < NCLASS; i++)
-		printf("%s\"%s\":%ld", i > 0 ? "," : "", i == 0 ? "none" :
-		    spool_class_name((int)i), st->class[i]);
-	printf("},\"audit_events\":{");
+		jnum(i == 0 ? "none" : spool_class_name((int)i), st->class[i]);
+	jend('}');
+	jbegin("audit_events", '{');
 	for (i = 0; i < NEVENT; i++)
-		printf("%s\"%s\":%lu", i > 0 ? "," : "", events[i],
-		    st->events[i]);
-	printf("},\"last_action\":");
-	/* Audit fields are words of the ID alphabet: no escaping needed. */
+		jnum(events[i], (int64_t)st->events[i]);
+	jend('}');
 	if (st->last_time[0] == '\0')
-		printf("null}\n");
-	else if (strcmp(st->last_by, "-") == 0)
-		printf("{\"event\":\"%s\",\"by\":null,\"time\":%" PRId64 "}}\n",
-		    st->last_event, parse_time(st->last_time));
-	else
-		printf("{\"event\":\"%s\",\"by\":\"%s\",\"time\":%" PRId64
-		    "}}\n", st->last_event, st->last_by,
-		    parse_time(st->last_time));
+		jstr("last_action", NULL);
+	else {
+		jbegin("last_action", '{');
+		jstr("event", st->last_event);
+		jstr("by", strcmp(st->last_by, "-") == 0 ? NULL : st->last_by);
+		jnum("time", parse_time(st->last_time));
+		jend('}');
+	}
+	jend('}');
 }
 
 /* A label value: backslash, double quote and newline are escaped. */
