@@ -42,10 +42,12 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@contrib/demo.sh
 
+# spool-resume has no page of its own: spool-pause.1 documents both.
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7
 	cp $(BINS) $(DESTDIR)$(BINDIR)/
 	cp man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	echo '.so man1/spool-pause.1' >$(DESTDIR)$(MANDIR)/man1/spool-resume.1
 	cp man/*.7 $(DESTDIR)$(MANDIR)/man7/
 
 clean: $(EXTRA_CLEAN)
@@ -56,3 +58,4 @@ clean: $(EXTRA_CLEAN)
 # Test tools (fault-injection shim, fuzz targets, stress) add their rules
 # here, each in a file of its own.
 -include tests/*.mk
+-include bench/*.mk

@@ -113,6 +113,7 @@ spool_dir(const char *dflag)
 struct spool *
 open_spool(const char *dir)
 {
+	char host[SPOOL_HOST_MAX + 1];
 	struct spool *sp;
 
 	if ((sp = spool_open(dir)) != NULL)
@@ -131,6 +132,14 @@ open_spool(const char *dir)
 	case EMLINK:
 		die(EXIT_PERM, "%s: is a symlink: give the spool's real path",
 		    dir);
+	case ENOLCK:
+		die(EXIT_PERM, "%s: multi-host mode on a file system whose locks "
+		    "other hosts may not see (see spool-layout.md, Several "
+		    "hosts)", dir);
+	case EADDRINUSE:
+		die(EXIT_PERM, "%s: host ID '%s' is in use by another machine "
+		    "(see hosts/ in spool-layout.md): set SPOOL_HOST", dir,
+		    spool_host(host));
 	case ENOENT:
 	case ENOTDIR:
 		die(EXIT_PERM, "%s: %s", dir, strerror(errno));

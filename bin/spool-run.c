@@ -49,6 +49,7 @@ const char *usage_text = "spool-run [-d DIR] [--grace DUR] [--idle-exit DUR] "
 #define KILL_AFTER_MS	5000	/* a handler told to stop gets SIGKILL after */
 #define FALLBACK_MS	1000	/* without inotify, look at the spool this often */
 #define RECHECK_MS	1000	/* due, yet nothing could be claimed: look again */
+#define CLOCK_NAG_MS	600000	/* an unsynchronised clock is named this often */
 #define TAIL_MAX	300	/* bytes of the handler's stderr kept */
 #define RESULT_MAX	256	/* longest $SPOOL_RESULT read */
 
@@ -90,6 +91,8 @@ static struct {
 	int64_t grace_end, due_at, idle_since;
 	int want_claim;
 	int status;
+	struct spool_settings set;
+	int64_t clock_said;	/* monotonic: when the clock warning was given */
 } w;
 
 static int64_t
@@ -671,7 +674,7 @@ start_job(struct slot *s)
 {
 	char result[SPOOL_ID_MAX + 32], **env = NULL;
 	int payload, fd, errpipe[2] = { -1, -1 }, e;
-	int64_t now = mono_ms(), left = s->lease.lease_until - wall_ms();
+	int64_t now = mono_ms(), left = s->expires - now;
 	size_t ncopied = 0;
 
 	/*
@@ -686,6 +689,15 @@ start_job(struct slot *s)
 			return -1;
 		say("%s: not started: the lease %s", s->lease.id, left <= 0 ?
 		    "ran out first" : "is no longer held");
+		return 1;
+	}
+	/*
+	 * Nor is work started near the lease's end, timed by the monotonic
+	 * clock from before the claim: the job goes back unspent.
+	 */
+	if (left < s->lease_ms / 10) {
+		(void)close(payload);	/* read-only */
+		release(s, "not started: the lease was near its end");
 		return 1;
 	}
 	result_name(s, result, sizeof(result));
@@ -715,8 +727,6 @@ start_job(struct slot *s)
 	(void)fcntl(errpipe[0], F_SETFL, O_NONBLOCK);	/* cannot fail */
 	s->state = RUNNING;
 	s->errfd = errpipe[0];
-	s->lease_ms = w.copts.lease_ms != 0 ? w.copts.lease_ms : left;
-	s->expires = now + left;
 	s->renew_at = now + renew_interval(s);
 	s->timeout_at = w.timeout_ms > 0 ? after(now, w.timeout_ms) : NEVER;
 	s->kill_at = NEVER;
@@ -798,6 +808,27 @@ next_due(void)
 }
 
 /*
+ * On a multi-host spool every host's clock judges leases, within the
+ * spool's skew: say so, loudly and again every CLOCK_NAG_MS, while the
+ * kernel says this clock is not synchronised.
+ */
+static void
+check_clock(void)
+{
+	int64_t maxerr, now = mono_ms();
+	char skew[32];
+
+	if (!w.set.multi_host || (w.clock_said != NEVER &&
+	    now - w.clock_said < CLOCK_NAG_MS) || spool_clock(&maxerr) == 1)
+		return;
+	(void)snprintf(skew, sizeof(skew), "%" PRId64 "ms", w.set.skew_ms);
+	say("warning: the system clock is not synchronised (adjtimex); on "
+	    "this multi-host spool leases are judged by every host's clock, "
+	    "to within skew=%s: run NTP or chrony", skew);
+	w.clock_said = now;
+}
+
+/*
  * Claim into the free slots and start a handler for each job, unless a
  * stop was asked for meanwhile: then the jobs just claimed go back
  * unstarted, their attempts not spent.
@@ -807,12 +838,16 @@ claim_jobs(void)
 {
 	size_t want = w.nslots - w.busy, n = 0, i, k;
 	struct slot *s;
+	int64_t start;
 	int r;
 
 	if (w.max_jobs > 0 && (long)want > w.max_jobs - w.taken)
 		want = (size_t)(w.max_jobs - w.taken);
 	w.want_claim = 0;
 	w.due_at = NEVER;
+	check_clock();
+	/* A lease is timed from before the claim, on the monotonic clock. */
+	start = mono_ms();
 	if ((r = spool_claim(w.sp, &w.copts, w.claimed, want, &n)) == -1) {
 		say("claim: %s", strerror(errno));
 		fail();
@@ -828,6 +863,9 @@ claim_jobs(void)
 			k++;
 		w.slots[k].state = CLAIMED;
 		w.slots[k].lease = w.claimed[i];	/* and its path */
+		w.slots[k].lease_ms = w.copts.lease_ms != 0 ?
+		    w.copts.lease_ms : w.set.lease_ms;
+		w.slots[k].expires = start + w.slots[k].lease_ms;
 		w.busy++;
 		w.taken++;
 	}
@@ -993,6 +1031,8 @@ setup(const char *dirarg)
 		die(EXIT_TEMP, "signals: %s", strerror(errno));
 
 	w.sp = open_spool(dirarg);
+	spool_settings(w.sp, &w.set);
+	w.clock_said = NEVER;
 	if ((w.dir = realpath(dirarg, NULL)) == NULL)
 		die(EXIT_TEMP, "%s: %s", dirarg, strerror(errno));
 	if (asprintf(&w.resdir, "%s/spool-run.XXXXXX", tmp != NULL &&

@@ -55,6 +55,9 @@ struct stats {
 	int64_t first_ready;		/* earliest eligible time, ready jobs */
 	int64_t first_dead, first_lease;	/* earliest since */
 	int paused;
+	struct spool_settings set;	/* multi-host: the clock is shown */
+	int clock_synced;
+	int64_t clock_maxerror;
 	unsigned long events[NEVENT];
 	char last_time[25];		/* the last operator action */
 	char last_event[16], last_by[SPOOL_ID_MAX + 1];
@@ -272,6 +275,8 @@ gather(struct spool *sp, struct stats *st)
 	}
 	if ((st->paused = spool_paused(sp)) == -1)
 		fail(EXIT_TEMP, "paused: %s", strerror(errno));
+	spool_settings(sp, &st->set);
+	st->clock_synced = spool_clock(&st->clock_maxerror);
 	if (spool_audit_scan(sp, audit_line, st) == -1)
 		fail(EXIT_TEMP, "audit/: %s", strerror(errno));
 }
@@ -349,6 +354,16 @@ print_plain(const struct stats *st, const struct metric *m, size_t n)
 		printf("%-31s %s by %s at %s (%s ago)\n", "last_action",
 		    st->last_event, st->last_by, st->last_time,
 		    age(buf, sizeof(buf), st->now - parse_time(st->last_time)));
+	if (!st->set.multi_host)
+		return;
+	printf("%-31s %s, skew %s\n", "multi_host", st->set.host,
+	    age(buf, sizeof(buf), st->set.skew_ms));
+	if (st->clock_synced)
+		printf("%-31s synchronised, max error %s\n", "clock",
+		    age(buf, sizeof(buf), st->clock_maxerror));
+	else
+		printf("%-31s NOT synchronised: leases need NTP or chrony\n",
+		    "clock");
 }
 
 static void
@@ -381,6 +396,14 @@ print_json(const struct stats *st, const struct metric *m)
 		jstr("event", st->last_event);
 		jstr("by", strcmp(st->last_by, "-") == 0 ? NULL : st->last_by);
 		jnum("time", parse_time(st->last_time));
+		jend('}');
+	}
+	if (st->set.multi_host) {
+		jbegin("multi_host", '{');
+		jstr("host", st->set.host);
+		jnum("skew_ms", st->set.skew_ms);
+		jbool("clock_synchronised", st->clock_synced);
+		jnum("clock_maxerror_ms", st->clock_maxerror);
 		jend('}');
 	}
 	jend('}');
@@ -472,6 +495,12 @@ print_prom(const struct stats *st, const char *dir)
 	    seconds(buf, sizeof(buf), age_of(st, st->first_lease)));
 	family("spool_paused", "gauge", "1 if claims are paused.");
 	printf("spool_paused{spool=\"%s\"} %d\n", sv, st->paused);
+	if (st->set.multi_host) {
+		family("spool_clock_synchronised", "gauge", "1 if this host's "
+		    "clock is synchronised (multi-host spools).");
+		printf("spool_clock_synchronised{spool=\"%s\"} %d\n", sv,
+		    st->clock_synced);
+	}
 	family("spool_audit_events_total", "counter", "Lines in the audit "
 	    "logs kept, by event; falls when old logs are removed.");
 	for (i = 0; i < NEVENT; i++)

@@ -62,7 +62,8 @@ audit_add(struct abuf *ab, struct spool *sp, const char *id,
 		errno = EOVERFLOW;
 		return -1;
 	}
-	if (r->note[0] == '\0' && r->prev != 0)
+	/* A claim names the token it superseded: the chain of leases. */
+	if (r->note[0] == '\0' && r->ev == EV_CLAIM && r->prev != 0)
 		(void)snprintf(note, sizeof(note), "%" PRIu64, r->prev);
 	else
 		(void)snprintf(note, sizeof(note), "%s", "-");
@@ -150,7 +151,7 @@ spool_audit_scan(struct spool *sp,
 	ssize_t n;
 	char *p, *nl;
 	DIR *d;
-	int fd, rv = 0;
+	int fd, rv = 0, skip;
 
 	if ((d = dir_list(sp->auditfd)) == NULL)
 		return -1;
@@ -163,20 +164,30 @@ spool_audit_scan(struct spool *sp,
 			continue;
 		fd = openat(sp->auditfd, de->d_name, O_RDONLY | O_CLOEXEC |
 		    O_NOFOLLOW | O_NONBLOCK);
-		if (fd == -1)
-			continue;	/* rotated away meanwhile */
+		if (fd == -1 && (errno == ENOENT || errno == ELOOP))
+			continue;	/* rotated away meanwhile; a symlink */
+		if (fd == -1) {
+			rv = -1;	/* unread, its lines would seem missing */
+			break;
+		}
 		have = 0;
+		skip = 0;
 		while (rv == 0 && (n = read_full(fd, buf + have,
 		    sizeof(buf) - have)) > 0) {
 			have += (size_t)n;
 			for (p = buf; rv == 0 && (nl = memchr(p, '\n',
 			    have - (size_t)(p - buf))) != NULL; p = nl + 1)
-				rv = fn(arg, p, (size_t)(nl - p));
+				if (!skip)
+					rv = fn(arg, p, (size_t)(nl - p));
+				else
+					skip = 0;	/* its tail */
 			/* A line longer than the buffer is not ours: skip. */
 			have -= (size_t)(p - buf);
 			memmove(buf, p, have);
-			if (have == sizeof(buf))
+			if (have == sizeof(buf)) {
 				have = 0;
+				skip = 1;
+			}
 		}
 		(void)close_fd(fd);	/* read-only; a torn last line is ignored */
 		if (n == -1 && rv == 0)

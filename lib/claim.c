@@ -37,6 +37,8 @@ struct claim {
 	size_t nheld;
 	struct dirset ds;
 	struct abuf ab;
+	int64_t expired;	/* leases that ended before this are taken over:
+				   now less the spool's clock-skew allowance */
 	int64_t min_until;	/* earliest expiry of the leases we saw */
 	int job_err;		/* why a job was skipped, if one was */
 	int64_t our_until;	/* expiry of the leases we made */
@@ -154,7 +156,7 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 	if (j->cur.loc != loc || (loc == SPOOL_NEW && j->cur.eligible !=
 	    (int64_t)val) || (loc == SPOOL_LEASED && j->cur.tok != val))
 		goto skip;	/* moved since we read the directory */
-	if (loc == SPOOL_LEASED && j->cur.until > c->now) {
+	if (loc == SPOOL_LEASED && j->cur.until > c->expired) {
 		if (j->cur.until < c->min_until)
 			c->min_until = j->cur.until;
 		goto skip;
@@ -179,9 +181,17 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 		r.tok = j->hi + 1;
 		r.att = j->cur.att + 1;
 		r.until = c->now + c->lease;
-		r.prev = loc == SPOOL_LEASED ? val : 0;
+		/*
+		 * Each claim names the token it supersedes, so the chain of a
+		 * job's leases reads whole from the audit log whatever the
+		 * writers' clocks say; a takeover of a lease that ran out is
+		 * marked by its class.
+		 */
+		r.prev = j->cur.tok;
+		if (loc == SPOOL_LEASED)
+			r.cls = SPOOL_CLASS_LEASE_EXPIRED;
 		(void)snprintf(r.owner, sizeof(r.owner), "%s", c->owner);
-		j->event = r.prev ? "reclaim" : "claim";
+		j->event = loc == SPOOL_LEASED ? "reclaim" : "claim";
 	}
 	/* A failure here leaves the job where it was (the record void). */
 	if (job_record(j, &r) == -1 || job_write(j) == -1) {
@@ -292,16 +302,16 @@ scan_leased(struct claim *c, int hintfd)
 
 	if (lock_fd(hintfd, 0) == -1)
 		return -1;
-	if (hint_read(hintfd) > c->now)
+	if (hint_read(hintfd) > c->expired)
 		return 0;	/* another claimer just scanned */
 	if ((d = dir_list(c->sp->leasedfd)) == NULL)
 		return -1;
-	c->min_until = c->now + RESCAN_MS;
+	c->min_until = c->expired + RESCAN_MS;
 	while ((errno = 0, de = readdir(d)) != NULL) {
 		if (parse_leased_name(de->d_name, id, &tok) == -1)
 			continue;
 		if (c->nout == c->want) {
-			c->min_until = c->now;	/* more may be due: rescan */
+			c->min_until = c->expired;	/* more may be due */
 			break;
 		}
 		if ((rv = take(c, id, SPOOL_LEASED, tok)) == -1)
@@ -352,6 +362,7 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 		return -1;
 	c->sp = sp;
 	c->now = now_ms();
+	c->expired = c->now - sp->skew_ms;
 	c->lease = opts->lease_ms ? opts->lease_ms : sp->lease_ms;
 	c->owner = opts->owner;
 	c->out = out;
@@ -362,7 +373,7 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 		return -1;
 	}
 	hint = hint_read(hintfd);
-	if (hint <= c->now && scan_leased(c, hintfd) == -1)
+	if (hint <= c->expired && scan_leased(c, hintfd) == -1)
 		rv = -1;
 	/* The hint's lock (if taken) is not needed past here. */
 	(void)flock(hintfd, LOCK_UN);
@@ -472,6 +483,8 @@ spool_next_due(struct spool *sp, int64_t *when)
 			until = hint;
 		(void)close_fd(fd);
 	}
+	if (until != NO_EXPIRY)
+		until += sp->skew_ms;	/* taken over that much later */
 	*when = first < until ? first : until;
 	return 0;
 }

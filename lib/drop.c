@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -25,6 +26,8 @@ drop_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	r.loc = SPOOL_DONE;
 	r.reason = j->cur.reason;	/* why it was parked, kept */
 	r.cls = j->cur.cls;
+	/* and what its worker said, as spool-ls and spool-show show it */
+	memcpy(r.detail, j->cur.detail, sizeof(r.detail));
 	(void)snprintf(r.by, sizeof(r.by), "%s", b->op->by);
 	(void)snprintf(r.note, sizeof(r.note), "%s", b->op->note);
 	j->event = "drop";

@@ -54,6 +54,7 @@ struct fsck {
 	size_t nkeys, capkeys;
 	struct abuf ab;
 	int problems, unfixed, err;
+	int64_t oldest;			/* the earliest audit line kept */
 };
 
 /* Audit events, as spool-layout.md names them; their index is the code. */
@@ -166,7 +167,8 @@ scan_dir(struct fsck *f, int dirfd, const char *rel, int state)
 		else if (state == SPOOL_LEASED)
 			ok = parse_leased_name(de->d_name, id, &v) == 0;
 		else
-			ok = spool_valid_id(strcpy(id, de->d_name));
+			ok = strlen(de->d_name) <= SPOOL_ID_MAX &&
+			    spool_valid_id(strcpy(id, de->d_name));
 		rv = ok ? add_ent(f, id, rel, de->d_name, state) :
 		    add_stray(f, rel, de->d_name);
 	}
@@ -208,7 +210,7 @@ index_line(void *arg, const char *line, size_t len)
 {
 	struct fsck *f = arg;
 	const char *w[5], *p = line, *end = line + len, *sp;
-	char tbuf[32], ev[16];
+	char tbuf[32], ev[16], tok[24];
 	struct akey *k;
 	size_t i, n;
 	int code;
@@ -221,7 +223,8 @@ index_line(void *arg, const char *line, size_t len)
 	if (i < 5)
 		return 0;	/* not ours; spool-fsck does not judge it */
 	n = (size_t)(w[1] - w[0] - 1);
-	if (n >= sizeof(tbuf) || (size_t)(w[2] - w[1] - 1) >= sizeof(ev))
+	if (n >= sizeof(tbuf) || (size_t)(w[2] - w[1] - 1) >= sizeof(ev) ||
+	    (size_t)(w[4] - w[3] - 1) >= sizeof(tok))
 		return 0;
 	memcpy(tbuf, w[0], n);
 	tbuf[n] = '\0';
@@ -241,8 +244,13 @@ index_line(void *arg, const char *line, size_t len)
 	k = &f->keys[f->nkeys];
 	k->idh = hash_id(w[2], (size_t)(w[3] - w[2] - 1));
 	k->t = iso_ms(tbuf);
+	if (f->nkeys == 0 || k->t < f->oldest)
+		f->oldest = k->t;
 	k->ev = code;
-	k->tok = strtoull(w[3], NULL, 10);
+	/* The token field alone: the line is not NUL-terminated. */
+	memcpy(tok, w[3], (size_t)(w[4] - w[3] - 1));
+	tok[w[4] - w[3] - 1] = '\0';
+	k->tok = strtoull(tok, NULL, 10);
 	f->nkeys++;
 	return 0;
 }
@@ -282,7 +290,7 @@ audit_code(const struct rec *r)
 {
 	if (r->ev == EV_VOID)
 		return 0;
-	if (r->ev == EV_CLAIM && r->prev != 0)
+	if (r->ev == EV_CLAIM && r->cls == SPOOL_CLASS_LEASE_EXPIRED)
 		return AEV_RECLAIM;
 	return r->ev;	/* the two tables agree up to purge */
 }
@@ -353,12 +361,18 @@ check_audit(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
 		    &v) == 0 && v.ev == EV_VOID) : !lastvoid;
 		if (!effective)
 			continue;
+		/*
+		 * A record older than every line still in audit/ had its line
+		 * in a rotated log since removed: that is no damage.
+		 */
+		if (f->nkeys > 0 && r.t < f->oldest)
+			continue;
 		want.idh = idh;
 		want.t = r.t;
 		want.ev = audit_code(&r);
 		want.tok = r.tok;
-		if (bsearch(&want, f->keys, f->nkeys, sizeof(want),
-		    cmp_key) != NULL)
+		if (f->nkeys > 0 && bsearch(&want, f->keys, f->nkeys,
+		    sizeof(want), cmp_key) != NULL)
 			continue;
 		if (f->repair && audit_add(&f->ab, f->sp, j->id, &r,
 		    aevents[want.ev]) == 0) {
@@ -433,7 +447,8 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 			(void)snprintf(where, sizeof(where), "%s/%s",
 			    spool_state_name(j.cur.loc), pl.name);
 		place_done(&pl);
-	}
+	} else if (j.cur.loc != SPOOL_ABSENT && errno != ENOENT)
+		goto fail;	/* not knowing where it is, quarantine nothing */
 	for (i = 0; i < n; i++) {
 		if (strcmp(ents[i].rel, where) == 0 || fstatat(sp->dirfd,
 		    ents[i].rel, &st, AT_SYMLINK_NOFOLLOW) == -1)
@@ -467,7 +482,7 @@ check_tmp(struct fsck *f)
 	const char *comma;
 	long pid;
 	DIR *d;
-	int alive;
+	int alive, e;
 
 	if ((d = dir_list(sp->tmpfd)) == NULL)
 		return -1;
@@ -490,8 +505,10 @@ check_tmp(struct fsck *f)
 		    "enqueue, never published%s", de->d_name, f->repair ?
 		    " (removed)" : "");
 	}
+	e = errno;
 	(void)closedir(d);	/* read-only */
-	return 0;
+	errno = e;
+	return e != 0 ? -1 : 0;
 }
 
 /* The top directory holds only a spool's own names. */
@@ -500,11 +517,12 @@ check_top(struct fsck *f, struct spool *sp)
 {
 	static const char *const ours[] = {
 		".", "..", "format", "config", "next-expiry", "paused", "tmp",
-		"new", "leased", "done", "dead", "meta", "audit", "quarantine"
+		"new", "leased", "done", "dead", "meta", "audit", "quarantine",
+		"hosts"
 	};
 	struct dirent *de;
 	DIR *d;
-	int i, known;
+	int i, known, e;
 
 	if ((d = dir_list(sp->dirfd)) == NULL)
 		return -1;
@@ -515,8 +533,10 @@ check_top(struct fsck *f, struct spool *sp)
 			problem(f, de->d_name, 0, "not part of a spool (left "
 			    "alone)");
 	}
+	e = errno;
 	(void)closedir(d);	/* read-only */
-	return 0;
+	errno = e;
+	return e != 0 ? -1 : 0;
 }
 
 int
@@ -529,7 +549,7 @@ spool_fsck(struct spool *sp, int repair,
 	size_t nmeta = 0, i, k, e0;
 	struct dirent *de;
 	DIR *d;
-	int c;
+	int c, e;
 
 	memset(&f, 0, sizeof(f));
 	f.sp = sp;
@@ -544,8 +564,10 @@ spool_fsck(struct spool *sp, int repair,
 	    scan_dir(&f, sp->deadfd, "dead", SPOOL_DEAD) == -1 ||
 	    spool_audit_scan(sp, index_line, &f) == -1)
 		goto fail;
-	qsort(f.ents, f.nents, sizeof(*f.ents), cmp_ent);
-	qsort(f.keys, f.nkeys, sizeof(*f.keys), cmp_key);
+	if (f.nents > 0)	/* qsort and bsearch take no NULL */
+		qsort(f.ents, f.nents, sizeof(*f.ents), cmp_ent);
+	if (f.nkeys > 0)
+		qsort(f.keys, f.nkeys, sizeof(*f.keys), cmp_key);
 	if ((d = dir_list(sp->metafd)) == NULL)
 		goto fail;
 	while ((errno = 0, de = readdir(d)) != NULL) {
@@ -564,8 +586,12 @@ spool_fsck(struct spool *sp, int repair,
 		}
 		nmeta++;
 	}
+	e = errno;
 	(void)closedir(d);	/* read-only */
-	qsort(metas, nmeta, sizeof(*metas), cmp_str);
+	if ((errno = e) != 0)
+		goto fail;	/* a sidecar unlisted would look missing */
+	if (nmeta > 0)
+		qsort(metas, nmeta, sizeof(*metas), cmp_str);
 	/* Merge the sorted sidecars with the sorted job files. */
 	for (i = 0, k = 0; i < nmeta || k < f.nents;) {
 		e0 = k;

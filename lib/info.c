@@ -49,7 +49,7 @@ add_history(struct spool_job_info *in, const struct rec *r, int wasleased)
 
 	switch (r->ev) {
 	case EV_CLAIM:
-		if (r->prev != 0)
+		if (r->cls == SPOOL_CLASS_LEASE_EXPIRED)
 			end_delivery(open_delivery(in, r->prev), r, "expired");
 		d = realloc(in->deliveries, (in->ndeliveries + 1) * sizeof(*d));
 		if (d == NULL)

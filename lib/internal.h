@@ -18,7 +18,7 @@
 
 /* Longest name the spool builds under its top directory. */
 #define NAME_MAX_SPOOL	256
-#define HOST_MAX	64
+#define HOST_MAX	SPOOL_HOST_MAX
 
 struct spool {
 	int dirfd;		/* the spool's top directory */
@@ -28,6 +28,8 @@ struct spool {
 	int64_t lease_ms, deadline_ms, backoff_ms, backoff_max_ms;
 	int max_attempts;
 	uint64_t reserve_bytes, reserve_inodes;	/* kept free for draining */
+	int multi_host;		/* config multi-host=yes */
+	int64_t skew_ms;	/* clock-skew allowance before a takeover */
 	char host[HOST_MAX + 1];	/* names this writer's audit file */
 	char writer[HOST_MAX + 24];	/* host:pid, the audit writer column */
 	unsigned long tmpseq;
@@ -94,6 +96,8 @@ struct abuf {
 int64_t now_ms(void);
 ssize_t read_full(int fd, void *buf, size_t n);
 int write_all(int fd, const void *buf, size_t n);
+int write_at(int fd, const void *buf, size_t n, off_t off);
+int host_register(struct spool *sp);
 int sync_fd(int fd);
 int psync(const int *fds, size_t n, int *errs);
 int sync_dir(int dirfd, const char *rel);
@@ -204,5 +208,27 @@ int bucket_walk(struct spool *sp, int64_t until, int64_t prune_now,
 int bucket_walk_all(struct spool *sp,
     int (*leaf)(void *arg, int leaffd, int64_t start),
     int (*stray)(void *arg, const char *dir, const char *name), void *arg);
+
+/*
+ * EINTR is retried for every call the spool makes (a handler installed
+ * without SA_RESTART, a FUSE or network file system can interrupt any of
+ * them), but close(2): see close_fd.  read, write and the syncs loop in
+ * io.c; the rest go through these (TEMP_FAILURE_RETRY is glibc's).
+ */
+#define open(...)	TEMP_FAILURE_RETRY(open(__VA_ARGS__))
+#define openat(...)	TEMP_FAILURE_RETRY(openat(__VA_ARGS__))
+#define pread(...)	TEMP_FAILURE_RETRY(pread(__VA_ARGS__))
+#define pwrite(...)	TEMP_FAILURE_RETRY(pwrite(__VA_ARGS__))
+#define ftruncate(...)	TEMP_FAILURE_RETRY(ftruncate(__VA_ARGS__))
+#define renameat(...)	TEMP_FAILURE_RETRY(renameat(__VA_ARGS__))
+#define renameat2(...)	TEMP_FAILURE_RETRY(renameat2(__VA_ARGS__))
+#define linkat(...)	TEMP_FAILURE_RETRY(linkat(__VA_ARGS__))
+#define unlinkat(...)	TEMP_FAILURE_RETRY(unlinkat(__VA_ARGS__))
+#define mkdir(...)	TEMP_FAILURE_RETRY(mkdir(__VA_ARGS__))
+#define mkdirat(...)	TEMP_FAILURE_RETRY(mkdirat(__VA_ARGS__))
+#define flock(...)	TEMP_FAILURE_RETRY(flock(__VA_ARGS__))
+struct dirent;
+struct dirent *dir_next(struct __dirstream *d);
+#define readdir(d)	dir_next(d)
 
 #endif

@@ -109,11 +109,18 @@ read_full(int fd, void *buf, size_t n)
 int
 write_all(int fd, const void *buf, size_t n)
 {
+	return write_at(fd, buf, n, -1);
+}
+
+/* The same at offset off (pwrite), or at the file offset when off is -1. */
+int
+write_at(int fd, const void *buf, size_t n, off_t off)
+{
 	const char *p = buf;
 	ssize_t w;
 
 	while (n > 0) {
-		w = write(fd, p, n);
+		w = off == -1 ? write(fd, p, n) : pwrite(fd, p, n, off);
 		if (w == -1) {
 			if (errno == EINTR)
 				continue;
@@ -125,6 +132,8 @@ write_all(int fd, const void *buf, size_t n)
 		}
 		p += w;
 		n -= (size_t)w;
+		if (off != -1)
+			off += w;
 	}
 	return 0;
 }
@@ -212,13 +221,19 @@ sync_dir(int dirfd, const char *rel)
 /*
  * close(2) is not retried: on Linux the descriptor is gone even when it
  * reports EINTR, and a retry could close a descriptor another thread just
- * opened.  EINTR is not an error for us either.
+ * opened.  EINTR is not an error for us either, and leaves errno as it was
+ * (callers close on their way out of a failure).
  */
 int
 close_fd(int fd)
 {
-	if (close(fd) == -1 && errno != EINTR)
-		return -1;
+	int e = errno;
+
+	if (close(fd) == -1) {
+		if (errno != EINTR)
+			return -1;
+		errno = e;
+	}
 	return 0;
 }
 
@@ -336,4 +351,16 @@ dir_list(int dirfd)
 	}
 	rewinddir(d);
 	return d;
+}
+
+/* readdir(3), again after EINTR (glibc leaves the stream as it was). */
+struct dirent *
+dir_next(DIR *d)
+{
+	struct dirent *de;
+
+	do
+		errno = 0;
+	while ((de = (readdir)(d)) == NULL && errno == EINTR);
+	return de;
 }

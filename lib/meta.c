@@ -154,21 +154,26 @@ rec_parse(const char *line, size_t len, struct rec *r)
 			NUM(r->created);
 		else if (KEY("until"))
 			NUM(r->until);
-		else if (KEY("se"))
+		else if (KEY("se")) {
 			INT(r->se);
-		else if (KEY("prev"))
+			r->se = r->se != 0;	/* a flag: written back as se=1 */
+		} else if (KEY("prev"))
 			NUM(r->prev);
 		else if (KEY("trace")) {
 			if (word(v, vlen, r->trace, sizeof(r->trace)) == -1)
 				return -1;
 		} else if (KEY("own")) {
-			if (word(v, vlen, r->owner, sizeof(r->owner)) == -1)
+			/* own, by and note go to the audit log: words only. */
+			if (word(v, vlen, r->owner, sizeof(r->owner)) == -1 ||
+			    !spool_valid_owner(r->owner))
 				return -1;
 		} else if (KEY("by")) {
-			if (word(v, vlen, r->by, sizeof(r->by)) == -1)
+			if (word(v, vlen, r->by, sizeof(r->by)) == -1 ||
+			    !spool_valid_note(r->by))
 				return -1;
 		} else if (KEY("note")) {
-			if (word(v, vlen, r->note, sizeof(r->note)) == -1)
+			if (word(v, vlen, r->note, sizeof(r->note)) == -1 ||
+			    !spool_valid_note(r->note))
 				return -1;
 		} else if (KEY("detail")) {
 			if (decode(v, vlen, r->detail, sizeof(r->detail)) == -1)
@@ -480,12 +485,20 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 	return 0;
 }
 
-/* Read the sidecar j->fd and fold it; the text stays in j->text. */
+/*
+ * Read the sidecar j->fd to its end and fold it; the text stays in j->text.
+ * The size from fstat is only a first guess: on a shared file system the
+ * attributes a client caches may lag what another host wrote, so the file
+ * is read until read says it ends, and the next record is written at the
+ * size read (job_write), never at an offset the client believes is the end.
+ */
 static int
 read_fold(struct job *j)
 {
 	struct stat st;
+	size_t cap, len = 0;
 	ssize_t got;
+	char *p;
 
 	if (fstat(j->fd, &st) == -1)
 		return -1;
@@ -493,10 +506,24 @@ read_fold(struct job *j)
 		errno = EUCLEAN;
 		return -1;
 	}
-	if ((j->text = malloc((size_t)st.st_size + 1)) == NULL ||
-	    (got = pread(j->fd, j->text, (size_t)st.st_size, 0)) == -1)
+	cap = (size_t)st.st_size + 4096;
+	if ((j->text = malloc(cap)) == NULL)
 		return -1;
-	j->textlen = (size_t)got;
+	for (;;) {
+		got = pread(j->fd, j->text + len, cap - len - 1, (off_t)len);
+		if (got == -1)
+			return -1;
+		if (got == 0)
+			break;
+		len += (size_t)got;
+		if (cap - len - 1 == 0) {
+			if ((p = realloc(j->text, cap * 2)) == NULL)
+				return -1;
+			j->text = p;
+			cap *= 2;
+		}
+	}
+	j->textlen = len;
 	return fold(j, j->text, j->textlen);
 }
 
@@ -661,8 +688,7 @@ job_write(struct job *j)
 			return -1;
 		j->size = j->valid;
 	}
-	if (lseek(j->fd, 0, SEEK_END) == -1 ||
-	    write_all(j->fd, j->pending, j->npending) == -1)
+	if (write_at(j->fd, j->pending, j->npending, (off_t)j->size) == -1)
 		return -1;
 	crash_point("record-written");
 	j->size += j->npending;

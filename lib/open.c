@@ -27,7 +27,7 @@ static const char *const subdirs[] = {
 /* The only names a spool's top directory holds. */
 static const char *const topnames[] = {
 	"format", "config", "next-expiry", "paused", "tmp", "new", "leased",
-	"done", "dead", "meta", "audit", "quarantine"
+	"done", "dead", "meta", "audit", "quarantine", "hosts"
 };
 
 static const char default_config[] =
@@ -76,6 +76,7 @@ parse_config(struct spool *sp, char *text)
 	sp->deadline_ms = 7LL * 86400000;
 	sp->backoff_ms = 1000;
 	sp->backoff_max_ms = 3600000;
+	sp->skew_ms = -1;
 	for (line = text; line != NULL && *line != '\0'; line = next) {
 		if ((next = strchr(line, '\n')) != NULL)
 			*next++ = '\0';
@@ -101,6 +102,12 @@ parse_config(struct spool *sp, char *text)
 				return -1;
 			continue;
 		}
+		if (strcmp(line, "multi-host") == 0) {
+			if (strcmp(eq, "yes") != 0 && strcmp(eq, "no") != 0)
+				return -1;
+			sp->multi_host = strcmp(eq, "yes") == 0;
+			continue;
+		}
 		if (spool_parse_duration(eq, &v) == -1)
 			return -1;
 		if (strcmp(line, "lease") == 0 && v > 0)
@@ -111,34 +118,60 @@ parse_config(struct spool *sp, char *text)
 			sp->backoff_ms = v;
 		else if (strcmp(line, "backoff-max") == 0)
 			sp->backoff_max_ms = v;
+		else if (strcmp(line, "skew") == 0)
+			sp->skew_ms = v;
 		else
 			return -1;
 	}
+	/* Several hosts' clocks never agree exactly: say by how much. */
+	if (sp->multi_host && sp->skew_ms <= 0)
+		return -1;
+	if (sp->skew_ms == -1)
+		sp->skew_ms = 0;
 	return sp->backoff_max_ms >= sp->backoff_ms ? 0 : -1;
 }
 
-/* Host name as the audit file's name: the ID alphabet, at most 64 bytes. */
-static void
-set_host(struct spool *sp)
+/*
+ * The host ID, which names this writer's audit file: $SPOOL_HOST, else the
+ * first line of /etc/spool-host, else the host name; in the ID alphabet,
+ * at most SPOOL_HOST_MAX bytes.
+ */
+const char *
+spool_host(char *buf)
 {
 	const char *s = getenv("SPOOL_HOST");
 	char name[256];
 	size_t i;
+	FILE *f;
 
 	if (s == NULL || !spool_valid_id(s)) {
-		if (gethostname(name, sizeof(name)) == -1)
+		name[0] = '\0';
+		if ((f = fopen("/etc/spool-host", "re")) != NULL) {
+			if (fgets(name, sizeof(name), f) == NULL)
+				name[0] = '\0';
+			name[strcspn(name, "\n")] = '\0';
+			(void)fclose(f);	/* read-only */
+		}
+		if (name[0] == '\0' && gethostname(name, sizeof(name)) == -1)
 			strcpy(name, "localhost");
 		name[sizeof(name) - 1] = '\0';
 		s = name;
 	}
-	for (i = 0; s[i] != '\0' && i < HOST_MAX; i++)
-		sp->host[i] = (s[i] >= 'a' && s[i] <= 'z') ||
+	for (i = 0; s[i] != '\0' && i < SPOOL_HOST_MAX; i++)
+		buf[i] = (s[i] >= 'a' && s[i] <= 'z') ||
 		    (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' &&
 		    s[i] <= '9') || s[i] == '.' || s[i] == '_' ||
 		    (s[i] == '-' && i > 0) ? s[i] : '_';
-	sp->host[i] = '\0';
+	buf[i] = '\0';
 	if (i == 0)
-		strcpy(sp->host, "localhost");
+		strcpy(buf, "localhost");
+	return buf;
+}
+
+static void
+set_host(struct spool *sp)
+{
+	(void)spool_host(sp->host);
 	(void)snprintf(sp->writer, sizeof(sp->writer), "%s:%ld", sp->host,
 	    (long)getpid());
 }
@@ -230,6 +263,8 @@ spool_open(const char *dir)
 	if ((sp->path = realpath(dir, NULL)) == NULL)
 		goto fail;
 	set_host(sp);
+	if (sp->multi_host && host_register(sp) == -1)
+		goto fail;
 	return sp;
 fail:
 	e = errno;
@@ -304,7 +339,7 @@ check_empty_or_ours(int dirfd)
 	struct dirent *de;
 	DIR *d;
 	size_t i;
-	int ours = 1;
+	int ours = 1, e;
 
 	if ((d = dir_list(dirfd)) == NULL)
 		return -1;
@@ -316,7 +351,12 @@ check_empty_or_ours(int dirfd)
 			if (strcmp(de->d_name, topnames[i]) == 0)
 				ours = 1;
 	}
+	e = errno;	/* 0 unless the listing failed */
 	(void)closedir(d);	/* read-only */
+	if (e != 0) {
+		errno = e;
+		return -1;
+	}
 	if (!ours) {
 		errno = EEXIST;
 		return -1;

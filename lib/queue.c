@@ -257,7 +257,10 @@ walk_level(struct walk *w, const char *rel, int dirfd, int level,
 		    O_CLOEXEC);
 		if (fd == -1) {
 			/* Pruned by another claimer, or not a directory. */
-			if (errno != ENOENT && w->stray != NULL)
+			if (errno != ENOENT && errno != ENOTDIR &&
+			    errno != ELOOP)
+				rv = -1;	/* EIO and the like: not a stray */
+			else if (errno != ENOENT && w->stray != NULL)
 				rv = w->stray(w->arg, rel, name);
 			continue;
 		}

@@ -136,6 +136,37 @@ struct spool *spool_open(const char *dir);
 void spool_close(struct spool *sp);
 
 /*
+ * In multi-host mode (config multi-host=yes, which needs skew=DUR) the open
+ * also fails with ENOLCK (a file system whose locks other hosts may not
+ * see: see spool-layout.md, "Several hosts") or EADDRINUSE (this host's ID,
+ * $SPOOL_HOST or /etc/spool-host or the host name, was used by another
+ * machine in the last 10 minutes).
+ */
+
+/*
+ * This process's host ID, as it names its audit file and its entry in
+ * hosts/, into buf of SPOOL_HOST_MAX + 1 bytes.
+ */
+#define SPOOL_HOST_MAX	64
+const char *spool_host(char *buf);
+
+/* The spool's settings, from its config file (host: this writer's ID). */
+struct spool_settings {
+	int64_t lease_ms, deadline_ms, backoff_ms, backoff_max_ms;
+	int max_attempts;
+	int multi_host;
+	int64_t skew_ms;	/* a lease is taken over skew after it ends */
+	const char *host;
+};
+void spool_settings(struct spool *sp, struct spool_settings *s);
+
+/*
+ * The system clock: 1 if the kernel says it is synchronised (adjtimex(2),
+ * as NTP or chrony keep it), else 0; *maxerror_ms its maximum error, or -1.
+ */
+int spool_clock(int64_t *maxerror_ms);
+
+/*
  * Create the spool layout at dir, or complete a layout that an interrupted
  * init left.  Idempotent.  Refuses (EEXIST) a directory that holds anything
  * that is not part of a spool, (EPROTO) a spool of another format, and

@@ -56,6 +56,6 @@ claim j1 1 1 1 w1 - - -
 ok j1 1 1 1 w1 - - -
 enqueue j1 1 0 2 - - - -
 supersede j1 1 1 1 w1 - - -
-claim j1 2 1 2 w1 - - -
+claim j1 2 1 2 w1 - - 1
 EOT
 }

@@ -219,7 +219,7 @@ EOT
 	diff -u - <(audit_events) <<EOT
 enqueue j1 0 0 1 - - - -
 claim j1 1 1 1 w1 - - -
-reclaim j1 2 2 1 w2 - - 1
+reclaim j1 2 2 1 w2 - lease-expired 1
 EOT
 	diff -u - <(last_rec j1 ev at tok att own until prev) <<EOT
 ev=claim

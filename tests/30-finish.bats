@@ -104,7 +104,7 @@ EOT
 enqueue j1 0 0 1 - - - -
 claim j1 1 1 1 w1 - - -
 retry j1 1 1 1 w1 - transient -
-claim j1 2 2 1 w2 - - -
+claim j1 2 2 1 w2 - - 1
 EOT
 }
 
@@ -235,7 +235,7 @@ EOT
 enqueue j1 0 0 1 - - - -
 claim j1 1 1 1 w1 - - -
 release j1 1 0 1 w1 - - -
-claim j1 2 1 1 w2 - - -
+claim j1 2 1 1 w2 - - 1
 EOT
 }
 

@@ -55,7 +55,7 @@ EOT
 	[ "$(cd "$SPOOL_DIR" && find leased -type f)" = "leased/j1,1" ]
 	run -0 at_ms $((T + 1500)) spool-claim --owner w2
 	diff -u <(lease_line j1 2 2) <(printf '%s\n' "$output")
-	[ "$(audit_events | tail -n 1)" = "reclaim j1 2 2 1 w2 - - 1" ]
+	[ "$(audit_events | tail -n 1)" = "reclaim j1 2 2 1 w2 - lease-expired 1" ]
 }
 
 @test "renew without --lease extends by the spool's lease length" {

@@ -280,10 +280,10 @@ EOT
 enqueue j1 0 0 1 - - - -
 claim j1 1 1 1 w1 - - -
 retry j1 1 1 1 w1 - transient -
-claim j1 2 2 1 w2 - - -
+claim j1 2 2 1 w2 - - 1
 park j1 2 2 1 w2 exhausted transient -
 redrive j1 2 0 2 ops - - INC-4411
-claim j1 3 1 2 w3 - - -
+claim j1 3 1 2 w3 - - 2
 ok j1 3 1 2 w3 - - -
 EOT
 	# TIME is the pinned clock, UTC with milliseconds; WRITER is HOST:PID.

@@ -269,18 +269,18 @@ acted        ops INC-4411 at 2026-11-30T00:53:50.000Z
 
 CYC  ATT  TOKEN  OWNER  CLAIMED                   ENDED                     END        CLASS          DETAIL
 1    1    1      w1     2026-11-30T00:53:21.000Z  2026-11-30T00:53:22.000Z  retry      transient      HTTP 503 "busy" \ retry
-1    2    2      w2     2026-11-30T00:53:23.000Z  2026-11-30T00:53:40.000Z  expired    -              -
+1    2    2      w2     2026-11-30T00:53:23.000Z  2026-11-30T00:53:40.000Z  expired    lease-expired  -
 1    3    3      w3     2026-11-30T00:53:40.000Z  2026-11-30T00:53:41.000Z  permanent  invalid-input  amount missing
 2    1    4      w4     2026-11-30T00:53:51.000Z  -                         -          -              -
 
 2026-11-30T00:53:20.000Z enqueue order-1842 0 0 1 - - - - testhost:PID
 2026-11-30T00:53:21.000Z claim order-1842 1 1 1 w1 - - - testhost:PID
 2026-11-30T00:53:22.000Z retry order-1842 1 1 1 w1 - transient - testhost:PID
-2026-11-30T00:53:23.000Z claim order-1842 2 2 1 w2 - - - testhost:PID
-2026-11-30T00:53:40.000Z reclaim order-1842 3 3 1 w3 - - 2 testhost:PID
+2026-11-30T00:53:23.000Z claim order-1842 2 2 1 w2 - - 1 testhost:PID
+2026-11-30T00:53:40.000Z reclaim order-1842 3 3 1 w3 - lease-expired 2 testhost:PID
 2026-11-30T00:53:41.000Z park order-1842 3 3 1 w3 permanent invalid-input - testhost:PID
 2026-11-30T00:53:50.000Z redrive order-1842 3 0 2 ops - - INC-4411 testhost:PID
-2026-11-30T00:53:51.000Z claim order-1842 4 1 2 w4 - - - testhost:PID
+2026-11-30T00:53:51.000Z claim order-1842 4 1 2 w4 - - 3 testhost:PID
 EOF
 }
 
@@ -294,7 +294,7 @@ EOF
 	[ "$(jq -c 'keys_unsorted' <<<"$output")" = '["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","history","audit"]' ]
 	diff -u - <(jq -c '.history[]' <<<"$output") <<EOF
 {"cycle":1,"attempt":1,"token":1,"owner":"w1","claimed":$((T + 1000)),"ended":$((T + 2000)),"end":"retry","class":"transient","detail":"HTTP 503 \\"busy\\" \\\\ retry"}
-{"cycle":1,"attempt":2,"token":2,"owner":"w2","claimed":$((T + 3000)),"ended":$((T + 20000)),"end":"expired","class":null,"detail":null}
+{"cycle":1,"attempt":2,"token":2,"owner":"w2","claimed":$((T + 3000)),"ended":$((T + 20000)),"end":"expired","class":"lease-expired","detail":null}
 {"cycle":1,"attempt":3,"token":3,"owner":"w3","claimed":$((T + 20000)),"ended":$((T + 21000)),"end":"permanent","class":"invalid-input","detail":"amount missing"}
 {"cycle":2,"attempt":1,"token":4,"owner":"w4","claimed":$((T + 31000)),"ended":$((T + 40000)),"end":"ok","class":null,"detail":null}
 EOF
@@ -302,11 +302,11 @@ EOF
 {"time":"2026-11-30T00:53:20.000Z","event":"enqueue","id":"order-1842","token":0,"attempt":0,"cycle":1,"actor":null,"reason":null,"class":null,"note":null}
 {"time":"2026-11-30T00:53:21.000Z","event":"claim","id":"order-1842","token":1,"attempt":1,"cycle":1,"actor":"w1","reason":null,"class":null,"note":null}
 {"time":"2026-11-30T00:53:22.000Z","event":"retry","id":"order-1842","token":1,"attempt":1,"cycle":1,"actor":"w1","reason":null,"class":"transient","note":null}
-{"time":"2026-11-30T00:53:23.000Z","event":"claim","id":"order-1842","token":2,"attempt":2,"cycle":1,"actor":"w2","reason":null,"class":null,"note":null}
-{"time":"2026-11-30T00:53:40.000Z","event":"reclaim","id":"order-1842","token":3,"attempt":3,"cycle":1,"actor":"w3","reason":null,"class":null,"note":"2"}
+{"time":"2026-11-30T00:53:23.000Z","event":"claim","id":"order-1842","token":2,"attempt":2,"cycle":1,"actor":"w2","reason":null,"class":null,"note":"1"}
+{"time":"2026-11-30T00:53:40.000Z","event":"reclaim","id":"order-1842","token":3,"attempt":3,"cycle":1,"actor":"w3","reason":null,"class":"lease-expired","note":"2"}
 {"time":"2026-11-30T00:53:41.000Z","event":"park","id":"order-1842","token":3,"attempt":3,"cycle":1,"actor":"w3","reason":"permanent","class":"invalid-input","note":null}
 {"time":"2026-11-30T00:53:50.000Z","event":"redrive","id":"order-1842","token":3,"attempt":0,"cycle":2,"actor":"ops","reason":null,"class":null,"note":"INC-4411"}
-{"time":"2026-11-30T00:53:51.000Z","event":"claim","id":"order-1842","token":4,"attempt":1,"cycle":2,"actor":"w4","reason":null,"class":null,"note":null}
+{"time":"2026-11-30T00:53:51.000Z","event":"claim","id":"order-1842","token":4,"attempt":1,"cycle":2,"actor":"w4","reason":null,"class":null,"note":"3"}
 {"time":"2026-11-30T00:54:00.000Z","event":"ok","id":"order-1842","token":4,"attempt":1,"cycle":2,"actor":"w4","reason":null,"class":null,"note":null}
 EOF
 	[ "$(jq -r '.audit[].writer' <<<"$output" | grep -cv '^testhost:[0-9]*$')" -eq 0 ]
@@ -329,7 +329,7 @@ EOF
 2026-11-30T00:53:20.000Z enqueue rot-1 0 0 1 - - - -
 2026-11-30T00:53:21.000Z claim rot-1 1 1 1 w1 - - -
 2026-11-30T00:53:22.000Z retry rot-1 1 1 1 w1 - transient -
-2026-11-30T00:53:25.000Z claim rot-1 2 2 1 w2 - - -
+2026-11-30T00:53:25.000Z claim rot-1 2 2 1 w2 - - 1
 2026-11-30T00:53:26.000Z ok rot-1 2 2 1 w2 - - -
 EOF
 	[[ $(grep ' ok rot-1 ' <<<"$output" | cut -d' ' -f11) = otherhost:* ]]

@@ -312,7 +312,8 @@ interrupt() {
 	printf 'bytes \001\002\377\000 and\nmore' >"$BATS_TEST_TMPDIR/payload"
 	at_ms $T spool-enqueue --id order-1844 "$BATS_TEST_TMPDIR/payload" >/dev/null
 	at_ms $T spool-claim --owner w1 >/dev/null
-	at_ms $T spool-finish --class invalid-input order-1844 1 permanent >/dev/null
+	at_ms $T spool-finish --class invalid-input --detail 'amount missing' \
+	    order-1844 1 permanent >/dev/null
 	at_ms $T spool-enqueue --id q </dev/null >/dev/null
 	meta=$(cat "$SPOOL_DIR/meta/order-1844")
 	run -100 --separate-stderr at_ms $((T + 10)) spool-drop --by ops --note INC-4415 \
@@ -327,14 +328,17 @@ EOT
 	cmp "$BATS_TEST_TMPDIR/payload" "$SPOOL_DIR/done/order-1844"
 	# The record is kept: the old lines, then the drop.
 	[ "$(head -n "$(wc -l <<<"$meta")" "$SPOOL_DIR/meta/order-1844")" = "$meta" ]
-	diff -u - <(last_rec order-1844 ev at reason cls by note) <<EOT
+	diff -u - <(last_rec order-1844 ev at reason cls detail by note) <<EOT
 ev=drop
 at=done
 reason=permanent
 cls=invalid-input
+detail=amount%20missing
 by=ops
 note=INC-4415
 EOT
+	# The listing shows why it was parked, and that it was dropped.
+	[ "$(spool-ls --json done | jq -c '[.disposition, .reason, .class, .detail]')" = '["dropped","permanent","invalid-input","amount missing"]' ]
 	[ "$(audit_events | tail -n 1)" = "drop order-1844 1 1 1 ops permanent invalid-input INC-4415" ]
 	[ "$(state_of q)" = new ]
 	check_invariants
@@ -612,4 +616,106 @@ EOT
 	[ "$stderr" = "usage: spool-pause [-d DIR] [--by WHO --note TICKET]" ]
 	run -100 --separate-stderr spool-resume extra
 	[ "$stderr" = "usage: spool-resume [-d DIR] [--by WHO --note TICKET]" ]
+}
+
+# hold_shared ID: take a shared lock on ID's sidecar, on fd 8, as a reader
+# does; a command that changes the job waits for it.  release drops it.
+hold_shared() {
+	exec 8<"$SPOOL_DIR/meta/$1"
+	flock -s 8
+}
+
+release() {
+	flock -u 8
+	exec 8<&-
+}
+
+# waits_for_lock PID: until PID waits for a flock(2) (/proc/locks says so).
+waits_for_lock() {
+	local k
+	for k in $(seq 1 1000); do
+		grep -q -- "-> FLOCK  *ADVISORY  *WRITE $1 " /proc/locks && return 0
+		sleep 0.01
+	done
+	echo "process $1 never waited for a lock" >&2
+	return 1
+}
+
+@test "bulk redrive --all leaves a job that changed after the selection" {
+	park a
+	AT=$((T + 1)) park b
+	# The run selects a and b, then waits for a's lock ...
+	hold_shared a
+	spool-redrive --by ops --note INC-1 --all --rate 1000/s \
+	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- 8<&- &
+	pid=$!
+	waits_for_lock $pid
+	# ... while b is redriven by someone else and parks again: a new
+	# failure that nobody has looked at.
+	spool-redrive --by alice --note INC-2 b >/dev/null
+	tok=$(spool-claim --owner w2 | cut -f2)
+	spool-finish --class invalid-input b "$tok" permanent >/dev/null
+	release
+	rc=0
+	wait $pid || rc=$?
+	[ "$rc" -eq 1 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/out")" = a ]
+	[ "$(head -n 1 "$BATS_TEST_TMPDIR/err")" = "spool-redrive: b: changed since it was selected: the job is in dead/" ]
+	[[ $(tail -n 1 "$BATS_TEST_TMPDIR/err") =~ ^"spool-redrive: redrove 1 of 2 (1 refused) "$sum_re$ ]]
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/err")" -eq 2 ]
+	# b stays parked, as alice's redrive and its new failure left it.
+	[ "$(state_of a)" = new ]
+	[ "$(state_of b)" = dead ]
+	[ "$(last_rec b ev cyc cls)" = $'ev=park\ncyc=2\ncls=invalid-input' ]
+	diff -u - <(audit_events | grep '^redrive') <<EOT
+redrive b 1 0 2 alice - - INC-2
+redrive a 1 0 2 ops - - INC-1
+EOT
+	# The next run, a new selection, sees b as it is now.
+	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all --dry-run
+	[ "$output" = b ]
+	check_invariants
+}
+
+@test "purge --older-than leaves a job that changed after the selection" {
+	finished a
+	AT=$((T + 1)) finished b
+	# The purge selects a and b, then waits for a's lock ...
+	hold_shared a
+	spool-purge done --older-than 1h \
+	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- 8<&- &
+	pid=$!
+	waits_for_lock $pid
+	# ... while b is enqueued again and finishes: a new cycle, not past
+	# its retention.
+	spool-enqueue --id b <<<"b again" >/dev/null
+	tok=$(spool-claim --owner w2 | cut -f2)
+	spool-finish b "$tok" ok >/dev/null
+	release
+	rc=0
+	wait $pid || rc=$?
+	[ "$rc" -eq 1 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/out")" = a ]
+	[ "$(cat "$BATS_TEST_TMPDIR/err")" = "spool-purge: b: changed since it was selected: the job is in done/" ]
+	[ ! -e "$SPOOL_DIR/done/a" ]
+	[ "$(cat "$SPOOL_DIR/done/b")" = "b again" ]
+	[ "$(last_rec b ev cyc)" = $'ev=ok\ncyc=2' ]
+	diff -u - <(audited purge) <<<a
+	check_invariants
+}
+
+@test "the nightly purge of contrib/crontab removes old jobs and mails nothing" {
+	cron_purge=$(grep -E '^15 3 ' "$BATS_TEST_DIRNAME/../contrib/crontab" | cut -f2-)
+	finished old
+	AT=$((T + 1)) park gone
+	at_ms $((T + 2)) spool-drop --by ops --note INC-1 gone >/dev/null
+	AT=$(date +%s%3N) finished young
+	run -0 --separate-stderr sh -c "$cron_purge"
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
+	[ "$(ids_in done)" = young ]
+	diff -u - <(audited purge) <<EOT
+gone
+old
+EOT
 }

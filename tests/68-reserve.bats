@@ -52,14 +52,18 @@ fill_inodes() {
 
 reserve_msg="spool-enqueue: free space is below the spool's reserve (see reserve and reserve-inodes in spool(7))"
 
-# Jobs a and b parked, c and d queued.
+# Jobs a and b parked, c and d queued.  (Jobs due in the same millisecond
+# may be claimed in any order, so c and d come after the claim.)
 jobs() {
 	local id
-	for id in a b c d; do
+	for id in a b; do
 		spool-enqueue --id $id <<<"job $id" >/dev/null
 	done
 	spool-claim -n 2 --owner w1 | cut -f1,2 | sed 's/\t/ /; s/$/ permanent/' |
 	    spool-finish - >/dev/null
+	for id in c d; do
+		spool-enqueue --id $id <<<"job $id" >/dev/null
+	done
 	diff -u - <(ids_in dead) <<EOT
 a
 b

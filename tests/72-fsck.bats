@@ -126,3 +126,23 @@ EOT
 	run -100 --separate-stderr spool-fsck -d "$BATS_TEST_TMPDIR"
 	[[ $stderr == *"not a spool"* ]]
 }
+
+@test "audit lines in a rotated log since removed are not missing; a crash's are" {
+	SPOOL_TEST_NOW=1796025600000 populate
+	mv "$SPOOL_DIR/audit/testhost.log" "$SPOOL_DIR/audit/testhost.log-20261130"
+	SPOOL_TEST_NOW=1796025601000 spool-finish j3 1 ok >/dev/null
+	# Rotated and still there: read as any log.
+	fsck_clean
+	# Rotated and removed, as logrotate's "rotate N" does.
+	rm "$SPOOL_DIR/audit/testhost.log-20261130"
+	fsck_clean
+	# A line lost by a crash after the oldest line kept is still missing.
+	SPOOL_TEST_NOW=1796025602000 spool-enqueue --id j5 </dev/null >/dev/null
+	SPOOL_TEST_NOW=1796025602000 spool-claim --owner w -n 2 >/dev/null
+	SPOOL_TEST_NOW=1796025603000 SPOOL_TEST_CRASH=finish-moved \
+	    spool-finish j5 1 ok >/dev/null 2>&1 || true
+	run -1 spool-fsck
+	[ "$output" = "j5: no audit line for its ok at 1796025603000 ms" ]
+	run -0 spool-fsck --repair
+	fsck_clean
+}

@@ -80,11 +80,12 @@ EOF
 	traced spool-redrive --by ops --note INC-1 j1 j2
 	spool-claim >/dev/null
 	# renew moves nothing: check its record and audit line by hand
-	ASAN_OPTIONS=detect_leaks=0 strace -y -o "$BATS_TEST_TMPDIR/trace" -e trace=write,fdatasync \
+	ASAN_OPTIONS=detect_leaks=0 strace -y -o "$BATS_TEST_TMPDIR/trace" \
+	    -e trace=write,pwrite64,fdatasync \
 	    spool-renew "$(ls "$SPOOL_DIR/leased" | cut -d, -f1)" 2
 	diff -u - <(sed 's/(\([0-9]*\)<[^>]*\/\([a-z]*\)\/[^>]*>.*/ \2/' \
 	    "$BATS_TEST_TMPDIR/trace" | grep -v '^+++') <<'EOF'
-write meta
+pwrite64 meta
 fdatasync meta
 write audit
 fdatasync audit

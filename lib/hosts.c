@@ -1,0 +1,205 @@
+/*
+ * Several hosts on one spool (spool-layout.md, "Several hosts").  In
+ * multi-host mode every writer registers its host ID in hosts/HOSTID with
+ * the machine it runs on, so that two machines given the same ID (whose
+ * audit lines would go to one file, appended from two clients) are caught;
+ * and the spool's file system is checked to be one whose locks every host
+ * sees.  The system clock's state is read for the workers and spool-stat.
+ */
+#define _GNU_SOURCE
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/timex.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define HOST_LIVE_MS	(10 * 60 * 1000)	/* registered and still live */
+#define HOST_TOUCH_MS	(60 * 1000)		/* how often a live host says so */
+#define FUSE_MAGIC	0x65735546
+#define NFS_MAGIC	0x6969
+
+/* The machine's identity: systemd's machine-id, else the host ID. */
+static void
+machine_id(char *buf, size_t len)
+{
+	static const char *const files[] = { "/etc/machine-id",
+	    "/var/lib/dbus/machine-id" };
+	char line[64];
+	size_t i, k;
+	FILE *f;
+
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if ((f = fopen(files[i], "re")) == NULL)
+			continue;
+		k = fgets(line, sizeof(line), f) != NULL ?
+		    strspn(line, "0123456789abcdef") : 0;
+		(void)fclose(f);	/* read-only */
+		if (k >= 16) {
+			(void)snprintf(buf, len, "%.*s", (int)k, line);
+			return;
+		}
+	}
+	(void)snprintf(buf, len, "hostid-%08lx", (unsigned long)gethostid());
+}
+
+/*
+ * The mount the spool is on, from /proc/self/mountinfo: its type and
+ * options (mount and super options, comma-joined).  0, or -1 if unknown.
+ */
+static int
+mount_of(const char *path, char *type, size_t tlen, char *opts, size_t olen)
+{
+	char line[4096], mnt[PATH_MAX], mo[1024], ty[128], so[1024];
+	size_t best = 0, n;
+	FILE *f;
+
+	if ((f = fopen("/proc/self/mountinfo", "re")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *dash = strstr(line, " - ");
+
+		if (dash == NULL || sscanf(line, "%*s %*s %*s %*s %4095s %1023s",
+		    mnt, mo) != 2 || sscanf(dash + 3, "%127s %*s %1023s", ty,
+		    so) != 2)
+			continue;
+		n = strlen(mnt);
+		if (strncmp(path, mnt, n) != 0 || (path[n] != '/' &&
+		    path[n] != '\0' && n != 1) || n < best)
+			continue;
+		best = n;
+		(void)snprintf(type, tlen, "%s", ty);
+		(void)snprintf(opts, olen, ",%s,%s,", mo, so);
+	}
+	(void)fclose(f);	/* read-only */
+	return best > 0 ? 0 : -1;
+}
+
+/*
+ * Is the spool's file system one where a lock taken on one host is seen
+ * on every other?  Local file systems pass (one host in multi-host mode);
+ * GlusterFS and CephFS clients pass; NFS passes with a hard mount whose
+ * locks go to the server; any other FUSE file system (sshfs keeps its
+ * locks local) is refused.  ENOLCK when refused.
+ */
+static int
+fs_check(struct spool *sp)
+{
+	char type[128], opts[2100];
+	struct statfs fs;
+
+	if (fstatfs(sp->dirfd, &fs) == -1)
+		return -1;
+	if (fs.f_type != FUSE_MAGIC && fs.f_type != NFS_MAGIC)
+		return 0;
+	if (mount_of(sp->path, type, sizeof(type), opts, sizeof(opts)) == -1)
+		goto refuse;
+	if (strcmp(type, "fuse.glusterfs") == 0 ||
+	    strcmp(type, "fuse.ceph-fuse") == 0)
+		return 0;
+	if ((strcmp(type, "nfs4") == 0 || strcmp(type, "nfs") == 0) &&
+	    strstr(opts, ",soft,") == NULL && strstr(opts, ",nolock,") == NULL &&
+	    (strstr(opts, ",local_lock=") == NULL ||
+	    strstr(opts, ",local_lock=none,") != NULL))
+		return 0;
+refuse:
+	errno = ENOLCK;
+	return -1;
+}
+
+/*
+ * Register this writer's host ID, or refuse (EADDRINUSE) an ID that another
+ * machine has used in the last HOST_LIVE_MS.  An ID idle for longer passes
+ * to the machine that now claims it.
+ */
+int
+host_register(struct spool *sp)
+{
+	char want[96], have[96], mid[80];
+	struct stat st;
+	ssize_t n;
+	int hfd = -1, fd = -1, e;
+	int64_t age;
+
+	if (fs_check(sp) == -1)
+		return -1;
+	machine_id(mid, sizeof(mid));
+	(void)snprintf(want, sizeof(want), "machine=%s\n", mid);
+	if ((mkdir_mode(sp, sp->dirfd, "hosts") == -1 && errno != EEXIST) ||
+	    (hfd = openat(sp->dirfd, "hosts", O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+	    (fd = openat(hfd, sp->host, O_RDWR | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC | O_NONBLOCK, 0666)) == -1 ||
+	    file_mode(sp, fd, 0660) == -1 || lock_fd(fd, 0) == -1 ||
+	    fstat(fd, &st) == -1 ||
+	    (n = pread(fd, have, sizeof(have) - 1, 0)) == -1)
+		goto fail;
+	have[n] = '\0';
+	/* The real clock, as the file system stamps mtimes: not a test's. */
+	age = ((int64_t)time(NULL) - st.st_mtim.tv_sec) * 1000;
+	if (strcmp(have, want) == 0) {
+		if (age >= HOST_TOUCH_MS && futimens(fd, NULL) == -1)
+			goto fail;
+	} else if (n == 0 || age >= HOST_LIVE_MS) {
+		if (ftruncate(fd, 0) == -1 ||
+		    write_at(fd, want, strlen(want), 0) == -1 ||
+		    sync_fd(fd) == -1)
+			goto fail;
+	} else {
+		errno = EADDRINUSE;
+		goto fail;
+	}
+	(void)close_fd(fd);
+	(void)close_fd(hfd);	/* read-only */
+	return 0;
+fail:
+	e = errno;
+	if (fd != -1)
+		(void)close_fd(fd);
+	if (hfd != -1)
+		(void)close_fd(hfd);
+	errno = e;
+	return -1;
+}
+
+void
+spool_settings(struct spool *sp, struct spool_settings *s)
+{
+	s->lease_ms = sp->lease_ms;
+	s->deadline_ms = sp->deadline_ms;
+	s->backoff_ms = sp->backoff_ms;
+	s->backoff_max_ms = sp->backoff_max_ms;
+	s->max_attempts = sp->max_attempts;
+	s->multi_host = sp->multi_host;
+	s->skew_ms = sp->skew_ms;
+	s->host = sp->host;
+}
+
+int
+spool_clock(int64_t *maxerror_ms)
+{
+	const char *t = getenv("SPOOL_TEST_CLOCK");
+	struct timex tx;
+	int r;
+
+	if (t != NULL && (strcmp(t, "synced") == 0 ||
+	    strcmp(t, "unsynced") == 0)) {
+		*maxerror_ms = 16;	/* test hook: a clock of known state */
+		return t[0] == 's';
+	}
+	memset(&tx, 0, sizeof(tx));
+	if ((r = adjtimex(&tx)) == -1) {
+		*maxerror_ms = -1;
+		return 0;
+	}
+	*maxerror_ms = tx.maxerror / 1000;	/* microseconds */
+	return r != TIME_ERROR && (tx.status & STA_UNSYNC) == 0;
+}

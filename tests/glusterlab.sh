@@ -1,0 +1,131 @@
+# A GlusterFS lab on one machine, for tests/multihost and bench/multihost:
+# a single-brick volume on loopback, and three pretend hosts, each a mount
+# namespace with its own client mount of the volume at $lab/mnt and its own
+# /etc/machine-id.  "$on K CMD..." runs CMD on host K with SPOOL_HOST=host-K;
+# host 3's clock runs SHIFT seconds ahead (faketime) when SHIFT is set.
+# This process mounts the volume too, at the same path, to read results.
+# Sourced, as root; it installs a trap that tears everything down by PID.
+# Not root, no FUSE, no packages: skip (exit 77) with the reason, except
+# with CI=true, where it fails (exit 1).
+labname=${labname:-$(basename "$0")}
+skip() {
+	if [ "${CI:-}" = true ]; then
+		echo "$labname: FAILED: cannot run in CI: $*" >&2
+		exit 1
+	fi
+	echo "$labname: SKIPPED: $*" >&2
+	exit 77
+}
+[ "$(id -u)" = 0 ] || skip "needs root (mount namespaces, FUSE mounts, glusterd)"
+[ -c /dev/fuse ] || skip "no /dev/fuse"
+need=
+command -v glusterd >/dev/null || need="$need glusterfs-server"
+command -v mount.glusterfs >/dev/null || need="$need glusterfs-client"
+command -v faketime >/dev/null || need="$need faketime"
+command -v fusermount3 >/dev/null || command -v fusermount >/dev/null ||
+    need="$need fuse3"
+if [ -n "$need" ]; then
+	if [ "${CI:-}" = true ] && command -v apt-get >/dev/null; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need \
+		    >/dev/null 2>&1 || { apt-get update -qq >/dev/null &&
+		    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		    $need >/dev/null; } || skip "apt-get install$need failed"
+	else
+		skip "missing packages:$need (apt-get install -y$need)"
+	fi
+fi
+# The packages may start a glusterd of their own: it would hold the port.
+if pgrep -x glusterd >/dev/null; then
+	if [ "${CI:-}" = true ]; then
+		systemctl stop glusterd 2>/dev/null || pkill -x glusterd
+		sleep 1
+	else
+		skip "a glusterd is already running (port 24007); stop it first"
+	fi
+fi
+
+lab=$(mktemp -d /var/tmp/spool-multihost.XXXXXX)
+vol=spoolmh$$
+gpid= hostsline= hostpids=()
+teardown() {
+	local p
+	kill $(jobs -p) 2>/dev/null
+	wait 2>/dev/null
+	for p in "${hostpids[@]}"; do
+		kill "$p" 2>/dev/null	# the namespace dies with its last process
+	done
+	umount "$lab/mnt" 2>/dev/null || umount -l "$lab/mnt" 2>/dev/null
+	if [ -n "$gpid" ]; then
+		gluster --mode=script volume stop "$vol" force >/dev/null 2>&1
+		gluster --mode=script volume delete "$vol" >/dev/null 2>&1
+		kill "$gpid" 2>/dev/null
+		# the brick's and the volume's own daemons, by their pid files
+		for p in $(cat /var/run/gluster/vols/"$vol"/*.pid 2>/dev/null); do
+			kill "$p" 2>/dev/null
+		done
+	fi
+	[ -z "$hostsline" ] || sed -i "/ $hostsline\$/d" /etc/hosts
+	rm -rf "$lab"
+}
+trap teardown EXIT
+trap 'exit 1' INT TERM
+
+# Gluster refuses localhost and 127.0.0.1 as such: a name for 127.x.
+name=$(hostname)
+if ! getent hosts "$name" | grep -q '^127\.'; then
+	name=spool-mh-$$
+	hostsline=$name
+	echo "127.0.1.1 $name" >>/etc/hosts
+fi
+
+echo "$labname: glusterd, volume $vol on $name:$lab/brick" >&2
+mkdir -p "$lab/brick" "$lab/mnt" "$lab/run"
+glusterd -p "$lab/glusterd.pid" -l "$lab/glusterd.log" || skip "glusterd did not start"
+for i in $(seq 1 50); do
+	[ -s "$lab/glusterd.pid" ] && gluster --mode=script pool list >/dev/null 2>&1 && break
+	sleep 0.2
+done
+gpid=$(cat "$lab/glusterd.pid" 2>/dev/null)
+[ -n "$gpid" ] || skip "glusterd did not start (see its log)"
+gluster --mode=script volume create "$vol" "$name:$lab/brick" force >/dev/null &&
+    gluster --mode=script volume start "$vol" >/dev/null ||
+    { echo "$labname: FAILED: the volume would not start" >&2; exit 1; }
+
+# Three hosts: a private mount namespace each, holding its own client
+# mount of the volume at $lab/mnt and its own /etc/machine-id.  A sleeper
+# keeps each namespace; commands enter it with nsenter.
+for h in 1 2 3; do
+	printf '%032x\n' "$((h * 7919))" >"$lab/machine-id.$h"
+	unshare -m --propagation private sh -c '
+		mount -t glusterfs -o direct-io-mode=enable "$1" "$2" &&
+		mount --bind "$3" /etc/machine-id && touch "$4" && exec sleep 100000
+	' host-$h "$name:/$vol" "$lab/mnt" "$lab/machine-id.$h" "$lab/ready.$h" &
+	hostpids+=($!)
+done
+for h in 1 2 3; do
+	for i in $(seq 1 100); do
+		[ -e "$lab/ready.$h" ] && break
+		sleep 0.2
+	done
+	[ -e "$lab/ready.$h" ] || { echo "$labname: FAILED: host $h did not mount the volume" >&2; exit 1; }
+done
+
+# This process reads the results through a client of its own.
+mount -t glusterfs -o direct-io-mode=enable "$name:/$vol" "$lab/mnt" ||
+    { echo "$labname: FAILED: the checker's mount" >&2; exit 1; }
+
+# on K CMD...: run CMD on host K, with its host ID; host 3's clock is ahead.
+cat >"$lab/on" <<EOF
+#!/bin/sh
+k=\$1; shift
+export SPOOL_HOST=host-\$k
+pid=\$(sed -n "\${k}p" "$lab/hostpids")
+if [ "\$k" = 3 ] && [ -n "${SHIFT:-}" ]; then
+	exec nsenter -t "\$pid" -m -- faketime -f "+${SHIFT}s" "\$@"
+fi
+exec nsenter -t "\$pid" -m -- "\$@"
+EOF
+chmod +x "$lab/on"
+printf '%s\n' "${hostpids[@]}" >"$lab/hostpids"
+on="$lab/on"
+
