@@ -1,0 +1,56 @@
+# The benchmark suite (issue 6): bench/bench.sh runs it, bench/report.awk
+# prints the table; the drivers are C, built here into bench/results/bin/
+# (ignored by git, as every result under bench/results/ is).
+#
+#	make bench		every row but the 1,000,000-job ones: under
+#				10 minutes on 2 cores
+#	make bench-full		adds claim latency and peak RSS at 1,000,000
+#				jobs
+#
+# Both exit 0 when every row ran, whether or not the targets were met; a
+# missed target is a MISS in the table, not a failure.  Results:
+# bench/results/table.txt, results.csv, results.json, raw.csv.  make check
+# never runs any of it.
+BENCH_BIN = bench/results/bin
+BENCH_TOOLS = $(BENCH_BIN)/qbench $(BENCH_BIN)/depth $(BENCH_BIN)/peakrss \
+    $(BENCH_BIN)/true
+
+$(BENCH_BIN)/qbench: bench/qbench.c lib/spool.h lib/libspool.a
+	@mkdir -p $(BENCH_BIN)
+	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS) -o $@ bench/qbench.c \
+	    lib/libspool.a -lsqlite3 $(LDLIBS) -lpthread
+
+$(BENCH_BIN)/depth: bench/depth.c lib/spool.h lib/libspool.a
+	@mkdir -p $(BENCH_BIN)
+	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS) -o $@ bench/depth.c \
+	    lib/libspool.a $(LDLIBS) -lpthread
+
+$(BENCH_BIN)/peakrss: bench/peakrss.c
+	@mkdir -p $(BENCH_BIN)
+	$(CC) $(CFLAGS) $(WARN) -o $@ bench/peakrss.c
+
+# Static, so that the spawn floor holds no dynamic loading.
+$(BENCH_BIN)/true: bench/true.c
+	@mkdir -p $(BENCH_BIN)
+	$(CC) -O2 $(WARN) -static -o $@ bench/true.c
+
+# SQLite's headers and shell, beanstalkd, nq and strace come from Debian:
+# bench/deps.sh installs them as root, or names them and stops.
+bench-deps:
+	@bench/deps.sh
+
+bench-tools: bench-deps
+	@$(MAKE) --no-print-directory all $(BENCH_TOOLS)
+
+bench: bench-tools
+	@bench/bench.sh
+
+bench-full: bench-tools
+	@BENCH_FULL=1 bench/bench.sh
+
+clean: bench-clean
+
+bench-clean:
+	rm -f $(BENCH_TOOLS)
+
+.PHONY: bench bench-full bench-deps bench-tools bench-clean

@@ -1,0 +1,194 @@
+#!/bin/sh
+# fsyncs.sh BINDIR SCRATCH: row 7, the fsync and fdatasync calls of each
+# command, counted by strace, beside the count that spool-layout.md
+# ("fsyncs per transition") justifies.  Prints CSV lines
+#
+#	fsync,TRANSITION,MEASURED,EXPECTED,RENAMES,WHAT
+#
+# WHAT names what was synced, in order ("payload sidecar meta/ leaf
+# audit"; "x256" for a batch's repeats), from strace -y.  The clock
+# is pinned (SPOOL_TEST_NOW, the spool's test hook) so that which buckets
+# exist, and whether the next-expiry hint has passed, is the same on every
+# run: the counts are exact, not averages.  Nothing else is changed: the
+# commands run as installed, against a spool on the default file system.
+set -eu
+
+bin=$1
+scratch=$2
+s=$scratch/spool
+p=$scratch/park
+mkdir -p "$scratch"
+printf 'payload\n' >"$scratch/payload"
+i=0
+while [ $i -lt 256 ]; do
+	printf 'job %d\n' $i >"$scratch/f$i"
+	i=$((i + 1))
+done
+
+# The start of a middle bucket (2^16 ms), plus 1 s: every time used below
+# falls in it, so which buckets get made is known.
+now=$(date +%s%3N)
+t0=$((now / 65536 * 65536 + 1000))
+
+# count NAME EXPECTED TIME COMMAND ...: run it under strace, print the line.
+# The command must exit $want (0 unless set for it).
+want=0
+count() {
+	name=$1 expected=$2 t=$3
+	shift 3
+	log=$scratch/strace.$name
+	st=0
+	SPOOL_TEST_NOW=$t strace -f -qq -y -o "$log" \
+	    -e trace=fsync,fdatasync,rename,renameat,renameat2 "$@" \
+	    >"$scratch/out.$name" || st=$?
+	if [ $st -ne $want ]; then
+		echo "fsyncs.sh: $name: exit $st, not $want: $*" >&2
+		exit 1
+	fi
+	want=0
+	# A call another thread interrupts shows as "<... fdatasync
+	# resumed>) = 0": count those too.
+	n=$(grep -c -E 'f(data)?sync(\(| resumed>).*= 0$' "$log" || true)
+	r=$(grep -c -E 'rename[a-z0-9]*(\(| resumed>).*= 0$' "$log" || true)
+	echo "fsync,$name,$n,$expected,$r,$(what "$log")"
+}
+
+# what LOG: the objects synced, named as spool-layout.md names them, in
+# the order of the calls (an interrupted call by where it started).
+what() {
+	awk -v s1="$s/" -v s2="$p/" '
+	/f(data)?sync\(/ {
+		if (!match($0, /<[^>]*>/))
+			next
+		f = substr($0, RSTART + 1, RLENGTH - 2)
+		if (index(f, s1) == 1)
+			f = substr(f, length(s1) + 1)
+		else if (index(f, s2) == 1)
+			f = substr(f, length(s2) + 1)
+		else if (f "/" == s1 || f "/" == s2)
+			f = "."
+		n = split(f, c, "/")
+		if (c[1] == "tmp" && c[2] ~ /^paused,/) w = "paused"
+		else if (c[1] == "tmp") w = "payload"
+		else if (c[1] == "meta") w = n > 1 ? "sidecar" : "meta/"
+		else if (c[1] == "audit") w = n > 1 ? "audit" : "audit/"
+		else if (c[1] == "new") w = n == 4 ? "leaf" : n == 3 ? \
+		    "middle" : n == 2 ? "top" : "new/"
+		else if (c[1] == ".") w = "spool/"
+		else if (n == 1 && (c[1] == "leased" || c[1] == "done" || \
+		    c[1] == "dead")) w = c[1] "/"
+		else w = c[1]
+		if (nw > 0 && w == word[nw])
+			rep[nw]++
+		else {
+			word[++nw] = w
+			rep[nw] = 1
+		}
+	}
+	END {
+		for (i = 1; i <= nw; i++)
+			printf "%s%s%s", (i > 1 ? " " : ""), word[i],
+			    (rep[i] > 1 ? "x" rep[i] : "")
+		printf "\n"
+	}' "$1"
+}
+
+# quiet TIME COMMAND ...: set-up steps, not counted.
+quiet() {
+	t=$1
+	shift
+	SPOOL_TEST_NOW=$t "$@" >"$scratch/quiet.out"
+}
+
+lease() {	# ID and token of the first claim line
+	awk -F '\t' 'NR == 1 { print $1, $2 }' "$1"
+}
+
+"$bin/spool-init" -d "$s"
+"$bin/spool-init" -d "$p"
+
+# enqueue: payload, sidecar, meta/ (first cycle), leaf bucket, audit log,
+# and each parent that gained a bucket.  The spool's first command also
+# creates its audit file, and fsyncs audit/ for that name.
+count enqueue-first 9 $t0 "$bin/spool-enqueue" -d "$s" --id e1 \
+    "$scratch/payload"
+count enqueue 5 $t0 "$bin/spool-enqueue" -d "$s" --id e2 "$scratch/payload"
+count enqueue-new-leaf 6 $((t0 + 16)) "$bin/spool-enqueue" -d "$s" --id e3 \
+    "$scratch/payload"
+# A batch: one payload and one sidecar fdatasync per job; meta/, the leaf
+# and the audit log once.
+files=$(i=0; while [ $i -lt 256 ]; do printf '%s ' "$scratch/f$i";
+    i=$((i + 1)); done)
+# shellcheck disable=SC2086
+count enqueue-256 515 $t0 "$bin/spool-enqueue" -d "$s" $files
+
+# claim: the first one finds no next-expiry hint, scans leased/ and
+# writes one (+1); after that, sidecar + leased/ + audit.
+count claim-first 4 $t0 "$bin/spool-claim" -d "$s"
+count claim 3 $t0 "$bin/spool-claim" -d "$s"
+cp "$scratch/out.claim" "$scratch/c1"
+# 100 jobs: one sidecar each, leased/ and the audit log per group of 64.
+count claim-100 104 $t0 "$bin/spool-claim" -d "$s" -n 100
+
+# finish: sidecar + the directory moved into + audit.
+# shellcheck disable=SC2046
+set -- $(lease "$scratch/c1")
+count finish-ok 3 $t0 "$bin/spool-finish" -d "$s" "$1" "$2" ok
+doneid=$1
+awk -F '\t' '{ print $1, $2, "ok" }' "$scratch/out.claim-100" \
+    >"$scratch/lines"
+count finish-100 102 $t0 sh -c "exec \"\$0\" -d \"\$1\" - <\"\$2\"" \
+    "$bin/spool-finish" "$s" "$scratch/lines"
+# shellcheck disable=SC2046
+set -- $(lease "$scratch/out.claim-first")
+count finish-permanent 3 $t0 "$bin/spool-finish" -d "$s" "$1" "$2" permanent
+parked=$1
+quiet $t0 "$bin/spool-claim" -d "$s"
+# shellcheck disable=SC2046
+set -- $(lease "$scratch/quiet.out")
+count finish-retry 3 $t0 "$bin/spool-finish" -d "$s" --delay 0 "$1" "$2" \
+    retry
+quiet $t0 "$bin/spool-claim" -d "$s"
+# shellcheck disable=SC2046
+set -- $(lease "$scratch/quiet.out")
+count finish-release 3 $t0 "$bin/spool-finish" -d "$s" "$1" "$2" release
+
+# renew: sidecar + audit; no file moves.
+quiet $t0 "$bin/spool-claim" -d "$s"
+# shellcheck disable=SC2046
+set -- $(lease "$scratch/quiet.out")
+count renew 2 $t0 "$bin/spool-renew" -d "$s" "$1" "$2"
+quiet $t0 "$bin/spool-finish" -d "$s" "$1" "$2" ok
+
+# redrive: sidecar + leaf bucket + audit.
+count redrive 3 $t0 "$bin/spool-redrive" -d "$s" --by bench --note B-1 \
+    "$parked"
+
+# A new cycle of a done ID: no meta/ (the sidecar exists), but done/,
+# where the previous cycle's file is removed.
+count enqueue-new-cycle 5 $t0 "$bin/spool-enqueue" -d "$s" --id "$doneid" \
+    "$scratch/payload"
+
+# reclaim: the lease has run out (30 s), so the hint has passed: a scan of
+# leased/ and the hint written again (+1).
+quiet $t0 "$bin/spool-claim" -d "$s"
+count reclaim 4 $((t0 + 31000)) "$bin/spool-claim" -d "$s"
+
+# park on claim, in a spool of its own: its deadline passed.  The spool's
+# first claim writes the hint (+1).
+quiet $t0 "$bin/spool-enqueue" -d "$p" --id late --deadline 1s \
+    "$scratch/payload"
+want=1		# parked, so nothing was claimed
+count park-on-claim 4 $((t0 + 2000)) "$bin/spool-claim" -d "$p"
+
+# The operator's actions, each: the record, the directory it changed,
+# the audit line.
+count drop 3 $((t0 + 2000)) "$bin/spool-drop" -d "$p" --by bench --note B-1 \
+    late
+quiet $t0 "$bin/spool-enqueue" -d "$s" --id c1 "$scratch/payload"
+count cancel 3 $t0 "$bin/spool-cancel" -d "$s" --by bench --note B-1 c1
+count purge 3 $((t0 + 2000)) "$bin/spool-purge" -d "$p" 'done' late
+# pause: the paused file and the spool directory that gained it; resume:
+# the directory that lost it; and each its audit line.
+count pause 3 $t0 "$bin/spool-pause" -d "$s"
+count resume 2 $t0 "$bin/spool-resume" -d "$s"

@@ -1,0 +1,1301 @@
+/*
+ * qbench: job cycles (enqueue, claim, finish) of spool and of the queues it
+ * is measured against, timed side by side, and the floors they stand on.
+ *
+ * Every system named on the command line runs K cycles per round, and the
+ * systems take turns within a round in an order that rotates from round to
+ * round, so that a noisy neighbour slows all of them alike; round 0 is a
+ * warm-up.  One CSV line per system per round goes to stdout:
+ *
+ *	LABEL,SYSTEM,ROUND,CYCLES,SECONDS,FSYNCS,RENAMES
+ *
+ * (FSYNCS and RENAMES from spool_get_counters(), -1 where the work was done
+ * by other processes), and lines SYSTEM.PHASE for the parts of a cycle.
+ * Every system keeps its data in a directory of its own under the work
+ * directory, and nothing is deleted between rounds: on ext4, creating files
+ * stays slow for minutes after many deletions, which would bill one system
+ * for another's cleanup.  No system is made less durable than its own
+ * documented durable mode: spool as it is, SQLite with synchronous=FULL,
+ * beanstalkd with its binlog fsync'd on every write (-f 0).
+ */
+#define _GNU_SOURCE
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "spool.h"
+
+#define PAYLOAD_SIZE	100	/* bytes: a small job, as in the issue */
+#define BATCH		SPOOL_BATCH_MAX
+#define CLI_CLAIM_N	100	/* spool-claim -n, spool-finish - lines */
+#define OUT_MAX		65536
+
+extern char **environ;
+
+static const char *label = "default";
+static const char *workdir, *bindir, *truebin, *target_spool;
+static char *sqlite3_bin, *nq_bin;
+static char *init_cmd, *enqueue_cmd, *claim_cmd, *finish_cmd;
+static char payload_path[PATH_MAX];
+static char payload[PAYLOAD_SIZE];
+static int devnull, bean_port, cli_files = 10000;
+static long cli_claims;	/* -c: jobs claimed and finished a round (0: all) */
+
+struct sys;
+typedef void (*op_fn)(struct sys *, long);
+
+struct sys {
+	const char *name;
+	void (*init)(struct sys *);
+	op_fn op;
+	long unit;		/* cycles per step: an op does a multiple */
+	long k;			/* cycles a round */
+	int round;
+	char dir[PATH_MAX];
+	double own_seconds;	/* >= 0: the op timed itself (a part only) */
+	/* spool */
+	struct spool *sp;
+	int fds[BATCH];
+	struct spool_job *jobs;
+	struct spool_lease *leases;
+	struct spool_finish *fins;
+	/* sqlite */
+	sqlite3 *db;
+	sqlite3_stmt *ins, *claim, *fin;
+	int wal;
+	/* beanstalkd */
+	int sock;
+	char in[4096];
+	size_t inlen;
+	/* floors */
+	int tmpfd, pubfd, adirfd, bdirfd, logfd;
+	long seq;
+	int where;		/* floor-dirsync: which side the file is on */
+	int fixed;		/* named with =K: -T does not resize it */
+	char **argv;		/* batch-cli-spool: spool-enqueue FILE ... */
+};
+
+/* snprintf into buf[size], or die: a cut path would name another file. */
+static void __attribute__((format(printf, 3, 4)))
+pathf(char *buf, size_t size, const char *f, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, f);
+	n = vsnprintf(buf, size, f, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= size)
+		errx(1, "name too long: %s", buf);
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void
+write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	ssize_t w;
+
+	while (n > 0) {
+		if ((w = write(fd, p, n)) == -1) {
+			if (errno == EINTR)
+				continue;
+			err(1, "write");
+		}
+		if (w == 0)
+			errx(1, "write: no progress");
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void
+sync_or_die(int fd, int dir)
+{
+	int r;
+
+	do
+		r = dir ? fsync(fd) : fdatasync(fd);
+	while (r == -1 && errno == EINTR);
+	if (r == -1)
+		err(1, "fsync");
+}
+
+static char *
+which(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char *copy, *dir, *save, buf[PATH_MAX];
+
+	if (path == NULL)
+		path = "/usr/bin:/bin";
+	if ((copy = strdup(path)) == NULL)
+		err(1, "strdup");
+	for (dir = strtok_r(copy, ":", &save); dir != NULL;
+	    dir = strtok_r(NULL, ":", &save)) {
+		pathf(buf, sizeof(buf), "%s/%s", dir, prog);
+		if (access(buf, X_OK) == 0) {
+			free(copy);
+			return strdup(buf);
+		}
+	}
+	free(copy);
+	return NULL;
+}
+
+/*
+ * fork, exec, wait: what a shell pays for each command, and exactly what
+ * the spawn floor measures.  The child's stdin is in, its stdout out.
+ */
+static pid_t
+start(char *const argv[], char *const envp[], int in, int out)
+{
+	pid_t pid;
+
+	if ((pid = fork()) == -1)
+		err(1, "fork");
+	if (pid == 0) {
+		if (dup2(in, 0) == -1 || dup2(out, 1) == -1)
+			_exit(126);
+		execve(argv[0], argv, envp != NULL ? envp : environ);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int
+reap(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) == -1)
+		if (errno != EINTR)
+			err(1, "waitpid");
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void
+run_ok(char *const argv[], char *const envp[], int in)
+{
+	int st = reap(start(argv, envp, in, devnull));
+
+	if (st != 0)
+		errx(1, "%s exited %d", argv[0], st);
+}
+
+/* Run argv, its stdout read into out (NUL-terminated); must exit 0. */
+static size_t
+run_read(char *const argv[], int in, char *out, size_t size)
+{
+	size_t len = 0;
+	ssize_t r;
+	pid_t pid;
+	int p[2], st;
+
+	if (pipe2(p, O_CLOEXEC) == -1)
+		err(1, "pipe");
+	pid = start(argv, NULL, in, p[1]);
+	(void)close(p[1]);
+	for (;;) {
+		if ((r = read(p[0], out + len, size - 1 - len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			err(1, "read");
+		}
+		if (r == 0)
+			break;
+		if ((len += (size_t)r) == size - 1)
+			errx(1, "%s: output too long", argv[0]);
+	}
+	out[len] = '\0';
+	(void)close(p[0]);
+	if ((st = reap(pid)) != 0)
+		errx(1, "%s exited %d", argv[0], st);
+	return len;
+}
+
+/* A pipe holding text, for a child's stdin (it fits in the pipe). */
+static int
+stdin_of(const char *text, size_t len)
+{
+	int p[2];
+
+	if (len >= 65536)
+		errx(1, "stdin text too long");
+	if (pipe2(p, O_CLOEXEC) == -1)
+		err(1, "pipe");
+	write_all(p[1], text, len);
+	(void)close(p[1]);
+	return p[0];
+}
+
+static void
+sys_dir(struct sys *s)
+{
+	pathf(s->dir, sizeof(s->dir), "%s/%s", workdir, s->name);
+	if (mkdir(s->dir, 0777) == -1 && errno != EEXIST)
+		err(1, "%s", s->dir);
+}
+
+static void
+spawn_init(struct sys *s)
+{
+	(void)s;
+	if (truebin == NULL)
+		errx(1, "floor-spawn needs -t TRUE");
+}
+
+/* (a) fork+exec+wait of a trivial static binary. */
+static void
+spawn_op(struct sys *s, long k)
+{
+	char *argv[] = { (char *)truebin, NULL };
+	long i;
+
+	(void)s;
+	for (i = 0; i < k; i++)
+		run_ok(argv, NULL, devnull);
+}
+
+static int
+open_dir(const char *dir, const char *rel)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	pathf(path, sizeof(path), "%s/%s", dir, rel);
+	if (mkdir(path, 0777) == -1 && errno != EEXIST)
+		err(1, "%s", path);
+	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		err(1, "%s", path);
+	return fd;
+}
+
+static void
+floor_init(struct sys *s)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	sys_dir(s);
+	s->tmpfd = open_dir(s->dir, "tmp");
+	s->pubfd = open_dir(s->dir, "pub");
+	s->adirfd = open_dir(s->dir, "a");
+	s->bdirfd = open_dir(s->dir, "b");
+	pathf(path, sizeof(path), "%s/log", s->dir);
+	if ((s->logfd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0666)) == -1)
+		err(1, "%s", path);
+	/* floor-dirsync moves this file between a/ and b/, never creating. */
+	pathf(path, sizeof(path), "%s/a/x", s->dir);
+	if (access(path, F_OK) == -1) {
+		pathf(path, sizeof(path), "%s/b/x", s->dir);
+		if (access(path, F_OK) == -1) {
+			if ((fd = openat(s->adirfd, "x", O_WRONLY | O_CREAT |
+			    O_EXCL | O_CLOEXEC, 0444)) == -1)
+				err(1, "a/x");
+			write_all(fd, payload, sizeof(payload));
+			sync_or_die(fd, 0);
+			(void)close(fd);
+			sync_or_die(s->adirfd, 1);
+		} else
+			s->where = 1;
+	}
+}
+
+/* (b) a durable publish: create, write, fdatasync, rename, fsync dir. */
+static void
+publish_op(struct sys *s, long k)
+{
+	char name[64];
+	long i;
+	int fd;
+
+	for (i = 0; i < k; i++) {
+		pathf(name, sizeof(name), "f.%d.%ld", (int)getpid(),
+		    ++s->seq);
+		if ((fd = openat(s->tmpfd, name, O_WRONLY | O_CREAT | O_EXCL |
+		    O_CLOEXEC, 0444)) == -1)
+			err(1, "%s", name);
+		write_all(fd, payload, sizeof(payload));
+		sync_or_die(fd, 0);
+		if (close(fd) == -1)
+			err(1, "close");
+		if (renameat(s->tmpfd, name, s->pubfd, name) == -1)
+			err(1, "rename");
+		sync_or_die(s->pubfd, 1);
+	}
+}
+
+/* (c) the fsync of a directory that a rename just changed: only it is
+ * timed; the rename is not. */
+static void
+dirsync_op(struct sys *s, long k)
+{
+	double t0, sum = 0;
+	long i;
+	int from, to;
+
+	for (i = 0; i < k; i++) {
+		from = s->where ? s->bdirfd : s->adirfd;
+		to = s->where ? s->adirfd : s->bdirfd;
+		if (renameat(from, "x", to, "x") == -1)
+			err(1, "rename x");
+		s->where = !s->where;
+		t0 = now_s();
+		sync_or_die(to, 1);
+		sum += now_s() - t0;
+	}
+	s->own_seconds = sum;
+}
+
+/* (d) an append and its fdatasync, as an audit line or a sidecar record. */
+static void
+append_op(struct sys *s, long k)
+{
+	char line[PAYLOAD_SIZE];
+	long i;
+
+	memset(line, 'a', sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\n';
+	for (i = 0; i < k; i++) {
+		write_all(s->logfd, line, sizeof(line));
+		sync_or_die(s->logfd, 0);
+	}
+}
+
+/* The system's spool: -s SPOOL, or its own, made once. */
+static void
+spool_make(struct sys *s)
+{
+	char *argv[] = { init_cmd, "-d", s->dir, NULL };
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (target_spool != NULL) {
+		pathf(s->dir, sizeof(s->dir), "%s", target_spool);
+		return;
+	}
+	sys_dir(s);
+	pathf(path, sizeof(path), "%s/format", s->dir);
+	if (stat(path, &st) == -1)
+		run_ok(argv, NULL, devnull);
+}
+
+static void
+cli_init(struct sys *s)
+{
+	spool_make(s);
+}
+
+/* The command's path in bindir (made once; the caller never frees it). */
+static char *
+cmd_path(const char *name)
+{
+	char buf[PATH_MAX], *p;
+
+	pathf(buf, sizeof(buf), "%s/%s", bindir, name);
+	if ((p = strdup(buf)) == NULL)
+		err(1, "strdup");
+	return p;
+}
+
+/* Split "ID\tTOKEN\t..." lines; returns the next line or NULL. */
+static char *
+lease_line(char *line, char **id, char **token)
+{
+	char *nl = strchr(line, '\n'), *tab;
+
+	if (nl == NULL)
+		return NULL;
+	*nl = '\0';
+	*id = line;
+	if ((tab = strchr(line, '\t')) == NULL)
+		errx(1, "claim output: '%s'", line);
+	*tab = '\0';
+	*token = tab + 1;
+	if ((tab = strchr(*token, '\t')) == NULL)
+		errx(1, "claim output: no attempt");
+	*tab = '\0';
+	return nl + 1;
+}
+
+/* spool-enqueue FILE; spool-claim; spool-finish ID TOKEN ok. */
+static void
+cli_spool_op(struct sys *s, long k)
+{
+	char *enq[] = { enqueue_cmd, "-d", s->dir, payload_path,
+	    NULL };
+	char *claim[] = { claim_cmd, "-d", s->dir, NULL };
+	char out[4096], *id, *token;
+	long i;
+
+	for (i = 0; i < k; i++) {
+		run_ok(enq, NULL, devnull);
+		(void)run_read(claim, devnull, out, sizeof(out));
+		if (lease_line(out, &id, &token) == NULL)
+			errx(1, "spool-claim printed nothing");
+		{
+			char *fin[] = { finish_cmd, "-d", s->dir,
+			    id, token, "ok", NULL };
+
+			run_ok(fin, NULL, devnull);
+		}
+	}
+}
+
+/* A queue in one SQLite table, the same for the shell and for C. */
+static const char schema[] =
+    "CREATE TABLE IF NOT EXISTS jobs(id INTEGER PRIMARY KEY, "
+    "payload BLOB NOT NULL, state TEXT NOT NULL, eligible INTEGER NOT NULL, "
+    "token INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, "
+    "lease_until INTEGER, owner TEXT);"
+    "CREATE INDEX IF NOT EXISTS jobs_due ON jobs(state, eligible);";
+
+static long long
+now_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+db_exec(sqlite3 *db, const char *sql)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		errx(1, "sqlite: %s: %s", sql, msg != NULL ? msg : "?");
+}
+
+static void
+db_open(struct sys *s, int wal)
+{
+	char path[PATH_MAX];
+
+	sys_dir(s);
+	s->wal = wal;
+	pathf(path, sizeof(path), "%s/queue.db", s->dir);
+	if (sqlite3_open(path, &s->db) != SQLITE_OK)
+		errx(1, "%s: %s", path, sqlite3_errmsg(s->db));
+	db_exec(s->db, wal ? "PRAGMA journal_mode=WAL" :
+	    "PRAGMA journal_mode=DELETE");
+	db_exec(s->db, "PRAGMA synchronous=FULL");
+	db_exec(s->db, schema);
+}
+
+/* The sqlite3 shell: its database, made once (WAL mode is persistent). */
+static void
+cli_sqlite_init(struct sys *s, int wal)
+{
+	if (sqlite3_bin == NULL)
+		errx(1, "%s: no sqlite3 in PATH", s->name);
+	db_open(s, wal);
+	sqlite3_close(s->db);
+	s->db = NULL;
+	pathf(s->dir + strlen(s->dir), sizeof(s->dir) - strlen(s->dir),
+	    "/queue.db");
+}
+
+static void
+cli_sqlite_delete_init(struct sys *s)
+{
+	cli_sqlite_init(s, 0);
+}
+
+static void
+cli_sqlite_wal_init(struct sys *s)
+{
+	cli_sqlite_init(s, 1);
+}
+
+/*
+ * The same cycle through the sqlite3 shell, one process each: an INSERT,
+ * a claim by UPDATE ... RETURNING in one transaction, a finish by UPDATE
+ * of that token.  synchronous=FULL is per connection, so each says it.
+ */
+static void
+cli_sqlite_op(struct sys *s, long k)
+{
+	char sql[1024], out[256], *bar;
+	long long now;
+	long i;
+
+	for (i = 0; i < k; i++) {
+		now = now_ms();
+		pathf(sql, sizeof(sql), "PRAGMA synchronous=FULL; "
+		    "INSERT INTO jobs(payload, state, eligible) "
+		    "VALUES(readfile('%s'), 'new', %lld);", payload_path, now);
+		{
+			char *argv[] = { sqlite3_bin, "-batch", "-bail", s->dir,
+			    sql, NULL };
+
+			run_ok(argv, NULL, devnull);
+		}
+		now = now_ms();
+		pathf(sql, sizeof(sql), "PRAGMA synchronous=FULL; "
+		    "BEGIN IMMEDIATE; UPDATE jobs SET state='leased', "
+		    "token=token+1, attempts=attempts+1, owner='bench', "
+		    "lease_until=%lld WHERE id IN (SELECT id FROM jobs WHERE "
+		    "state='new' AND eligible<=%lld ORDER BY eligible, id "
+		    "LIMIT 1) RETURNING id, token; COMMIT;", now + 30000, now);
+		{
+			char *argv[] = { sqlite3_bin, "-batch", "-bail", s->dir,
+			    sql, NULL };
+
+			(void)run_read(argv, devnull, out, sizeof(out));
+		}
+		if ((bar = strchr(out, '|')) == NULL)
+			errx(1, "sqlite3 claim printed '%s'", out);
+		*bar = '\0';
+		bar[strcspn(bar + 1, "\n") + 1] = '\0';
+		pathf(sql, sizeof(sql), "PRAGMA synchronous=FULL; "
+		    "UPDATE jobs SET state='done', lease_until=NULL WHERE id=%s "
+		    "AND token=%s AND state='leased' RETURNING id;", out,
+		    bar + 1);
+		{
+			char *argv[] = { sqlite3_bin, "-batch", "-bail", s->dir,
+			    sql, NULL };
+
+			(void)run_read(argv, devnull, out, sizeof(out));
+		}
+		if (out[0] == '\0')
+			errx(1, "sqlite3 finish changed nothing");
+	}
+}
+
+static void
+cli_nq_init(struct sys *s)
+{
+	if (nq_bin == NULL)
+		errx(1, "cli-nq: no nq in PATH");
+	if (truebin == NULL)
+		errx(1, "cli-nq needs -t TRUE");
+	sys_dir(s);
+}
+
+/*
+ * nq TRUE: what a shell user waits for.  nq returns as soon as it has
+ * forked its job; the job's file and nq's one directory fsync happen in
+ * the background, so after the timed part the round waits (nq -w) for
+ * them, untimed, to keep them out of the next system's turn.
+ */
+static void
+cli_nq_op(struct sys *s, long k)
+{
+	char env[PATH_MAX + 8], *envp[] = { env, "PATH=/usr/bin:/bin", NULL };
+	char *argv[] = { nq_bin, (char *)truebin, NULL };
+	char *wait[] = { nq_bin, "-w", NULL };
+	double t0;
+	long i;
+
+	pathf(env, sizeof(env), "NQDIR=%s", s->dir);
+	t0 = now_s();
+	for (i = 0; i < k; i++)
+		run_ok(argv, envp, devnull);
+	s->own_seconds = now_s() - t0;
+	run_ok(wait, envp, devnull);
+}
+
+static void
+payload_fds(struct sys *s)
+{
+	int i;
+
+	for (i = 0; i < BATCH; i++)
+		if ((s->fds[i] = open(payload_path, O_RDONLY | O_CLOEXEC)) == -1)
+			err(1, "%s", payload_path);
+	if ((s->jobs = calloc(BATCH, sizeof(*s->jobs))) == NULL ||
+	    (s->leases = calloc(BATCH, sizeof(*s->leases))) == NULL ||
+	    (s->fins = calloc(BATCH, sizeof(*s->fins))) == NULL)
+		err(1, "calloc");
+}
+
+static void
+lib_spool_init(struct sys *s)
+{
+	spool_make(s);
+	if ((s->sp = spool_open(s->dir)) == NULL)
+		err(1, "spool_open %s", s->dir);
+	payload_fds(s);
+}
+
+static unsigned long
+fsyncs_now(void)
+{
+	struct spool_counters c;
+
+	spool_get_counters(&c);
+	return c.fsyncs;
+}
+
+static void
+phase(struct sys *s, const char *part, long cycles, double secs, long fsyncs)
+{
+	printf("%s,%s.%s,%d,%ld,%.9f,%ld,-1\n", label, s->name, part, s->round,
+	    cycles, secs, fsyncs);
+}
+
+/* Enqueue n jobs in one call; every one must be done. */
+static void
+lib_enqueue(struct sys *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (lseek(s->fds[i], 0, SEEK_SET) == -1)
+			err(1, "lseek");
+		memset(&s->jobs[i], 0, sizeof(s->jobs[i]));
+		s->jobs[i].fd = s->fds[i];
+		s->jobs[i].deadline_ms = -1;
+	}
+	if (spool_enqueue(s->sp, s->jobs, n) == -1)
+		err(1, "spool_enqueue");
+	for (i = 0; i < n; i++)
+		if (s->jobs[i].res.status != 0)
+			errx(1, "spool_enqueue: item %zu: status %d errno %d", i,
+			    s->jobs[i].res.status, s->jobs[i].res.err);
+}
+
+/* What a step of the library's cycle cost: time and fsyncs per part. */
+struct parts {
+	double t[3];
+	unsigned long f[3];
+};
+
+enum { P_ENQ, P_CLAIM, P_FIN };
+
+/* Claim n jobs (several calls if need be), then finish them ok in one. */
+static void
+lib_claim_finish(struct sys *s, size_t n, struct parts *p)
+{
+	struct spool_claim_opts opts = { 0, "bench" };
+	size_t got = 0, m, i;
+	unsigned long f0;
+	double t0;
+	int r;
+
+	f0 = fsyncs_now();
+	t0 = now_s();
+	while (got < n) {
+		r = spool_claim(s->sp, &opts, s->leases + got, n - got, &m);
+		if (r == -1)
+			err(1, "spool_claim");
+		if (r == 0)
+			errx(1, "spool_claim: nothing due after %zu of %zu",
+			    got, n);
+		got += m;
+	}
+	p->t[P_CLAIM] += now_s() - t0;
+	p->f[P_CLAIM] += fsyncs_now() - f0;
+	for (i = 0; i < n; i++) {
+		memset(&s->fins[i], 0, sizeof(s->fins[i]));
+		s->fins[i].id = s->leases[i].id;
+		s->fins[i].token = s->leases[i].token;
+		s->fins[i].outcome = SPOOL_OK;
+		s->fins[i].delay_ms = -1;
+	}
+	f0 = fsyncs_now();
+	t0 = now_s();
+	if (spool_finish(s->sp, s->fins, n) == -1)
+		err(1, "spool_finish");
+	p->t[P_FIN] += now_s() - t0;
+	p->f[P_FIN] += fsyncs_now() - f0;
+	for (i = 0; i < n; i++)
+		if (s->fins[i].res.status != 0)
+			errx(1, "spool_finish: %s: status %d errno %d",
+			    s->fins[i].id, s->fins[i].res.status,
+			    s->fins[i].res.err);
+	spool_free_leases(s->leases, n);
+}
+
+/* n jobs a step: 1 for the single-job cycle, BATCH for the batch API. */
+static void
+lib_spool_cycles(struct sys *s, long k, size_t n)
+{
+	struct parts p;
+	unsigned long f0;
+	double t0;
+	long i;
+
+	memset(&p, 0, sizeof(p));
+	for (i = 0; i < k; i += (long)n) {
+		f0 = fsyncs_now();
+		t0 = now_s();
+		lib_enqueue(s, n);
+		p.t[P_ENQ] += now_s() - t0;
+		p.f[P_ENQ] += fsyncs_now() - f0;
+		lib_claim_finish(s, n, &p);
+	}
+	phase(s, "enqueue", k, p.t[P_ENQ], (long)p.f[P_ENQ]);
+	phase(s, "claim", k, p.t[P_CLAIM], (long)p.f[P_CLAIM]);
+	phase(s, "finish", k, p.t[P_FIN], (long)p.f[P_FIN]);
+}
+
+static void
+lib_spool_op(struct sys *s, long k)
+{
+	lib_spool_cycles(s, k, 1);
+}
+
+static void
+batch_lib_spool_op(struct sys *s, long k)
+{
+	lib_spool_cycles(s, k, BATCH);
+}
+
+static void
+stmt(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+	if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK)
+		errx(1, "sqlite: %s: %s", sql, sqlite3_errmsg(db));
+}
+
+static void
+lib_sqlite_init(struct sys *s, int wal)
+{
+	db_open(s, wal);
+	stmt(s->db, "INSERT INTO jobs(payload, state, eligible) "
+	    "VALUES(?1, 'new', ?2)", &s->ins);
+	stmt(s->db, "UPDATE jobs SET state='leased', token=token+1, "
+	    "attempts=attempts+1, owner='bench', lease_until=?1 WHERE id IN "
+	    "(SELECT id FROM jobs WHERE state='new' AND eligible<=?2 "
+	    "ORDER BY eligible, id LIMIT ?3) RETURNING id, token", &s->claim);
+	stmt(s->db, "UPDATE jobs SET state='done', lease_until=NULL "
+	    "WHERE id=?1 AND token=?2 AND state='leased'", &s->fin);
+	if ((s->jobs = calloc(BATCH, sizeof(*s->jobs))) == NULL)
+		err(1, "calloc");
+}
+
+static void
+lib_sqlite_delete_init(struct sys *s)
+{
+	lib_sqlite_init(s, 0);
+}
+
+static void
+lib_sqlite_wal_init(struct sys *s)
+{
+	lib_sqlite_init(s, 1);
+}
+
+static void
+step_done(sqlite3 *db, sqlite3_stmt *st)
+{
+	if (sqlite3_step(st) != SQLITE_DONE)
+		errx(1, "sqlite: %s", sqlite3_errmsg(db));
+	(void)sqlite3_reset(st);
+}
+
+/*
+ * n jobs a transaction for each of the three steps: one INSERT each; one
+ * UPDATE ... RETURNING for the claim, in BEGIN IMMEDIATE so that two
+ * claimers cannot pick the same rows; one UPDATE each for the finish.
+ * The payload is read from its file for each job, as spool-enqueue does.
+ */
+static void
+lib_sqlite_cycles(struct sys *s, long k, size_t n)
+{
+	long long ids[BATCH], toks[BATCH], now;
+	double te = 0, tc = 0, tf = 0, t0;
+	char buf[PAYLOAD_SIZE];
+	size_t i, got;
+	long c;
+	int fd = open(payload_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd == -1)
+		err(1, "%s", payload_path);
+	for (c = 0; c < k; c += (long)n) {
+		t0 = now_s();
+		if (n > 1)
+			db_exec(s->db, "BEGIN");
+		for (i = 0; i < n; i++) {
+			if (pread(fd, buf, sizeof(buf), 0) != (ssize_t)sizeof(buf))
+				err(1, "pread payload");
+			sqlite3_bind_blob(s->ins, 1, buf, sizeof(buf),
+			    SQLITE_STATIC);
+			sqlite3_bind_int64(s->ins, 2, now_ms());
+			step_done(s->db, s->ins);
+		}
+		if (n > 1)
+			db_exec(s->db, "COMMIT");
+		te += now_s() - t0;
+		t0 = now_s();
+		now = now_ms();
+		db_exec(s->db, "BEGIN IMMEDIATE");
+		sqlite3_bind_int64(s->claim, 1, now + 30000);
+		sqlite3_bind_int64(s->claim, 2, now);
+		sqlite3_bind_int64(s->claim, 3, (sqlite3_int64)n);
+		got = 0;
+		while (sqlite3_step(s->claim) == SQLITE_ROW && got < n) {
+			ids[got] = sqlite3_column_int64(s->claim, 0);
+			toks[got++] = sqlite3_column_int64(s->claim, 1);
+		}
+		(void)sqlite3_reset(s->claim);
+		db_exec(s->db, "COMMIT");
+		if (got != n)
+			errx(1, "sqlite claim: %zu of %zu", got, n);
+		tc += now_s() - t0;
+		t0 = now_s();
+		if (n > 1)
+			db_exec(s->db, "BEGIN");
+		for (i = 0; i < n; i++) {
+			sqlite3_bind_int64(s->fin, 1, ids[i]);
+			sqlite3_bind_int64(s->fin, 2, toks[i]);
+			step_done(s->db, s->fin);
+			if (sqlite3_changes(s->db) != 1)
+				errx(1, "sqlite finish: %lld not leased",
+				    ids[i]);
+		}
+		if (n > 1)
+			db_exec(s->db, "COMMIT");
+		tf += now_s() - t0;
+	}
+	(void)close(fd);
+	phase(s, "enqueue", k, te, -1);
+	phase(s, "claim", k, tc, -1);
+	phase(s, "finish", k, tf, -1);
+}
+
+static void
+lib_sqlite_op(struct sys *s, long k)
+{
+	lib_sqlite_cycles(s, k, 1);
+}
+
+static void
+batch_sqlite_op(struct sys *s, long k)
+{
+	lib_sqlite_cycles(s, k, BATCH);
+}
+
+/* beanstalkd, over its text protocol on 127.0.0.1. */
+static void
+bean_init(struct sys *s)
+{
+	struct sockaddr_in sa;
+	double give_up = now_s() + 10;
+	int one = 1;
+
+	if (bean_port == 0)
+		errx(1, "lib-beanstalk needs -p PORT");
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((unsigned short)bean_port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* The script has just started the daemon: wait for it to listen. */
+	for (;;) {
+		if ((s->sock = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC,
+		    0)) == -1)
+			err(1, "socket");
+		if (connect(s->sock, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			break;
+		if (now_s() > give_up)
+			err(1, "beanstalkd on 127.0.0.1:%d", bean_port);
+		(void)close(s->sock);
+		(void)usleep(20000);
+	}
+	(void)setsockopt(s->sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/* One reply line, without its \r\n; the bytes after it stay buffered. */
+static void
+bean_line(struct sys *s, char *line, size_t size)
+{
+	char *crlf;
+	ssize_t r;
+	size_t n;
+
+	while ((crlf = memmem(s->in, s->inlen, "\r\n", 2)) == NULL) {
+		if (s->inlen == sizeof(s->in))
+			errx(1, "beanstalkd: line too long");
+		r = read(s->sock, s->in + s->inlen, sizeof(s->in) - s->inlen);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			err(1, "beanstalkd: read");
+		s->inlen += (size_t)r;
+	}
+	n = (size_t)(crlf - s->in);
+	if (n >= size)
+		errx(1, "beanstalkd: reply too long");
+	memcpy(line, s->in, n);
+	line[n] = '\0';
+	memmove(s->in, crlf + 2, s->inlen - n - 2);
+	s->inlen -= n + 2;
+}
+
+static void
+bean_skip(struct sys *s, size_t n)
+{
+	ssize_t r;
+
+	while (s->inlen < n) {
+		r = read(s->sock, s->in + s->inlen, sizeof(s->in) - s->inlen);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			err(1, "beanstalkd: read");
+		s->inlen += (size_t)r;
+	}
+	memmove(s->in, s->in + n, s->inlen - n);
+	s->inlen -= n;
+}
+
+/* put, reserve, delete: beanstalkd's job cycle, one job at a time. */
+static void
+bean_op(struct sys *s, long k)
+{
+	char cmd[PAYLOAD_SIZE + 64], line[256];
+	unsigned long long id, bytes;
+	double te = 0, tc = 0, tf = 0, t0;
+	int n;
+	long i;
+
+	for (i = 0; i < k; i++) {
+		t0 = now_s();
+		n = snprintf(cmd, sizeof(cmd), "put 0 0 60 %d\r\n", PAYLOAD_SIZE);
+		memcpy(cmd + n, payload, PAYLOAD_SIZE);
+		memcpy(cmd + n + PAYLOAD_SIZE, "\r\n", 2);
+		write_all(s->sock, cmd, (size_t)n + PAYLOAD_SIZE + 2);
+		bean_line(s, line, sizeof(line));
+		if (strncmp(line, "INSERTED ", 9) != 0)
+			errx(1, "beanstalkd put: %s", line);
+		te += now_s() - t0;
+		t0 = now_s();
+		write_all(s->sock, "reserve\r\n", 9);
+		bean_line(s, line, sizeof(line));
+		if (sscanf(line, "RESERVED %llu %llu", &id, &bytes) != 2)
+			errx(1, "beanstalkd reserve: %s", line);
+		bean_skip(s, bytes + 2);
+		tc += now_s() - t0;
+		t0 = now_s();
+		n = snprintf(cmd, sizeof(cmd), "delete %llu\r\n", id);
+		write_all(s->sock, cmd, (size_t)n);
+		bean_line(s, line, sizeof(line));
+		if (strcmp(line, "DELETED") != 0)
+			errx(1, "beanstalkd delete: %s", line);
+		tf += now_s() - t0;
+	}
+	phase(s, "enqueue", k, te, -1);
+	phase(s, "claim", k, tc, -1);
+	phase(s, "finish", k, tf, -1);
+}
+
+/*
+ * The batch CLI: cli_files small files, made once, enqueued by one
+ * spool-enqueue (which takes SPOOL_BATCH_MAX at a time), then
+ * spool-claim -n 100 and spool-finish - with its 100 lines, in turn, as a
+ * worker would, until all are done.
+ */
+static void
+batch_cli_init(struct sys *s)
+{
+	char path[PATH_MAX], name[32];
+	int i, fd, filesfd;
+
+	spool_make(s);
+	pathf(path, sizeof(path), "%s.files", s->dir);
+	if (mkdir(path, 0777) == -1 && errno != EEXIST)
+		err(1, "%s", path);
+	if ((filesfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		err(1, "%s", path);
+	if ((s->argv = calloc((size_t)cli_files + 4, sizeof(char *))) == NULL)
+		err(1, "calloc");
+	s->argv[0] = enqueue_cmd;
+	s->argv[1] = "-d";
+	s->argv[2] = s->dir;
+	for (i = 0; i < cli_files; i++) {
+		pathf(name, sizeof(name), "p%05d", i);
+		if ((fd = openat(filesfd, name, O_WRONLY | O_CREAT | O_CLOEXEC,
+		    0666)) == -1)
+			err(1, "%s", name);
+		write_all(fd, payload, sizeof(payload));
+		(void)close(fd);
+		if (asprintf(&s->argv[3 + i], "%s/%s", path, name) == -1)
+			err(1, "asprintf");
+	}
+	(void)close(filesfd);
+}
+
+static void
+batch_cli_op(struct sys *s, long k)
+{
+	char *claim[] = { claim_cmd, "-d", s->dir, "-n", "100",
+	    NULL };
+	char *fin[] = { finish_cmd, "-d", s->dir, "-", NULL };
+	char out[OUT_MAX], lines[16384], *p, *id, *token, *saved;
+	double te, tc = 0, tf = 0, t0;
+	size_t len;
+	long done, n, nclaim;
+	int in;
+
+	if (k > cli_files)
+		errx(1, "batch-cli-spool: K above -f %d", cli_files);
+	/* The claims and finishes of -c jobs a round (a fifth in the
+	 * warm-up); the rest stay queued, and are claimed in later rounds
+	 * (oldest first), so nothing is deleted and the spool only grows. */
+	nclaim = cli_claims > 0 && cli_claims < k ? cli_claims : k;
+	if (s->round == 0 && (nclaim = nclaim / 5 / CLI_CLAIM_N *
+	    CLI_CLAIM_N) == 0)
+		nclaim = CLI_CLAIM_N;
+	saved = s->argv[3 + k];
+	s->argv[3 + k] = NULL;
+	t0 = now_s();
+	run_ok(s->argv, NULL, devnull);
+	te = now_s() - t0;
+	s->argv[3 + k] = saved;
+	for (done = 0; done < nclaim; done += n) {
+		t0 = now_s();
+		(void)run_read(claim, devnull, out, sizeof(out));
+		tc += now_s() - t0;
+		len = 0;
+		n = 0;
+		for (p = out; (p = lease_line(p, &id, &token)) != NULL; n++)
+			len += (size_t)snprintf(lines + len, sizeof(lines) - len,
+			    "%s %s ok\n", id, token);
+		if (n == 0)
+			errx(1, "spool-claim -n 100: nothing after %ld", done);
+		if (n > nclaim - done)
+			errx(1, "spool-claim -n 100: %ld leases", n);
+		t0 = now_s();
+		in = stdin_of(lines, len);
+		run_ok(fin, NULL, in);
+		(void)close(in);
+		tf += now_s() - t0;
+	}
+	phase(s, "enqueue", k, te, -1);
+	phase(s, "claim", done, tc, -1);
+	phase(s, "finish", done, tf, -1);
+	/* The round's line: the time of one job's whole cycle, from the
+	 * rates of its three steps. */
+	s->own_seconds = (te / (double)k + (tc + tf) / (double)done) *
+	    (double)k;
+}
+
+/* The purge row: enqueue speed alone, into the spool that -s names. */
+static void
+enq_lib_op(struct sys *s, long k)
+{
+	long i;
+
+	for (i = 0; i < k; i += BATCH)
+		lib_enqueue(s, BATCH);
+}
+
+static void
+enq_cli_op(struct sys *s, long k)
+{
+	char *enq[] = { enqueue_cmd, "-d", s->dir, payload_path,
+	    NULL };
+	long i;
+
+	for (i = 0; i < k; i++)
+		run_ok(enq, NULL, devnull);
+}
+
+/* Name, setup, one round's work, its unit and default K. */
+#define SYS(N, I, O, U, K) { .name = N, .init = I, .op = O, .unit = U, .k = K }
+static struct sys table[] = {
+	SYS("floor-spawn", spawn_init, spawn_op, 1, 200),
+	SYS("floor-publish", floor_init, publish_op, 1, 200),
+	SYS("floor-dirsync", floor_init, dirsync_op, 1, 200),
+	SYS("floor-append", floor_init, append_op, 1, 200),
+	SYS("cli-spool", cli_init, cli_spool_op, 1, 30),
+	SYS("cli-sqlite-delete", cli_sqlite_delete_init, cli_sqlite_op, 1, 10),
+	SYS("cli-sqlite-wal", cli_sqlite_wal_init, cli_sqlite_op, 1, 10),
+	SYS("cli-nq", cli_nq_init, cli_nq_op, 1, 30),
+	SYS("lib-spool", lib_spool_init, lib_spool_op, 1, 100),
+	SYS("lib-sqlite-delete", lib_sqlite_delete_init, lib_sqlite_op, 1, 100),
+	SYS("lib-sqlite-wal", lib_sqlite_wal_init, lib_sqlite_op, 1, 200),
+	SYS("lib-beanstalk", bean_init, bean_op, 1, 200),
+	SYS("batch-lib-spool", lib_spool_init, batch_lib_spool_op, BATCH, BATCH * 4),
+	SYS("batch-lib-sqlite-wal", lib_sqlite_wal_init, batch_sqlite_op, BATCH, BATCH * 4),
+	SYS("batch-cli-spool", batch_cli_init, batch_cli_op, CLI_CLAIM_N, 10000),
+	SYS("enq-lib", lib_spool_init, enq_lib_op, BATCH, BATCH * 4),
+	SYS("enq-cli", cli_init, enq_cli_op, 1, 50),
+};
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: qbench -w WORKDIR -b BINDIR [-l LABEL] "
+	    "[-r ROUNDS] [-T SLICE] [-t TRUE] [-p PORT] [-f FILES] [-c CLAIMS] "
+	    "[-s SPOOL] SYSTEM[:K | =K] ...\n       qbench -P -p PORT\n");
+	exit(2);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sys *run[32];
+	struct spool_counters c0, c1;
+	double t0, secs;
+	double slice = 0;
+	int c, i, j, n = 0, rounds = 5, r, fd, probe = 0;
+	long k;
+
+	while ((c = getopt(argc, argv, "b:c:f:l:Pp:r:s:T:t:w:")) != -1) {
+		switch (c) {
+		case 'P':
+			probe = 1;
+			break;
+		case 'b':
+			bindir = optarg;
+			break;
+		case 'c':
+			cli_claims = atol(optarg);
+			break;
+		case 'f':
+			cli_files = atoi(optarg);
+			break;
+		case 'l':
+			label = optarg;
+			break;
+		case 'p':
+			bean_port = atoi(optarg);
+			break;
+		case 'r':
+			rounds = atoi(optarg);
+			break;
+		case 's':
+			target_spool = optarg;
+			break;
+		case 'T':
+			slice = atof(optarg);
+			break;
+		case 't':
+			truebin = optarg;
+			break;
+		case 'w':
+			workdir = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	/* -P: only wait until beanstalkd answers on -p PORT. */
+	if (probe) {
+		struct sys s;
+
+		memset(&s, 0, sizeof(s));
+		bean_init(&s);
+		return 0;
+	}
+	if (workdir == NULL || bindir == NULL || optind == argc ||
+	    rounds < 1 || cli_files < 1)
+		usage();
+	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
+		err(1, "/dev/null");
+	sqlite3_bin = which("sqlite3");
+	nq_bin = which("nq");
+	init_cmd = cmd_path("spool-init");
+	enqueue_cmd = cmd_path("spool-enqueue");
+	claim_cmd = cmd_path("spool-claim");
+	finish_cmd = cmd_path("spool-finish");
+	memset(payload, 'p', sizeof(payload) - 1);
+	payload[sizeof(payload) - 1] = '\n';
+	pathf(payload_path, sizeof(payload_path), "%s/payload",
+	    workdir);
+	if ((fd = open(payload_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0666)) == -1)
+		err(1, "%s", payload_path);
+	write_all(fd, payload, sizeof(payload));
+	(void)close(fd);
+	for (i = optind; i < argc; i++) {
+		char *colon = strpbrk(argv[i], ":=");
+		int fixed = colon != NULL && *colon == '=';
+
+		if (colon != NULL)
+			*colon = '\0';
+		for (j = 0; j < (int)(sizeof(table) / sizeof(table[0])); j++)
+			if (strcmp(table[j].name, argv[i]) == 0)
+				break;
+		if (j == (int)(sizeof(table) / sizeof(table[0])))
+			errx(2, "unknown system %s", argv[i]);
+		if (n == (int)(sizeof(run) / sizeof(run[0])))
+			errx(2, "too many systems");
+		run[n] = &table[j];
+		run[n]->fixed = fixed;
+		if (colon != NULL)
+			run[n]->k = atol(colon + 1);
+		if (run[n]->k < run[n]->unit || run[n]->k % run[n]->unit != 0)
+			errx(2, "%s: K must be a multiple of %ld", argv[i],
+			    run[n]->unit);
+		run[n]->init(run[n]);
+		n++;
+	}
+	/*
+	 * Round 0 warms the caches with a fifth of the work (a twentieth
+	 * for a system named with =K: a big fixed step); it is not
+	 * counted.  With -T, it also sizes each system's turn: as many cycles
+	 * as fill SLICE seconds at the pace of round 0, so that a round takes
+	 * the same time however loaded the machine is (a system named with
+	 * =K keeps its K).
+	 */
+	for (r = 0; r <= rounds; r++)
+		for (j = 0; j < n; j++) {
+			struct sys *s = run[(j + r) % n];
+
+			k = s->k;
+			if (r == 0 && (k = k / (s->fixed ? 20 : 5) / s->unit *
+			    s->unit) == 0)
+				k = s->unit;
+			s->round = r;
+			s->own_seconds = -1;
+			spool_get_counters(&c0);
+			t0 = now_s();
+			s->op(s, k);
+			secs = now_s() - t0;
+			spool_get_counters(&c1);
+			if (s->own_seconds >= 0)
+				secs = s->own_seconds;
+			if (r == 0 && slice > 0 && !s->fixed && secs > 0) {
+				double steps = slice / (secs / (double)k) /
+				    (double)s->unit;
+
+				if (steps > 50.0 * (double)s->k / (double)s->unit)
+					steps = 50.0 * (double)s->k /
+					    (double)s->unit;
+				/* A one-job system does at least 3 a turn. */
+				if (s->unit == 1 && steps < 3)
+					steps = 3;
+				s->k = steps < 1 ? s->unit : (long)(steps + 0.5) *
+				    s->unit;
+			}
+			/* Commands count in their own processes: -1. */
+			printf("%s,%s,%d,%ld,%.9f,%ld,%ld\n", label, s->name, r,
+			    k, secs, s->sp != NULL ? (long)(c1.fsyncs -
+			    c0.fsyncs) : -1L, s->sp != NULL ? (long)(c1.renames -
+			    c0.renames) : -1L);
+			if (fflush(stdout) == EOF)
+				err(1, "stdout");
+		}
+	return 0;
+}
