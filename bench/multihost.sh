@@ -26,13 +26,15 @@ local_dir=$(mktemp -d /var/tmp/spool-bench-local.XXXXXX)
 trap 'rm -rf "$local_dir"; teardown' EXIT
 payloads=$lab/payloads
 mkdir -p "$payloads"
-for i in $(seq 1 3000); do echo "job $i" >"$payloads/$i"; done
+for i in $(seq 1 1500); do echo "job $i" >"$payloads/$i"; done
 
-# fill DIR WRAPPER: a fresh spool at DIR with 3000 ready jobs.
+# fill DIR WRAPPER: a fresh spool at DIR with 1500 ready jobs.
 fill() {
 	${2:+$2 1} spool-init -d "$1" >/dev/null ||
 	    { echo "bench-multihost: spool-init $1 failed" >&2; exit 1; }
-	[ -z "$2" ] || printf 'multi-host=yes\nskew=2s\n' >>"$1/config"
+	# (through host 1: this process's own mount may not see it yet)
+	[ -z "$2" ] || "$2" 1 sh -c 'printf "multi-host=yes\nskew=2s\n" >>"$1/config"' \
+	    sh "$1" || exit 1
 	(cd "$payloads" && ${2:+$2 1} spool-enqueue -d "$1" $(ls) >/dev/null) ||
 	    exit 1
 }
