@@ -315,13 +315,16 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 	e = dirset_sync(sp, &ds) == -1 ? errno : 0;
 	if (e == 0)
 		crash_point("enqueue-synced");
-	/* Now that the new names are durable: settle removes the previous
-	 * cycle's file from done/. */
-	for (k = 0; k < n && e == 0; k++)
+	/* Now that the new names are durable (dirset_sync synced every
+	 * bucket made or moved into): settle removes the previous cycle's
+	 * file from done/. */
+	for (k = 0; k < n && e == 0; k++) {
+		p[order[k]].j.cur_synced = 1;
 		if (p[order[k]].tmp[0] != '\0' &&
 		    p[order[k]].in->res.status == 0 &&
 		    job_settle(sp, &p[order[k]].j, &ab) == -1)
 			failed(&p[order[k]].in->res, errno, 1);
+	}
 	if (e != 0 || audit_flush(sp, &ab) == -1) {
 		e = e != 0 ? e : errno;
 		for (k = 0; k < n; k++)

@@ -73,6 +73,7 @@ struct job {
 	struct rec prev;	/* state before it */
 	uint64_t hi;		/* highest token ever issued */
 	int voidtail;		/* last record did not take effect */
+	int cur_synced;		/* the caller made cur's place durable */
 	size_t valid, size;	/* sidecar bytes: complete lines, all */
 	char *text;		/* the sidecar as read */
 	size_t textlen;

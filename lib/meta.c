@@ -472,7 +472,7 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 		 * leave the job nowhere nor bring the old file back.
 		 */
 		gone = j->prev;
-		if (sync_place(sp, &j->cur) == -1 ||
+		if ((!j->cur_synced && sync_place(sp, &j->cur) == -1) ||
 		    unlink_place(sp, j->id, &j->prev) == -1 ||
 		    sync_dir(sp->donefd, ".") == -1)
 			return -1;
