@@ -5,28 +5,10 @@
 
 load helpers
 
-# at_ms MS CMD...: run CMD with the library clock pinned at MS.
-at_ms() {
-	local ms=$1
-	shift
-	SPOOL_TEST_NOW=$ms "$@"
-}
-
 # The line spool-claim prints for a lease: ID TOKEN ATTEMPT PATH.
 lease_line() {
 	printf '%s\t%s\t%s\t%s/leased/%s,%s\n' "$1" "$2" "$3" \
 	    "$(realpath "$SPOOL_DIR")" "$1" "$2"
-}
-
-# The named fields of ID's last sidecar record, "key=value" a line ("key="
-# when the record does not have it).
-last_rec() {
-	local id=$1 rec k
-	shift
-	rec=$(tail -n 1 "$SPOOL_DIR/meta/$id")
-	for k; do
-		printf '%s=%s\n' "$k" "$(tr ' ' '\n' <<<"$rec" | sed -n "s/^$k=//p")"
-	done
 }
 
 # The eligible time in the new/ file name of ID (ID,ELIGIBLE).

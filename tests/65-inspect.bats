@@ -8,13 +8,6 @@ load helpers
 
 T=1796000000000
 
-# at_ms MS CMD...: run CMD with the clock pinned at MS.
-at_ms() {
-	local ms=$1
-	shift
-	SPOOL_TEST_NOW=$ms "$@"
-}
-
 # park ID CLASS [ENQUEUE OPTIONS...]: enqueue ID at T, claim it at T + 1s,
 # finish it permanent with CLASS at T + 2s.
 park() {

@@ -8,12 +8,6 @@ load helpers
 
 T=1796000000000
 
-at_ms() {
-	local ms=$1
-	shift
-	SPOOL_TEST_NOW=$ms "$@"
-}
-
 synopsis() {
 	mandoc -Tascii "$BATS_TEST_DIRNAME/../man/$1.1" | col -b |
 	    awk '/^SYNOPSIS/ { on = 1; next } /^[A-Z]/ { on = 0 } on' |

@@ -7,22 +7,6 @@ load helpers
 
 T=1000000
 
-at_ms() {
-	local ms=$1
-	shift
-	SPOOL_TEST_NOW=$ms "$@"
-}
-
-# The named fields of ID's last sidecar record, "key=value" a line.
-last_rec() {
-	local id=$1 rec k
-	shift
-	rec=$(tail -n 1 "$SPOOL_DIR/meta/$id")
-	for k; do
-		printf '%s=%s\n' "$k" "$(tr ' ' '\n' <<<"$rec" | sed -n "s/^$k=//p")"
-	done
-}
-
 # park ID [FINISH OPTIONS...]: enqueue, claim and finish permanent, at the
 # pinned time $AT (default T: long ago), so the job is old when parked.
 park() {

@@ -129,16 +129,6 @@ at() {
 	SPOOL_TEST_NOW=$ms "$@"
 }
 
-# The named fields of ID's last sidecar record, "key=value" a line.
-last_rec() {
-	local id=$1 rec k
-	shift
-	rec=$(tail -n 1 "$SPOOL_DIR/meta/$id")
-	for k; do
-		printf '%s=%s\n' "$k" "$(tr ' ' '\n' <<<"$rec" | sed -n "s/^$k=//p")"
-	done
-}
-
 # states ID...: "ID STATE" a line, STATE the directory of each file of ID
 # (a job in two places shows both), or "-"; from one look at the spool.
 states() {

@@ -73,3 +73,21 @@ fsck_clean() {
 		return 1
 	}
 }
+
+# at_ms MS CMD...: run CMD with the library clock pinned at MS.
+at_ms() {
+	local ms=$1
+	shift
+	SPOOL_TEST_NOW=$ms "$@"
+}
+
+# The named fields of ID's last sidecar record, "key=value" a line ("key="
+# when the record does not have it).
+last_rec() {
+	local id=$1 rec k
+	shift
+	rec=$(tail -n 1 "$SPOOL_DIR/meta/$id")
+	for k; do
+		printf '%s=%s\n' "$k" "$(tr ' ' '\n' <<<"$rec" | sed -n "s/^$k=//p")"
+	done
+}
