@@ -548,6 +548,17 @@ picks_sort(struct picks *l, int (*cmp)(const void *, const void *))
 		qsort(l->v, l->n, sizeof(*l->v), cmp);
 }
 
+/* For picks_sort: the longest in its state first, then by ID. */
+int
+picks_oldest_first(const void *a, const void *b)
+{
+	const struct pick *x = a, *y = b;
+
+	if (x->since != y->since)
+		return x->since < y->since ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
 void
 picks_free(struct picks *l)
 {

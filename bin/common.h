@@ -76,6 +76,7 @@ void read_ids(struct picks *l, char **args, int nargs, int *status);
 void picks_add(struct picks *l, const char *id, size_t len, int64_t since,
     int *status);
 void picks_sort(struct picks *l, int (*cmp)(const void *, const void *));
+int picks_oldest_first(const void *a, const void *b);
 void picks_free(struct picks *l);
 void list_ids(struct spool *sp, enum spool_state state, struct picks *l);
 void select_jobs(struct spool *sp, enum spool_state state,

@@ -51,16 +51,6 @@ newest_first(const void *a, const void *b)
 	return strcmp(x->id, y->id);
 }
 
-static int
-oldest_first(const void *a, const void *b)
-{
-	const struct pick *x = a, *y = b;
-
-	if (x->since != y->since)
-		return x->since < y->since ? -1 : 1;
-	return strcmp(x->id, y->id);
-}
-
 /*
  * The jobs of a kind past retention, oldest first: all of that kind, less
  * the keep newest, less those that entered their state after cutoff.
@@ -81,7 +71,7 @@ select_old(struct spool *sp, enum kind kind, int64_t cutoff, size_t keep,
 			l->v[k++] = l->v[i];
 	}
 	l->n = k;
-	picks_sort(l, oldest_first);
+	picks_sort(l, picks_oldest_first);
 }
 
 static int

@@ -47,16 +47,6 @@ clock_ns(clockid_t clock)
 }
 
 static int
-by_parked(const void *a, const void *b)
-{
-	const struct pick *x = a, *y = b;
-
-	if (x->since != y->since)
-		return x->since < y->since ? -1 : 1;
-	return strcmp(x->id, y->id);
-}
-
-static int
 matches(void *arg, const struct spool_job_info *in)
 {
 	const struct bulk *b = arg;
@@ -77,7 +67,7 @@ select_all(struct spool *sp, struct bulk *b, struct picks *l, int *status)
 {
 	b->cutoff = spool_now() - (b->older_than < 0 ? 0 : b->older_than);
 	select_jobs(sp, SPOOL_DEAD, matches, b, l, status);
-	picks_sort(l, by_parked);
+	picks_sort(l, picks_oldest_first);
 }
 
 /*
