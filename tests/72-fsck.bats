@@ -7,8 +7,10 @@ load helpers
 # a spool with a job in each state
 populate() {
 	local i
-	for i in 1 2 3 4; do spool-enqueue --id j$i <<<"payload $i" >/dev/null; done
+	# j4 comes after the claim: jobs due in one millisecond have no order
+	for i in 1 2 3; do spool-enqueue --id j$i <<<"payload $i" >/dev/null; done
 	spool-claim -n 3 --owner w >/dev/null
+	spool-enqueue --id j4 <<<"payload 4" >/dev/null
 	spool-finish j1 1 ok >/dev/null
 	spool-finish j2 1 permanent >/dev/null
 }
