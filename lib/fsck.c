@@ -26,11 +26,14 @@
 
 #define TMP_STALE_MS	(24 * 3600 * 1000LL)	/* a tmp/ file this old is left */
 
-/* A file found in a state directory. */
+/*
+ * A file found in a state directory: its path from the spool's top, in
+ * f->names, with the job's ID at idat.  Paths live end to end in one
+ * buffer so that a big spool costs a few dozen bytes a file.
+ */
 struct ent {
-	char id[SPOOL_ID_MAX + 1];
-	char rel[NAME_MAX_SPOOL];	/* from the spool's top */
-	int state;
+	size_t rel;
+	unsigned short idat, idlen;
 };
 
 /* An audit line, reduced to what a record must match. */
@@ -48,6 +51,8 @@ struct fsck {
 	void *arg;
 	struct ent *ents;
 	size_t nents, capents;
+	char *names;			/* the paths of ents, and the sidecars' */
+	size_t nnames, capnames;
 	char **strays;			/* rel paths that are no job's */
 	size_t nstrays;
 	struct akey *keys;
@@ -111,9 +116,33 @@ add_stray(struct fsck *f, const char *dir, const char *name)
 	return 0;
 }
 
+/* Append "a/b" (b NULL: "a") to f->names; its offset in *at. */
 static int
-add_ent(struct fsck *f, const char *id, const char *dir, const char *name,
-    int state)
+add_name(struct fsck *f, const char *a, const char *b, size_t *at)
+{
+	size_t la = strlen(a), lb = b != NULL ? strlen(b) + 1 : 0;
+	char *p;
+
+	while (f->capnames - f->nnames < la + lb + 1) {
+		f->capnames = f->capnames ? f->capnames * 2 : 65536;
+		if ((p = realloc(f->names, f->capnames)) == NULL)
+			return -1;
+		f->names = p;
+	}
+	*at = f->nnames;
+	p = f->names + f->nnames;
+	memcpy(p, a, la);
+	if (b != NULL) {
+		p[la] = '/';
+		memcpy(p + la + 1, b, lb);
+	} else
+		p[la] = '\0';
+	f->nnames += la + lb + 1;
+	return 0;
+}
+
+static int
+add_ent(struct fsck *f, size_t idlen, const char *dir, const char *name)
 {
 	struct ent *e;
 
@@ -124,13 +153,27 @@ add_ent(struct fsck *f, const char *id, const char *dir, const char *name,
 		f->ents = e;
 	}
 	e = &f->ents[f->nents];
-	(void)snprintf(e->id, sizeof(e->id), "%s", id);
-	if ((size_t)snprintf(e->rel, sizeof(e->rel), "%s/%s", dir, name) >=
-	    sizeof(e->rel))
+	if (strlen(dir) + 1 + strlen(name) >= NAME_MAX_SPOOL)
 		return add_stray(f, dir, name);	/* too long to be ours */
-	e->state = state;
+	if (add_name(f, dir, name, &e->rel) == -1)
+		return -1;
+	e->idat = (unsigned short)(strlen(dir) + 1);
+	e->idlen = (unsigned short)idlen;
 	f->nents++;
 	return 0;
+}
+
+#define ENT_REL(f, e)	((f)->names + (e)->rel)
+#define ENT_ID(f, e)	((f)->names + (e)->rel + (e)->idat)
+
+/* Compare a file's job ID with a NUL-terminated ID. */
+static int
+cmp_ent_id(const struct fsck *f, const struct ent *e, const char *id)
+{
+	size_t n = strlen(id);
+	int c = memcmp(ENT_ID(f, e), id, e->idlen < n ? e->idlen : n);
+
+	return c != 0 ? c : (e->idlen > n) - (e->idlen < n);
 }
 
 static int
@@ -169,7 +212,7 @@ scan_dir(struct fsck *f, int dirfd, const char *rel, int state)
 		else
 			ok = strlen(de->d_name) <= SPOOL_ID_MAX &&
 			    spool_valid_id(strcpy(id, de->d_name));
-		rv = ok ? add_ent(f, id, rel, de->d_name, state) :
+		rv = ok ? add_ent(f, strlen(id), rel, de->d_name) :
 		    add_stray(f, rel, de->d_name);
 	}
 	if (rv == 0 && errno != 0)
@@ -269,19 +312,27 @@ cmp_key(const void *a, const void *b)
 	return x->tok < y->tok ? -1 : x->tok > y->tok;
 }
 
+/* For qsort_r(3): the offsets point into the fsck's names. */
 static int
-cmp_ent(const void *a, const void *b)
+cmp_ent(const void *a, const void *b, void *arg)
 {
+	const struct fsck *sorting = arg;
 	const struct ent *x = a, *y = b;
-	int c = strcmp(x->id, y->id);
+	size_t n = x->idlen < y->idlen ? x->idlen : y->idlen;
+	int c = memcmp(ENT_ID(sorting, x), ENT_ID(sorting, y), n);
 
-	return c != 0 ? c : strcmp(x->rel, y->rel);
+	if (c == 0)
+		c = (x->idlen > y->idlen) - (x->idlen < y->idlen);
+	return c != 0 ? c : strcmp(ENT_REL(sorting, x), ENT_REL(sorting, y));
 }
 
 static int
-cmp_str(const void *a, const void *b)
+cmp_name(const void *a, const void *b, void *arg)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	const struct fsck *sorting = arg;
+
+	return strcmp(sorting->names + *(const size_t *)a,
+	    sorting->names + *(const size_t *)b);
 }
 
 /* The audit event a sidecar record must have a line for (0: none). */
@@ -396,6 +447,7 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 	struct job j;
 	struct rec v;
 	uint64_t idh = hash_id(id, strlen(id)), amax;
+	const char *rel;
 	size_t i;
 	int cut;
 
@@ -450,12 +502,13 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 	} else if (j.cur.loc != SPOOL_ABSENT && errno != ENOENT)
 		goto fail;	/* not knowing where it is, quarantine nothing */
 	for (i = 0; i < n; i++) {
-		if (strcmp(ents[i].rel, where) == 0 || fstatat(sp->dirfd,
-		    ents[i].rel, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		rel = ENT_REL(f, &ents[i]);
+		if (strcmp(rel, where) == 0 || fstatat(sp->dirfd, rel, &st,
+		    AT_SYMLINK_NOFOLLOW) == -1)
 			continue;	/* the job, or gone (settled) */
-		if (f->repair && quarantine(f, ents[i].rel) == -1)
+		if (f->repair && quarantine(f, rel) == -1)
 			goto fail;
-		problem(f, ents[i].rel, f->repair, "a second file of job %s, "
+		problem(f, rel, f->repair, "a second file of job %s, "
 		    "whose sidecar puts it %s%s%s", id, where[0] ? "at " :
 		    "nowhere", where, f->repair ? " (quarantined)" : "");
 	}
@@ -545,8 +598,9 @@ spool_fsck(struct spool *sp, int repair,
     void *arg)
 {
 	struct fsck f;
-	char **metas = NULL, **m;
-	size_t nmeta = 0, i, k, e0;
+	size_t *metas = NULL, *m;
+	size_t nmeta = 0, capmeta = 0, i, k, e0;
+	const char *rel, *id;
 	struct dirent *de;
 	DIR *d;
 	int c, e;
@@ -565,7 +619,7 @@ spool_fsck(struct spool *sp, int repair,
 	    spool_audit_scan(sp, index_line, &f) == -1)
 		goto fail;
 	if (f.nents > 0)	/* qsort and bsearch take no NULL */
-		qsort(f.ents, f.nents, sizeof(*f.ents), cmp_ent);
+		qsort_r(f.ents, f.nents, sizeof(*f.ents), cmp_ent, &f);
 	if (f.nkeys > 0)
 		qsort(f.keys, f.nkeys, sizeof(*f.keys), cmp_key);
 	if ((d = dir_list(sp->metafd)) == NULL)
@@ -579,8 +633,15 @@ spool_fsck(struct spool *sp, int repair,
 			    de->d_name);
 			continue;
 		}
-		if ((m = realloc(metas, (nmeta + 1) * sizeof(*m))) == NULL ||
-		    (metas = m, (m[nmeta] = strdup(de->d_name)) == NULL)) {
+		if (nmeta == capmeta) {
+			capmeta = capmeta ? capmeta * 2 : 1024;
+			if ((m = realloc(metas, capmeta * sizeof(*m))) == NULL) {
+				(void)closedir(d);
+				goto fail;
+			}
+			metas = m;
+		}
+		if (add_name(&f, de->d_name, NULL, &metas[nmeta]) == -1) {
 			(void)closedir(d);
 			goto fail;
 		}
@@ -591,28 +652,30 @@ spool_fsck(struct spool *sp, int repair,
 	if ((errno = e) != 0)
 		goto fail;	/* a sidecar unlisted would look missing */
 	if (nmeta > 0)
-		qsort(metas, nmeta, sizeof(*metas), cmp_str);
+		qsort_r(metas, nmeta, sizeof(*metas), cmp_name, &f);
 	/* Merge the sorted sidecars with the sorted job files. */
 	for (i = 0, k = 0; i < nmeta || k < f.nents;) {
 		e0 = k;
-		if (k < f.nents && (i == nmeta ||
-		    strcmp(f.ents[k].id, metas[i]) < 0)) {
+		id = i < nmeta ? f.names + metas[i] : NULL;
+		if (k < f.nents && (id == NULL ||
+		    cmp_ent_id(&f, &f.ents[k], id) < 0)) {
 			/* Files of an ID with no sidecar: nobody's job. */
-			while (k < f.nents && strcmp(f.ents[k].id,
-			    f.ents[e0].id) == 0)
+			while (k < f.nents && f.ents[k].idlen ==
+			    f.ents[e0].idlen && memcmp(ENT_ID(&f, &f.ents[k]),
+			    ENT_ID(&f, &f.ents[e0]), f.ents[e0].idlen) == 0)
 				k++;
 			for (; e0 < k; e0++) {
-				if (repair && quarantine(&f, f.ents[e0].rel) == -1)
+				rel = ENT_REL(&f, &f.ents[e0]);
+				if (repair && quarantine(&f, rel) == -1)
 					goto fail;
-				problem(&f, f.ents[e0].rel, repair, "a job file "
-				    "with no sidecar%s", repair ?
-				    " (quarantined)" : "");
+				problem(&f, rel, repair, "a job file with no "
+				    "sidecar%s", repair ? " (quarantined)" : "");
 			}
 			continue;
 		}
-		while (k < f.nents && strcmp(f.ents[k].id, metas[i]) == 0)
+		while (k < f.nents && cmp_ent_id(&f, &f.ents[k], id) == 0)
 			k++;
-		if (check_job(&f, metas[i], f.ents + e0, k - e0) == -1)
+		if (check_job(&f, id, f.ents + e0, k - e0) == -1)
 			goto fail;
 		i++;
 	}
@@ -631,9 +694,8 @@ fail:
 	if (f.err == 0)
 		f.err = errno;
 out:
-	for (i = 0; i < nmeta; i++)
-		free(metas[i]);
 	free(metas);
+	free(f.names);
 	for (i = 0; i < f.nstrays; i++)
 		free(f.strays[i]);
 	free(f.strays);
