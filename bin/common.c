@@ -573,8 +573,9 @@ picks_free(struct picks *l)
 
 /* spool_list() hands over valid names only. */
 static int
-collect(void *arg, const char *id)
+collect(void *arg, const char *id, const char *file)
 {
+	(void)file;
 	return append(arg, id, 0);
 }
 

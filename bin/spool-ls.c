@@ -1,10 +1,12 @@
 /*
- * spool-ls: list the jobs in one state, sorted by ID, for a pipe or a
- * person.  What it shows of a job comes from its sidecar, read under a
- * shared lock and never changed, so a listing waits at most for one
- * transition.  The directory is listed first and each sidecar read after:
- * a job that moved in between is left out rather than shown in a state it
- * has left.
+ * spool-ls: list the jobs in one state, for a pipe or a person.  What it
+ * shows of a job comes from its sidecar, read under a shared lock and
+ * never changed, so a listing waits at most for one transition.  Each
+ * file's sidecar is read as the directory is: a job shown is where its
+ * sidecar says it is, and a file it does not name (a job that moved since,
+ * a second file a crash left) is not shown.  A pipe's forms come in
+ * directory order, a job at a time, in memory that does not grow with the
+ * spool; -l holds its rows to align and sort them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -65,12 +67,21 @@ add_row(char ***rows, size_t *nrows, const struct spool_job_info *in,
 	(*nrows)++;
 }
 
+/* Rows by ID, in byte order. */
+static int
+by_id(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* Columns as wide as their widest cell, two spaces apart. */
 static void
 print_table(char **rows, size_t nrows)
 {
 	size_t w[NCOL], i, c, len;
 
+	if (nrows > 0)
+		qsort(rows, nrows, NCOL * sizeof(*rows), by_id);
 	for (c = 0; c < NCOL; c++)
 		w[c] = strlen(heads[c]);
 	for (i = 0; i < nrows; i++)
@@ -93,6 +104,56 @@ print_table(char **rows, size_t nrows)
 	free(rows);
 }
 
+/* What to list, and how; the rows of -l. */
+struct ls {
+	struct spool *sp;
+	enum spool_state state;
+	enum form form;
+	int dropped, reason, status;
+	int64_t older, now;
+	char **rows;
+	size_t nrows;
+};
+
+static int
+show(void *arg, const char *id, const char *file)
+{
+	struct ls *l = arg;
+	struct spool_job_info info;
+
+	if (spool_job_info(l->sp, id, l->form == LONG || l->form == JSON,
+	    &info) == -1) {
+		if (errno == ENOENT)
+			return 0;	/* purged meanwhile */
+		if (errno != EUCLEAN)
+			die(EXIT_TEMP, "%s: %s", id, strerror(errno));
+		say("%s: damaged job: run spool-fsck", id);
+		l->status = worst(l->status, EXIT_TEMP);
+		return 0;
+	}
+	if (info.state == l->state && strcmp(info.file, file) == 0 &&
+	    (!l->dropped || info.dropped) &&
+	    (l->reason == 0 || info.reason == l->reason) &&
+	    (l->older < 0 || l->now - info.since >= l->older)) {
+		switch (l->form) {
+		case PLAIN:
+			printf("%s\n", info.id);
+			break;
+		case NUL:
+			printf("%s%c", info.id, '\0');
+			break;
+		case LONG:
+			add_row(&l->rows, &l->nrows, &info, l->now);
+			break;
+		case JSON:
+			print_json(&info, l->now);
+			break;
+		}
+	}
+	spool_job_info_free(&info);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -102,16 +163,11 @@ main(int argc, char **argv)
 		{ "reason", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct spool_job_info info;
-	struct picks ids = { NULL, 0, 0, 0 };
-	enum spool_state state = SPOOL_DEAD;
-	enum form form = PLAIN, f;
+	struct ls l = { NULL, SPOOL_DEAD, PLAIN, 0, 0, EXIT_DONE, -1, 0, NULL,
+	    0 };
+	enum form f;
 	const char *dir = NULL;
-	struct spool *sp;
-	char **rows = NULL;
-	size_t nrows = 0, i;
-	int64_t older = -1, now;
-	int c, reason = 0, dropped = 0, status = EXIT_DONE;
+	int c;
 
 	cmd_init(argv, 1);
 	while ((c = getopt_long(argc, argv, "0d:l", longopts, NULL)) != -1) {
@@ -121,18 +177,18 @@ main(int argc, char **argv)
 		case 'j':
 			/* One form of output: they would not mix. */
 			f = c == '0' ? NUL : c == 'l' ? LONG : JSON;
-			if (form != PLAIN && form != f)
+			if (l.form != PLAIN && l.form != f)
 				usage();
-			form = f;
+			l.form = f;
 			break;
 		case 'd':
 			dir = optarg;
 			break;
 		case 'o':
-			older = opt_duration("--older-than", optarg, 1);
+			l.older = opt_duration("--older-than", optarg, 1);
 			break;
 		case 'r':
-			if ((reason = spool_reason_from_name(optarg)) == -1)
+			if ((l.reason = spool_reason_from_name(optarg)) == -1)
 				die(EXIT_PERM, "--reason: bad reason '%.40s' "
 				    "(permanent, exhausted, deadline, side-effect "
 				    "or cancelled)", optarg);
@@ -145,58 +201,28 @@ main(int argc, char **argv)
 		usage();
 	if (optind < argc) {
 		if (strcmp(argv[optind], "dropped") == 0) {
-			state = SPOOL_DONE;
-			dropped = 1;
+			l.state = SPOOL_DONE;
+			l.dropped = 1;
 		} else if (strcmp(argv[optind], "new") == 0)
-			state = SPOOL_NEW;
+			l.state = SPOOL_NEW;
 		else if (strcmp(argv[optind], "leased") == 0)
-			state = SPOOL_LEASED;
+			l.state = SPOOL_LEASED;
 		else if (strcmp(argv[optind], "done") == 0)
-			state = SPOOL_DONE;
+			l.state = SPOOL_DONE;
 		else if (strcmp(argv[optind], "dead") != 0)
 			die(EXIT_PERM, "bad state '%.40s' (new, leased, done, "
 			    "dead or dropped)", argv[optind]);
 	}
-	if (reason != 0 && (state == SPOOL_NEW || state == SPOOL_LEASED))
+	if (l.reason != 0 && (l.state == SPOOL_NEW ||
+	    l.state == SPOOL_LEASED))
 		die(EXIT_PERM, "--reason is for dead, done and dropped jobs");
-	sp = open_spool(spool_dir(dir));
-	list_ids(sp, state, &ids);
-	now = spool_now();
-	for (i = 0; i < ids.n; i++) {
-		if (spool_job_info(sp, ids.v[i].id, form == LONG ||
-		    form == JSON, &info) == -1) {
-			if (errno == ENOENT)
-				continue;	/* purged meanwhile */
-			if (errno != EUCLEAN)
-				die(EXIT_TEMP, "%s: %s", ids.v[i].id,
-				    strerror(errno));
-			say("%s: damaged job: run spool-fsck", ids.v[i].id);
-			status = worst(status, EXIT_TEMP);
-			continue;
-		}
-		if (info.state == state && (!dropped || info.dropped) &&
-		    (reason == 0 || info.reason == reason) &&
-		    (older < 0 || now - info.since >= older)) {
-			switch (form) {
-			case PLAIN:
-				printf("%s\n", info.id);
-				break;
-			case NUL:
-				printf("%s%c", info.id, '\0');
-				break;
-			case LONG:
-				add_row(&rows, &nrows, &info, now);
-				break;
-			case JSON:
-				print_json(&info, now);
-				break;
-			}
-		}
-		spool_job_info_free(&info);
-	}
-	if (form == LONG)
-		print_table(rows, nrows);
-	picks_free(&ids);
-	spool_close(sp);
-	return finish_stdout(status);
+	l.sp = open_spool(spool_dir(dir));
+	l.now = spool_now();
+	if (spool_list(l.sp, l.state, show, &l) == -1)
+		die(EXIT_TEMP, "%s/: %s", spool_state_name(l.state),
+		    strerror(errno));
+	if (l.form == LONG)
+		print_table(l.rows, l.nrows);
+	spool_close(l.sp);
+	return finish_stdout(l.status);
 }

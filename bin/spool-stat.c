@@ -143,7 +143,7 @@ min64(int64_t a, int64_t b)
 }
 
 static int
-visit(void *arg, const char *id)
+visit(void *arg, const char *id, const char *file)
 {
 	struct walk *w = arg;
 	struct stats *st = w->st;
@@ -159,8 +159,11 @@ visit(void *arg, const char *id)
 		}
 		return -1;
 	}
-	/* It moved since the listing: it is counted where it went, or not. */
-	if (in.state != w->state)
+	/*
+	 * It moved since the listing, or this is a second file a crash left:
+	 * it is counted where it went, or not.
+	 */
+	if (in.state != w->state || strcmp(in.file, file) != 0)
 		return 0;
 	st->state[in.state]++;
 	if (in.cycles >= 2)

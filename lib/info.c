@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,13 @@ spool_job_info(struct spool *sp, const char *id, int history,
 	c = &j.cur;
 	(void)snprintf(in->id, sizeof(in->id), "%s", id);
 	in->state = (enum spool_state)c->loc;
+	if (c->loc == SPOOL_NEW)
+		(void)leaf_name(in->file, sizeof(in->file), id, c->eligible);
+	else if (c->loc == SPOOL_LEASED)
+		(void)snprintf(in->file, sizeof(in->file), "%s,%" PRIu64, id,
+		    c->tok);
+	else
+		(void)snprintf(in->file, sizeof(in->file), "%s", id);
 	in->since = c->t;
 	in->created = c->created;
 	in->deadline = c->deadline;
@@ -197,7 +205,7 @@ spool_job_info_free(struct spool_job_info *in)
 }
 
 struct lister {
-	int (*fn)(void *arg, const char *id);
+	int (*fn)(void *arg, const char *id, const char *file);
 	void *arg;
 	int stop;
 };
@@ -218,7 +226,7 @@ list_dir(int dirfd, int numbered, struct lister *l)
 		if (numbered ? parse_leased_name(de->d_name, id, &v) == -1 :
 		    !spool_valid_id(de->d_name))
 			continue;
-		rv = l->fn(l->arg, numbered ? id : de->d_name);
+		rv = l->fn(l->arg, numbered ? id : de->d_name, de->d_name);
 	}
 	if (rv == 0 && errno != 0)
 		rv = -1;
@@ -236,7 +244,7 @@ list_leaf(void *arg, int leaffd, int64_t start)
 
 int
 spool_list(struct spool *sp, enum spool_state state,
-    int (*fn)(void *arg, const char *id), void *arg)
+    int (*fn)(void *arg, const char *id, const char *file), void *arg)
 {
 	struct lister l = { fn, arg, 0 };
 

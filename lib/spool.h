@@ -366,6 +366,8 @@ struct spool_delivery {
 struct spool_job_info {
 	char id[SPOOL_ID_MAX + 1];
 	enum spool_state state;
+	char file[SPOOL_ID_MAX + 24];	/* its file's name in the state's
+					   directory: ID, or ID,NUMBER */
 	int64_t since;		/* when it entered this state (a renew
 				   does not change it) */
 	int64_t created, deadline, eligible, lease_until;
@@ -394,12 +396,14 @@ int spool_job_info(struct spool *sp, const char *id, int history,
 void spool_job_info_free(struct spool_job_info *info);
 
 /*
- * Call fn(arg, id) for each job whose file is in state, in no set order; a
- * job moving meanwhile may be seen twice or not at all.  fn returns 0 to go
- * on, anything else to stop (and spool_list returns it).
+ * Call fn(arg, id, file) for each job's file in state (file: its name),
+ * in no set order; a job moving meanwhile may be seen twice or not at all,
+ * and a crash may leave a second file of a job until the next command on
+ * it: the file that spool_job_info() names is the job's.  fn returns 0 to
+ * go on, anything else to stop (and spool_list returns it).
  */
 int spool_list(struct spool *sp, enum spool_state state,
-    int (*fn)(void *arg, const char *id), void *arg);
+    int (*fn)(void *arg, const char *id, const char *file), void *arg);
 
 /*
  * Check every invariant of spool-layout.md; say(arg, what, problem, fixed)

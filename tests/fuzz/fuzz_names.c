@@ -16,10 +16,10 @@
 #define LEAF_ELIGIBLE	1796026336216LL
 
 static int
-listed(void *arg, const char *id)
+listed(void *arg, const char *id, const char *file)
 {
 	(void)arg;
-	check(spool_valid_id(id));
+	check(spool_valid_id(id) && strncmp(file, id, strlen(id)) == 0);
 	return 0;
 }
 
