@@ -112,7 +112,7 @@ batch_run(struct spool *sp, struct batch *b)
 			synced[ns] = i;
 			fds[ns++] = jobs[i].fd;
 		}
-	(void)psync(fds, ns, errs);
+	(void)psync(fds, ns, 0, errs);
 	(void)snprintf(point, sizeof(point), "%s-recorded", b->name);
 	crash_point(point);
 	/* 3: the moves; a job whose record did not sync stays put (void). */

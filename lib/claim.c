@@ -94,7 +94,7 @@ flush(struct claim *c)
 		claims |= c->held[i].cur.ev == EV_CLAIM;
 		parks |= c->held[i].cur.ev == EV_PARK;
 	}
-	(void)psync(fds, c->nheld, errs);
+	(void)psync(fds, c->nheld, 0, errs);
 	if (claims)
 		crash_point("claim-recorded");
 	if (parks)

@@ -38,68 +38,54 @@ drop(struct spool *sp, struct pend *p, int err, int changed)
 }
 
 /*
- * fdatasync the payloads of the batch side by side, then close them (a
- * close can report a write error too).  Keeps the order array's good ones.
+ * fdatasync, side by side, every payload and record of the batch and, if a
+ * sidecar was created, meta/: none of them depends on another, and all of
+ * them must be durable before the first rename.  Then close the payloads
+ * (a close can report a write error too).  A job whose payload or record
+ * failed is dropped: its record, never followed by a move, is void.
  */
-static size_t
-sync_payloads(struct spool *sp, struct pend *p, size_t *order, size_t m)
-{
-	int *fds, *errs;
-	size_t k, good = 0;
-
-	fds = calloc(m ? m : 1, sizeof(*fds));
-	errs = calloc(m ? m : 1, sizeof(*errs));
-	if (fds == NULL || errs == NULL) {
-		for (k = 0; k < m; k++) {
-			(void)close_fd(p[order[k]].fd);
-			drop(sp, &p[order[k]], ENOMEM, 0);
-		}
-		free(fds);
-		free(errs);
-		return 0;
-	}
-	for (k = 0; k < m; k++)
-		fds[k] = p[order[k]].fd;
-	(void)psync(fds, m, errs);
-	for (k = 0; k < m; k++) {
-		if (close_fd(fds[k]) == -1 && errs[k] == 0)
-			errs[k] = errno;
-		if (errs[k] != 0)
-			drop(sp, &p[order[k]], errs[k], 0);
-		else
-			order[good++] = order[k];
-	}
-	free(fds);
-	free(errs);
-	crash_point("enqueue-copied");
-	return good;
-}
-
-/* fdatasync the records of the batch side by side. */
 static void
-sync_records(struct spool *sp, struct pend *p, const size_t *order,
-    size_t m)
+sync_batch(struct spool *sp, struct pend *p, const size_t *order, size_t m,
+    int created)
 {
-	int *fds, *errs;
+	int *fds, *errs, metafd = -1, all = 0, err;
 	size_t k, n = 0;
 
-	fds = calloc(m ? m : 1, sizeof(*fds));
-	errs = calloc(m ? m : 1, sizeof(*errs));
-	if (fds == NULL || errs == NULL) {
+	fds = calloc(2 * m + 1, sizeof(*fds));
+	errs = calloc(2 * m + 1, sizeof(*errs));
+	if (fds == NULL || errs == NULL)
+		all = ENOMEM;
+	else if (created && (metafd = openat(sp->metafd, ".", O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC)) == -1)
+		all = errno;
+	if (all == 0) {
 		for (k = 0; k < m; k++)
-			if (p[order[k]].tmp[0] != '\0')
-				drop(sp, &p[order[k]], ENOMEM, 0);
-		free(fds);
-		free(errs);
-		return;
+			if (p[order[k]].tmp[0] != '\0') {
+				fds[n++] = p[order[k]].fd;
+				fds[n++] = p[order[k]].j.fd;
+			}
+		if (metafd != -1)
+			fds[n++] = metafd;
+		(void)psync(fds, n, metafd != -1, errs);
+		if (metafd != -1)
+			all = errs[n - 1];	/* no sidecar's name is safe */
 	}
-	for (k = 0; k < m; k++)
-		if (p[order[k]].tmp[0] != '\0')
-			fds[n++] = p[order[k]].j.fd;
-	(void)psync(fds, n, errs);
-	for (k = 0, n = 0; k < m; k++)
-		if (p[order[k]].tmp[0] != '\0' && errs[n++] != 0)
-			drop(sp, &p[order[k]], errs[n - 1], 0);
+	for (k = 0, n = 0; k < m; k++) {
+		struct pend *q = &p[order[k]];
+
+		err = all;
+		if (q->tmp[0] != '\0' && fds != NULL && errs != NULL) {
+			if (err == 0)
+				err = errs[n] != 0 ? errs[n] : errs[n + 1];
+			n += 2;
+		}
+		if (close_fd(q->fd) == -1 && err == 0)
+			err = errno;
+		if (err != 0 && q->tmp[0] != '\0')
+			drop(sp, q, err, 0);
+	}
+	if (metafd != -1)
+		(void)close_fd(metafd);
 	free(fds);
 	free(errs);
 	crash_point("enqueue-recorded");
@@ -138,7 +124,7 @@ copy_payload(struct spool *sp, struct pend *p)
 		if (write_all(fd, buf, (size_t)n) == -1)
 			goto fail;
 	}
-	p->fd = fd;	/* synced, with the batch's others, by sync_payloads */
+	p->fd = fd;	/* synced, with the batch's others, by sync_batch */
 	return 0;
 fail:
 	e = errno;
@@ -282,20 +268,14 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 		else
 			order[m++] = i;
 	}
-	m = sync_payloads(sp, p, order, m);
+	crash_point("enqueue-copied");
 	/* Lock in ID order, so that two batches never wait on each other. */
 	sort_by_id(order, m, ids);
 	n = m;
 	for (k = 0; k < n; k++)
 		record(sp, &p[order[k]], now, k > 0 && strcmp(p[order[k]].in->id,
 		    p[order[k - 1]].in->id) == 0, &ab, &created);
-	sync_records(sp, p, order, n);
-	if (created && sync_dir(sp->metafd, ".") == -1) {
-		e = errno;
-		for (k = 0; k < n; k++)
-			if (p[order[k]].tmp[0] != '\0')
-				drop(sp, &p[order[k]], e, 0);
-	}
+	sync_batch(sp, p, order, n, created);
 	for (k = 0; k < n; k++) {
 		struct pend *q = &p[order[k]];
 

@@ -101,7 +101,7 @@ int write_all(int fd, const void *buf, size_t n);
 int write_at(int fd, const void *buf, size_t n, off_t off);
 int host_register(struct spool *sp);
 int sync_fd(int fd);
-int psync(const int *fds, size_t n, int *errs);
+int psync(const int *fds, size_t n, size_t ndirs, int *errs);
 int sync_dir(int dirfd, const char *rel);
 int close_fd(int fd);
 int lock_fd(int fd, int nonblock);

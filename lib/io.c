@@ -164,8 +164,26 @@ sync_fd(int fd)
 struct psync {
 	const int *fds;
 	int *errs;
-	size_t n, next;
+	size_t n, dirs, next;	/* fds[dirs..n-1] are directories */
 };
+
+/*
+ * A directory is fsync'd: fdatasync need not write a directory whose size
+ * did not change (ext4 with a journal commits only for a change that
+ * fdatasync must keep), and its new entry would not be durable.
+ */
+static int
+sync_dirfd(int fd)
+{
+	int r;
+
+	do
+		r = fsync(fd);
+	while (r == -1 && errno == EINTR);
+	if (r == 0)
+		__atomic_fetch_add(&counters.fsyncs, 1, __ATOMIC_RELAXED);
+	return r;
+}
 
 static void *
 psync_worker(void *arg)
@@ -174,21 +192,23 @@ psync_worker(void *arg)
 	size_t i;
 
 	while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->n)
-		p->errs[i] = sync_fd(p->fds[i]) == -1 ? errno : 0;
+		p->errs[i] = (i < p->dirs ? sync_fd(p->fds[i]) :
+		    sync_dirfd(p->fds[i])) == -1 ? errno : 0;
 	return NULL;
 }
 
 /*
- * fdatasync every descriptor, several at once: a disk (and a journal)
- * commits overlapping syncs together, so a batch costs little more than
- * one.  errs[i] is 0 or the errno of fds[i].  Threads live only for the
- * call, so a process may fork at any other time.  -1 if any failed.
+ * Sync every descriptor, several at once: a disk (and a journal) commits
+ * overlapping syncs together, so a batch costs little more than one.  The
+ * last ndirs are directories (fsync), the others files (fdatasync).
+ * errs[i] is 0 or the errno of fds[i].  Threads live only for the call,
+ * so a process may fork at any other time.  -1 if any failed.
  */
 int
-psync(const int *fds, size_t n, int *errs)
+psync(const int *fds, size_t n, size_t ndirs, int *errs)
 {
 	pthread_t tids[PSYNC_THREADS - 1];
-	struct psync p = { fds, errs, n, 0 };
+	struct psync p = { fds, errs, n, n - ndirs, 0 };
 	pthread_attr_t attr;
 	size_t i, nt = 0;
 	int small;
@@ -223,11 +243,7 @@ sync_dir(int dirfd, const char *rel)
 	fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd == -1)
 		return -1;
-	do
-		r = fsync(fd);
-	while (r == -1 && errno == EINTR);
-	if (r == 0)
-		__atomic_fetch_add(&counters.fsyncs, 1, __ATOMIC_RELAXED);
+	r = sync_dirfd(fd);
 	e = errno;
 	if (close_fd(fd) == -1 && r == 0)
 		return -1;

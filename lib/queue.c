@@ -66,7 +66,7 @@ dirset_sync(struct spool *sp, struct dirset *ds)
 		} else
 			n++;
 	}
-	if (rv == 0 && psync(fds, n, errs) == -1) {
+	if (rv == 0 && psync(fds, n, n, errs) == -1) {
 		rv = -1;
 		e = errno;
 	}
