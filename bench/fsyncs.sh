@@ -5,8 +5,9 @@
 #
 #	fsync,TRANSITION,MEASURED,EXPECTED,RENAMES,WHAT
 #
-# WHAT names what was synced, in order ("payload sidecar meta/ leaf
-# audit"; "x256" for a batch's repeats), from strace -y.  The clock
+# WHAT names what was synced, in order ("payload+sidecar+meta/ leaf
+# audit": "+" joins what is synced side by side, "x256" counts a batch's
+# repeats), from strace -y.  The clock
 # is pinned (SPOOL_TEST_NOW, the spool's test hook) so that which buckets
 # exist, and whether the next-expiry hint has passed, is the same on every
 # run: the counts are exact, not averages.  Nothing else is changed: the
@@ -85,11 +86,37 @@ what() {
 			rep[nw] = 1
 		}
 	}
+	# A run of payloads, sidecars and meta/ is synced side by side, in
+	# no set order: it is shown as one group, payload+sidecar+meta/.
+	function flush(   k, sep) {
+		sep = ""
+		for (k = 1; k <= 3; k++)
+			if (cnt[g[k]] > 0) {
+				out = out sep g[k] (cnt[g[k]] > 1 ? "x" cnt[g[k]] : "")
+				sep = "+"
+				cnt[g[k]] = 0
+			}
+	}
 	END {
-		for (i = 1; i <= nw; i++)
-			printf "%s%s%s", (i > 1 ? " " : ""), word[i],
+		g[1] = "payload"; g[2] = "sidecar"; g[3] = "meta/"
+		out = ""
+		for (i = 1; i <= nw; i++) {
+			if (word[i] == g[1] || word[i] == g[2] || word[i] == g[3]) {
+				if (!ingroup && out != "")
+					out = out " "
+				ingroup = 1
+				cnt[word[i]] += rep[i]
+				continue
+			}
+			if (ingroup)
+				flush()
+			ingroup = 0
+			out = out (out != "" ? " " : "") word[i] \
 			    (rep[i] > 1 ? "x" rep[i] : "")
-		printf "\n"
+		}
+		if (ingroup)
+			flush()
+		print out
 	}' "$1"
 }
 

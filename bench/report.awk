@@ -405,7 +405,7 @@ END {
 
 	head("7 fsyncs per transition (strace, one command each, clock pinned)")
 	out(sprintf("  %-20s %-9s %-5s %s", "", "measured", "spec",
-	    "what was synced, in order"))
+	    "what was synced, in order (+: side by side)"))
 	fs_over = 0
 	fs_bad = ""
 	for (i = 1; i <= nf; i++) {
