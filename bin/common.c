@@ -513,31 +513,77 @@ picks_add(struct picks *l, const char *id, size_t len, int64_t since,
 		die(EXIT_TEMP, "%s", strerror(errno));
 }
 
-/* The operands, or with a lone "-" one ID a line from stdin. */
-void
-read_ids(struct picks *l, char **args, int nargs, int *status)
+/* 1 if the operands are a lone "-": IDs on stdin, which must be open. */
+int
+ids_on_stdin(char **args, int nargs)
 {
-	char *line = NULL;
-	size_t cap = 0;
+	if (nargs != 1 || strcmp(args[0], "-") != 0)
+		return 0;
+	if (stdin_closed)
+		die(EXIT_PERM, "standard input is closed");
+	return 1;
+}
+
+/*
+ * Add to l the operands, or with a lone "-" the IDs on stdin, one a line:
+ * at most max of them (0: all), and return 0 at the end of the input.
+ */
+static int
+read_some(struct picks *l, char **args, int nargs, size_t max, int *status)
+{
+	static char *line;
+	static size_t cap;
 	ssize_t len;
 	int i;
 
-	if (nargs != 1 || strcmp(args[0], "-") != 0) {
+	if (!ids_on_stdin(args, nargs)) {
 		for (i = 0; i < nargs; i++)
 			picks_add(l, args[i], strlen(args[i]), 0, status);
-		return;
+		return 0;
 	}
-	if (stdin_closed)
-		die(EXIT_PERM, "standard input is closed");
-	while ((len = getline(&line, &cap, stdin)) != -1) {
+	while (max == 0 || l->n < max) {
+		if ((len = getline(&line, &cap, stdin)) == -1) {
+			if (ferror(stdin))
+				die(EXIT_TEMP, "stdin: %s", strerror(errno));
+			free(line);
+			line = NULL;
+			cap = 0;
+			return 0;
+		}
 		if (len > 0 && line[len - 1] == '\n')
 			line[--len] = '\0';
 		if (len > 0)
 			picks_add(l, line, (size_t)len, 0, status);
 	}
-	if (ferror(stdin))
-		die(EXIT_TEMP, "stdin: %s", strerror(errno));
-	free(line);
+	return 1;
+}
+
+/* The operands, or with a lone "-" one ID a line from stdin. */
+void
+read_ids(struct picks *l, char **args, int nargs, int *status)
+{
+	(void)read_some(l, args, nargs, 0, status);
+}
+
+/*
+ * in_batches() for the IDs that args name, its status folded into
+ * *status: stdin is read a batch at a time, so that a list of any length
+ * is acted on in the memory of one.
+ */
+void
+named_in_batches(char **args, int nargs, int64_t before,
+    int (*act)(void *arg, struct spool_item *items, size_t n), void *arg,
+    int *status)
+{
+	struct picks l = { NULL, 0, 0, 0 };
+	int more, st;
+
+	do {
+		more = read_some(&l, args, nargs, SPOOL_BATCH_MAX, status);
+		st = in_batches(&l, before, act, arg);
+		*status = worst(*status, st);
+		picks_free(&l);
+	} while (more);
 }
 
 /* qsort(3) must not be given a null array, even an empty one. */
@@ -761,7 +807,6 @@ int
 act_main(int argc, char **argv, item_action action)
 {
 	struct spool_operator op = { NULL, NULL, 0 };
-	struct picks ids = { NULL, 0, 0, 0 };
 	struct acting a = { NULL, &op, action };
 	const char *dir;
 	int status = EXIT_DONE;
@@ -770,10 +815,9 @@ act_main(int argc, char **argv, item_action action)
 	dir = operator_options(argc, argv, &op);
 	if (op.by == NULL || op.note == NULL || optind == argc)
 		usage();
-	read_ids(&ids, argv + optind, argc - optind, &status);
+	(void)ids_on_stdin(argv + optind, argc - optind);
 	a.sp = open_spool(spool_dir(dir));
-	status = worst(status, in_batches(&ids, 0, act, &a));
-	picks_free(&ids);
+	named_in_batches(argv + optind, argc - optind, 0, act, &a, &status);
 	spool_close(a.sp);
 	return finish_stdout(status);
 }

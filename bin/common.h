@@ -72,6 +72,7 @@ struct picks {
 	size_t bad;		/* operands or lines that were not IDs */
 };
 
+int ids_on_stdin(char **args, int nargs);
 void read_ids(struct picks *l, char **args, int nargs, int *status);
 void picks_add(struct picks *l, const char *id, size_t len, int64_t since,
     int *status);
@@ -89,6 +90,9 @@ typedef int (*item_action)(struct spool *sp,
 
 int in_batches(const struct picks *l, int64_t before,
     int (*act)(void *arg, struct spool_item *items, size_t n), void *arg);
+void named_in_batches(char **args, int nargs, int64_t before,
+    int (*act)(void *arg, struct spool_item *items, size_t n), void *arg,
+    int *status);
 void preview(struct spool *sp, struct spool_item *item,
     enum spool_state from, int refusal, int need_reconciled);
 int act_main(int argc, char **argv, item_action action);

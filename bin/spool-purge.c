@@ -151,7 +151,8 @@ main(int argc, char **argv)
 	    (kind == DEAD && op.by == NULL) ||
 	    (named ? older_than != -1 || keep != -1 : older_than == -1))
 		usage();
-	read_ids(&l, argv + optind, argc - optind, &status);
+	if (named)
+		(void)ids_on_stdin(argv + optind, argc - optind);
 	p.sp = open_spool(spool_dir(dir));
 	p.op = op.by != NULL ? &op : NULL;
 	p.from = kind == DEAD ? SPOOL_DEAD : SPOOL_DONE;
@@ -165,8 +166,10 @@ main(int argc, char **argv)
 		select_old(p.sp, kind, cutoff, keep < 0 ? 0 : (size_t)keep,
 		    &l, &status);
 		before = cutoff + 1;
-	}
-	status = worst(status, in_batches(&l, before, purge, &p));
+		status = worst(status, in_batches(&l, before, purge, &p));
+	} else
+		named_in_batches(argv + optind, argc - optind, 0, purge, &p,
+		    &status);
 	if (!p.dry_run && spool_sweep_tmp(p.sp, TMP_AGE_MS, &swept) == -1) {
 		say("tmp/: %s", strerror(errno));
 		status = worst(status, EXIT_TEMP);

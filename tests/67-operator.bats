@@ -352,6 +352,27 @@ b
 EOT
 }
 
+@test "drop and purge read IDs from stdin a batch at a time: 600 jobs, three batches" {
+	park_many 600
+	ids_in dead >"$BATS_TEST_TMPDIR/ids"
+	# One unknown ID in the middle batch: reported, the rest go on.
+	sed -i '300a no-such-job' "$BATS_TEST_TMPDIR/ids"
+	run -1 --separate-stderr spool-drop --by ops --note INC-9 - \
+	    <"$BATS_TEST_TMPDIR/ids"
+	[ "$stderr" = "spool-drop: no-such-job: no such job" ]
+	diff -u <(grep -v no-such-job "$BATS_TEST_TMPDIR/ids") \
+	    <(printf '%s\n' "$output")
+	[ "$(ids_in dead | wc -l)" -eq 0 ]
+	diff -u <(grep -v no-such-job "$BATS_TEST_TMPDIR/ids") <(ids_in done)
+	run -0 --separate-stderr bash -c 'spool-ls dropped | spool-purge done -'
+	[ "$stderr" = "" ]
+	[ "$(LC_ALL=C sort <<<"$output")" = "$(grep -v no-such-job "$BATS_TEST_TMPDIR/ids")" ]
+	[ "$(ids_in done | wc -l)" -eq 0 ]
+	[ "$(audited drop | wc -l)" -eq 600 ]
+	[ "$(audited purge | wc -l)" -eq 600 ]
+	fsck_clean
+}
+
 @test "cancel of a queued job parks it at once as cancelled; it is never delivered" {
 	at_ms $T spool-enqueue --id q1 <<<"mail" >/dev/null
 	at_ms $T spool-enqueue --id q2 --delay 1h <<<"later" >/dev/null
