@@ -138,18 +138,25 @@ write_at(int fd, const void *buf, size_t n, off_t off)
 	return 0;
 }
 
-/* fdatasync: the spool's files only ever need their data and size. */
-int
-sync_fd(int fd)
+/* sync(fd), again after EINTR, counted. */
+static int
+sync_with(int (*sync)(int), int fd)
 {
 	int r;
 
 	do
-		r = fdatasync(fd);
+		r = sync(fd);
 	while (r == -1 && errno == EINTR);
 	if (r == 0)
 		__atomic_fetch_add(&counters.fsyncs, 1, __ATOMIC_RELAXED);
 	return r;
+}
+
+/* fdatasync: the spool's files only ever need their data and size. */
+int
+sync_fd(int fd)
+{
+	return sync_with(fdatasync, fd);
 }
 
 /*
@@ -175,14 +182,7 @@ struct psync {
 static int
 sync_dirfd(int fd)
 {
-	int r;
-
-	do
-		r = fsync(fd);
-	while (r == -1 && errno == EINTR);
-	if (r == 0)
-		__atomic_fetch_add(&counters.fsyncs, 1, __ATOMIC_RELAXED);
-	return r;
+	return sync_with(fsync, fd);
 }
 
 static void *
