@@ -15,12 +15,12 @@ BENCH_BIN = bench/results/bin
 BENCH_TOOLS = $(BENCH_BIN)/qbench $(BENCH_BIN)/depth $(BENCH_BIN)/peakrss \
     $(BENCH_BIN)/true
 
-$(BENCH_BIN)/qbench: bench/qbench.c lib/spool.h lib/libspool.a
+$(BENCH_BIN)/qbench: bench/qbench.c bench/bench.h lib/spool.h lib/libspool.a
 	@mkdir -p $(BENCH_BIN)
 	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS) -o $@ bench/qbench.c \
 	    lib/libspool.a -lsqlite3 $(LDLIBS) -lpthread
 
-$(BENCH_BIN)/depth: bench/depth.c lib/spool.h lib/libspool.a
+$(BENCH_BIN)/depth: bench/depth.c bench/bench.h lib/spool.h lib/libspool.a
 	@mkdir -p $(BENCH_BIN)
 	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS) -o $@ bench/depth.c \
 	    lib/libspool.a $(LDLIBS) -lpthread

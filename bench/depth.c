@@ -29,30 +29,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "spool.h"
+#include "bench.h"
 
 #define BATCH		SPOOL_BATCH_MAX
 #define PAYLOAD_SIZE	100
 #define DELAY_FIRST_MS	(10 * 60 * 1000LL)
 #define DELAY_SPAN_S	3600
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static unsigned long
-fsyncs_now(void)
-{
-	struct spool_counters c;
-
-	spool_get_counters(&c);
-	return c.fsyncs;
-}
 
 /* Descriptors for a batch: one payload file, each at its own offset. */
 static void

@@ -39,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "spool.h"
+#include "bench.h"
 
 #define PAYLOAD_SIZE	100	/* bytes: a small job, as in the issue */
 #define BATCH		SPOOL_BATCH_MAX
@@ -103,15 +103,6 @@ pathf(char *buf, size_t size, const char *f, ...)
 	va_end(ap);
 	if (n < 0 || (size_t)n >= size)
 		errx(1, "name too long: %s", buf);
-}
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static void
@@ -644,15 +635,6 @@ lib_spool_init(struct sys *s)
 	if ((s->sp = spool_open(s->dir)) == NULL)
 		err(1, "spool_open %s", s->dir);
 	payload_fds(s);
-}
-
-static unsigned long
-fsyncs_now(void)
-{
-	struct spool_counters c;
-
-	spool_get_counters(&c);
-	return c.fsyncs;
 }
 
 static void

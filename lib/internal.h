@@ -165,6 +165,7 @@ int job_finished(const struct job *j, uint64_t tok, int out);
 void rec_next(const struct job *j, struct rec *r, int ev, int64_t now);
 int rec_parse(const char *line, size_t len, struct rec *r);
 size_t rec_format(char *buf, size_t len, const struct rec *r);
+int rec_same_place(const struct rec *a, const struct rec *b);
 
 /* batch.c: lock in ID order, one transition each, one group commit */
 struct batch {

@@ -373,8 +373,9 @@ fold(struct job *j, const char *buf, size_t len)
 	return 0;
 }
 
-static int
-same_place(const struct rec *a, const struct rec *b)
+/* Do the two records put the job's file under one name? */
+int
+rec_same_place(const struct rec *a, const struct rec *b)
 {
 	if (a->loc != b->loc)
 		return 0;
@@ -457,7 +458,7 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 	if (j->cur.ev == EV_PURGE && j->prev.loc != SPOOL_ABSENT)
 		return unlink_place(sp, j->id, &j->prev);
 	if (j->voidtail || j->cur.loc == SPOOL_ABSENT ||
-	    j->prev.loc == SPOOL_ABSENT || same_place(&j->prev, &j->cur))
+	    j->prev.loc == SPOOL_ABSENT || rec_same_place(&j->prev, &j->cur))
 		return 0;
 	if ((r = place_stat(sp, j->id, &j->prev, &st)) == -1)
 		return errno == EUCLEAN ? 0 : -1;

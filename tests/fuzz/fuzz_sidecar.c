@@ -14,18 +14,6 @@
 
 static const char id[] = "job-1";
 
-static int
-same_place(const struct rec *a, const struct rec *b)
-{
-	if (a->loc != b->loc)
-		return 0;
-	if (a->loc == SPOOL_NEW)
-		return a->eligible == b->eligible;
-	if (a->loc == SPOOL_LEASED)
-		return a->tok == b->tok;
-	return 1;
-}
-
 /* Create the job's file where r puts it. */
 static void
 put_file(struct spool *sp, const struct rec *r)
@@ -144,9 +132,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((v & 2) && prev.loc != SPOOL_ABSENT)
 			put_file(sp, &prev);
 		at_cur = cur.loc != SPOOL_ABSENT && (((v & 1) != 0) ||
-		    ((v & 2) != 0 && same_place(&cur, &prev)));
+		    ((v & 2) != 0 && rec_same_place(&cur, &prev)));
 		at_prev = prev.loc != SPOOL_ABSENT && (((v & 2) != 0) ||
-		    ((v & 1) != 0 && same_place(&cur, &prev)));
+		    ((v & 1) != 0 && rec_same_place(&cur, &prev)));
 		if (cur.loc == SPOOL_ABSENT || at_cur)
 			want = &cur;
 		else if (prev.loc == SPOOL_ABSENT || at_prev)
