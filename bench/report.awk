@@ -168,8 +168,13 @@ $1 == "mem" {
 		memseen[$3] = 1
 		memcmd[++nmem] = $3
 	}
+	# Several runs of a command: the median of each column, at END.
+	key = "mem" SUBSEP $2 SUBSEP $3
+	ns[key]++
+	sample[key, ns[key]] = $4
+	ns["secs" SUBSEP key]++
+	sample["secs" SUBSEP key, ns["secs" SUBSEP key]] = $5
 	mem[$2, $3] = $4
-	memsecs[$2, $3] = $5
 	memsize[$2] = 1
 	next
 }
@@ -203,6 +208,11 @@ NF == 7 && $3 > 0 {
 }
 
 END {
+	for (key in mem) {
+		memruns[key] = ns["mem" SUBSEP key]
+		mem[key] = med("mem" SUBSEP key)
+		memsecs[key] = med("secs" SUBSEP "mem" SUBSEP key)
+	}
 	table = res "/table.txt"
 	printf "" > table
 	loop_ok = ("fs_loop" in meta)
@@ -382,7 +392,13 @@ END {
 			    fill_jobs[n]), "")
 	}
 
-	head("6 peak RSS in KiB (and wall time) of each command")
+	runs = 0
+	for (key in memruns)
+		if (memruns[key] > runs)
+			runs = memruns[key]
+	head("6 peak RSS in KiB (and wall time) of each command" \
+	    (runs > 1 ? sprintf(", median of %d runs (listings and " \
+	    "fsck: one)", runs) : ""))
 	hdr = ""
 	nsz = split("1k 100k 1m", sz, " ")
 	for (i = 1; i <= nsz; i++)
