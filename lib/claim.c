@@ -476,6 +476,13 @@ spool_next_due(struct spool *sp, int64_t *when)
 			until = j.cur.until;
 		job_close(&j);
 	}
+	if (errno != 0) {
+		int e = errno;
+
+		(void)closedir(d);
+		errno = e;
+		return -1;
+	}
 	(void)closedir(d);	/* read-only */
 	/* A claim looks in leased/ only once the hint has passed. */
 	if (until != NO_EXPIRY && (fd = open_hint(sp)) != -1) {

@@ -587,3 +587,22 @@ EOF
 	[ "$(last_rec j1 ev att detail)" = "$(printf '%s\n' ev=release att=0 \
 	    detail=not%20started:%20the%20handler%20could%20not%20be%20run)" ]
 }
+
+@test "a worker that cannot read leased/ to learn when work is next due exits 111, the spool untouched" {
+	make -s -C "$BATS_TEST_DIRNAME/.." tests/shim/faultshim.so >&2
+	# One pinned clock: the worker's claim finds the next-expiry hint
+	# (the first claim's time + 1 s) not yet passed and does not read
+	# leased/, so the first read there is the one of the due time.
+	export SPOOL_TEST_NOW=$(date +%s%3N)
+	enqueue j1 'exit 0'
+	run -0 spool-claim --lease 1h
+	before=$(snapshot)
+	run -111 --separate-stderr env SHIM_ROOT="$SPOOL_DIR/leased" \
+	    SHIM_FAMILY=getdents SHIM_NTH=1 SHIM_ERRNO=EIO \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    LD_PRELOAD="$BATS_TEST_DIRNAME/shim/faultshim.so" \
+	    spool-run --idle-exit 300ms -- "$H"
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-run: Input/output error" ]
+	[ "$(snapshot)" = "$before" ]
+}
