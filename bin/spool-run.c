@@ -786,7 +786,7 @@ next_due(void)
 
 	if ((paused = spool_paused(w.sp)) == -1 ||
 	    (!paused && spool_next_due(w.sp, &due) == -1)) {
-		say("%s", strerror(errno));
+		say("next due time: %s", strerror(errno));
 		fail();
 		return;
 	}

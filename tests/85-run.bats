@@ -603,6 +603,6 @@ EOF
 	    LD_PRELOAD="$BATS_TEST_DIRNAME/shim/faultshim.so" \
 	    spool-run --idle-exit 300ms -- "$H"
 	[ "$output" = "" ]
-	[ "$stderr" = "spool-run: Input/output error" ]
+	[ "$stderr" = "spool-run: next due time: Input/output error" ]
 	[ "$(snapshot)" = "$before" ]
 }
