@@ -18,7 +18,9 @@ function isort(a, n,    i, j, t) {
 	}
 }
 
-# Median over the rounds of key (FS SUBSEP SYSTEM), in µs per cycle.
+# Median of the samples of key: (FS SUBSEP SYSTEM), in µs per cycle, or
+# ("mem" SUBSEP SIZE SUBSEP COMMAND), in KiB (with "secs" SUBSEP before it:
+# its wall time).
 function med(key,    n, i, v) {
 	n = ns[key]
 	if (n == 0)
