@@ -461,7 +461,7 @@ spool_next_due(struct spool *sp, int64_t *when)
 	struct job j;
 	uint64_t tok;
 	DIR *d;
-	int fd;
+	int fd, e;
 
 	if (bucket_walk(sp, NO_EXPIRY, 0, due_leaf, &first) == -1)
 		return -1;
@@ -476,14 +476,12 @@ spool_next_due(struct spool *sp, int64_t *when)
 			until = j.cur.until;
 		job_close(&j);
 	}
-	if (errno != 0) {
-		int e = errno;
-
-		(void)closedir(d);
+	e = errno;	/* readdir's: job_peek and job_close ran before it */
+	(void)closedir(d);	/* read-only */
+	if (e != 0) {
 		errno = e;
 		return -1;
 	}
-	(void)closedir(d);	/* read-only */
 	/* A claim looks in leased/ only once the hint has passed. */
 	if (until != NO_EXPIRY && (fd = open_hint(sp)) != -1) {
 		if ((hint = hint_read(fd)) > until)

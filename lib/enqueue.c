@@ -73,10 +73,10 @@ sync_batch(struct spool *sp, struct pend *p, const size_t *order, size_t m,
 	for (k = 0, n = 0; k < m; k++) {
 		struct pend *q = &p[order[k]];
 
+		/* all == 0: every job still pending has its two syncs. */
 		err = all;
-		if (q->tmp[0] != '\0' && fds != NULL && errs != NULL) {
-			if (err == 0)
-				err = errs[n] != 0 ? errs[n] : errs[n + 1];
+		if (err == 0 && q->tmp[0] != '\0') {
+			err = errs[n] != 0 ? errs[n] : errs[n + 1];
 			n += 2;
 		}
 		if (close_fd(q->fd) == -1 && err == 0)

@@ -171,7 +171,7 @@ sync_fd(int fd)
 struct psync {
 	const int *fds;
 	int *errs;
-	size_t n, dirs, next;	/* fds[dirs..n-1] are directories */
+	size_t n, files, next;	/* fds[files..n-1] are directories */
 };
 
 /*
@@ -192,7 +192,7 @@ psync_worker(void *arg)
 	size_t i;
 
 	while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->n)
-		p->errs[i] = (i < p->dirs ? sync_fd(p->fds[i]) :
+		p->errs[i] = (i < p->files ? sync_fd(p->fds[i]) :
 		    sync_dirfd(p->fds[i])) == -1 ? errno : 0;
 	return NULL;
 }
