@@ -3,6 +3,7 @@ PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 CC ?= cc
+OBJCOPY ?= objcopy
 CFLAGS ?= -O2 -g
 WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CPPFLAGS += -Ilib
@@ -18,8 +19,18 @@ BINS = $(addprefix bin/,$(CMDS))
 
 all: $(BINS)
 
+# The archive holds one object linked from lib/*.o in which every global
+# name but spool_* is made local: the functions of internal.h still call
+# each other across files, but a program sees only the API, and its own
+# names (failed, now_ms ...) cannot clash with the library's.  A section
+# per function lets a command's link drop what it does not call.
+$(LIBOBJ): override CFLAGS += -ffunction-sections -fdata-sections
+$(BINS): override LDFLAGS += -Wl,--gc-sections
 lib/libspool.a: $(LIBOBJ)
-	$(AR) rcs $@ $(LIBOBJ)
+	$(LD) -r -o lib/libspool.o $(LIBOBJ)
+	$(OBJCOPY) --wildcard --keep-global-symbol='spool_*' lib/libspool.o
+	rm -f $@
+	$(AR) rcs $@ lib/libspool.o
 
 $(LIBOBJ): lib/spool.h lib/internal.h
 bin/common.o $(BINS:=.o): bin/common.h lib/spool.h
@@ -42,18 +53,13 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@contrib/demo.sh
 
-# spool-resume has no page of its own: spool-pause.1 documents both.
-install: all
-	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7
-	cp $(BINS) $(DESTDIR)$(BINDIR)/
-	cp man/*.1 $(DESTDIR)$(MANDIR)/man1/
-	echo '.so man1/spool-pause.1' >$(DESTDIR)$(MANDIR)/man1/spool-resume.1
-	cp man/*.7 $(DESTDIR)$(MANDIR)/man7/
-
 clean: $(EXTRA_CLEAN)
 	rm -f lib/*.o lib/libspool.a bin/*.o $(BINS)
 
-.PHONY: all deps check demo install clean
+.PHONY: all deps check demo clean
+
+# make install, make uninstall, the shared library: install.mk.
+include install.mk
 
 # Test tools (fault-injection shim, fuzz targets, stress) add their rules
 # here, each in a file of its own.
