@@ -41,22 +41,26 @@ bin/common.o $(BINS:=.o): bin/common.h lib/spool.h
 $(BINS): %: %.o bin/common.o lib/libspool.a
 	$(CC) $(LDFLAGS) -o $@ $@.o bin/common.o lib/libspool.a $(LDLIBS)
 
-# Installs what is missing (as root) or says what to install.
+# Installs what is missing (as root) or says what to install: everything
+# the tests use, or (deps-build) a compiler and libuuid alone.
 deps:
 	@tests/deps.sh
+
+deps-build:
+	@tests/deps.sh build
 
 check: deps
 	@$(MAKE) --no-print-directory all
 	@tests/run
 
-demo: deps
+demo: deps-build
 	@$(MAKE) --no-print-directory all
 	@contrib/demo.sh
 
 clean: $(EXTRA_CLEAN)
 	rm -f lib/*.o lib/libspool.a bin/*.o $(BINS)
 
-.PHONY: all deps check demo clean
+.PHONY: all deps deps-build check demo clean
 
 # make install, make uninstall, the shared library: install.mk.
 include install.mk

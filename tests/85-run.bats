@@ -551,31 +551,6 @@ EOF
 	[ "$output" = "-j 9 --once" ]
 }
 
-@test "make demo: jobs run, one is retried until exhausted, one parks, a redrive finishes it" {
-	run -0 --separate-stderr "$BATS_TEST_DIRNAME/../contrib/demo.sh"
-	[ "$stderr" = "spool-redrive: order-1844: not parked: the job is in done/" ]
-	# Jobs due in the same millisecond come in any order: sorted here.
-	diff -u - <(grep '^  claimed' <<<"$output" | sed 's/:.*->//' |
-	    LC_ALL=C sort) <<'EOF'
-  claimed order-1842 token 1 attempt 1 ok
-  claimed order-1843 token 1 attempt 1 ok
-  claimed order-1844 token 1 attempt 1 retry
-  claimed order-1844 token 2 attempt 2 retry
-  claimed order-1844 token 3 attempt 3 retry
-  claimed order-1844 token 4 attempt 1 ok
-  claimed order-1845 token 1 attempt 1 permanent
-EOF
-	diff -u - <(tail -n 7 <<<"$output" | sed 's|^/.*/spool/|/|') <<'EOF'
-/dead:
-order-1845
-
-/done:
-order-1842
-order-1843
-order-1844
-EOF
-}
-
 @test "a handler that cannot be started: its job is released and the worker exits 111" {
 	start_worker --owner w1 -- "$H"
 	wait_polling "$WPID"

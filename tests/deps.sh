@@ -1,22 +1,44 @@
 #!/bin/sh
-# Make sure what the build and the tests need is here: install it when run
-# as root on Debian, otherwise say exactly what to install.
+# Make sure what a target needs is here: install it when run as root on
+# Debian, otherwise say exactly what to install.
+#	tests/deps.sh build	a C compiler and libuuid: make, make demo,
+#				make install
+#	tests/deps.sh		that, and every tool the tests use: make check
+#	tests/deps.sh deb	that, and the Debian packaging tools:
+#				make check-deb
+mode=${1:-check}
+case $mode in
+build|check|deb) ;;
+*)	echo "usage: tests/deps.sh [build | check | deb]" >&2; exit 100 ;;
+esac
 missing=
-[ -f /usr/include/uuid/uuid.h ] || missing="$missing uuid-dev"
-command -v bats >/dev/null 2>&1 || missing="$missing bats"
-command -v strace >/dev/null 2>&1 || missing="$missing strace"
-command -v mandoc >/dev/null 2>&1 || missing="$missing mandoc"
-command -v jq >/dev/null 2>&1 || missing="$missing jq"
-command -v promtool >/dev/null 2>&1 || missing="$missing prometheus"
-command -v inotifywait >/dev/null 2>&1 || missing="$missing inotify-tools"
 command -v cc >/dev/null 2>&1 || missing="$missing gcc libc6-dev"
-# The fuzz targets' regression run (tests/78-fuzz.bats) needs libFuzzer.
-command -v clang >/dev/null 2>&1 || missing="$missing clang"
-[ -n "$(find /usr/lib/llvm-*/lib/clang -name 'libclang_rt.fuzzer*.a' 2>/dev/null)" ] ||
-    missing="$missing libclang-rt-14-dev"
-command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
-# A FUSE file system that multi-host mode must refuse (tests/88-multihost.bats).
-command -v bindfs >/dev/null 2>&1 || missing="$missing bindfs"
+[ -f /usr/include/uuid/uuid.h ] || missing="$missing uuid-dev"
+if [ "$mode" != build ]; then
+	command -v bats >/dev/null 2>&1 || missing="$missing bats"
+	command -v strace >/dev/null 2>&1 || missing="$missing strace"
+	command -v mandoc >/dev/null 2>&1 || missing="$missing mandoc"
+	command -v jq >/dev/null 2>&1 || missing="$missing jq"
+	command -v promtool >/dev/null 2>&1 || missing="$missing prometheus"
+	command -v inotifywait >/dev/null 2>&1 || missing="$missing inotify-tools"
+	# The fuzz targets' regression run (tests/78-fuzz.bats) needs libFuzzer.
+	command -v clang >/dev/null 2>&1 || missing="$missing clang"
+	[ -n "$(find /usr/lib/llvm-*/lib/clang -name 'libclang_rt.fuzzer*.a' 2>/dev/null)" ] ||
+	    missing="$missing libclang-rt-14-dev"
+	command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
+	# A FUSE file system that multi-host mode must refuse (tests/88-multihost.bats).
+	command -v bindfs >/dev/null 2>&1 || missing="$missing bindfs"
+	# Programs built against an install (tests/92-install.bats), and the
+	# loader that finds the completion there.
+	command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
+	[ -f /usr/share/bash-completion/bash_completion ] ||
+	    missing="$missing bash-completion"
+fi
+if [ "$mode" = deb ]; then
+	command -v dpkg-buildpackage >/dev/null 2>&1 || missing="$missing dpkg-dev"
+	command -v dh >/dev/null 2>&1 || missing="$missing debhelper"
+	command -v lintian >/dev/null 2>&1 || missing="$missing lintian"
+fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	echo "installing:$missing" >&2
