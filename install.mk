@@ -93,8 +93,7 @@ install: all libs
 	for f in $(MAN1); do t=$(DESTDIR)$(MANDIR)/man1/$${f#man/}; \
 	    $(SUBST) $$f >$$t && chmod 644 $$t || exit; done
 	# spool-resume has no page of its own: spool-pause.1 documents both.
-	echo '.so man1/spool-pause.1' >$(DESTDIR)$(MANDIR)/man1/spool-resume.1
-	chmod 644 $(DESTDIR)$(MANDIR)/man1/spool-resume.1
+	ln -sf spool-pause.1 $(DESTDIR)$(MANDIR)/man1/spool-resume.1
 	$(INSTALL) -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/
 	$(INSTALL) -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/
 	$(INSTALL) -m 755 $(HANDLERS) $(DESTDIR)$(LIBEXECDIR)/spool/
@@ -135,3 +134,12 @@ install-clean:
 clean: install-clean
 
 .PHONY: libs install uninstall install-clean
+
+# The Debian packages, built from a copy of the tree, checked by lintian,
+# installed, run and purged (tests/pkg/95-debian.bats; as root, a few
+# minutes).
+check-deb:
+	@tests/deps.sh deb
+	@TESTS=tests/pkg/95-debian.bats tests/run
+
+.PHONY: check-deb

@@ -1,0 +1,311 @@
+#!/usr/bin/env bats
+# make install and make uninstall (install.mk): every file in its place
+# under DESTDIR and the directories given; programs built against the
+# install with pkg-config, shared and static (spool(3)'s example); the
+# libraries export the API's names alone; the completion is found where
+# bash-completion looks; uninstall leaves nothing.
+
+load helpers
+
+ROOT="$BATS_TEST_DIRNAME/.."
+CMDS="spool-cancel spool-claim spool-drop spool-enqueue spool-finish
+    spool-fsck spool-init spool-ls spool-pause spool-purge spool-redrive
+    spool-renew spool-resume spool-run spool-show spool-stat"
+
+setup_file() {
+	export D="$BATS_FILE_TMPDIR/root"
+	make -s -C "$ROOT" install DESTDIR="$D" >/dev/null
+}
+
+# pc ARGS...: pkg-config on the install under $D.
+pc() {
+	PKG_CONFIG_PATH="$D/usr/local/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$D" \
+	    pkg-config "$@" spool
+}
+
+# The Nth literal display of spool(3)'s EXAMPLES: 1 the program, 2 what
+# it prints.
+man_example() {
+	awk -v n="$1" '/^\.Sh/ { ex = ($2 == "EXAMPLES") }
+	    ex && /^\.Bd -literal/ { k++; on = (k == n); next }
+	    /^\.Ed/ { on = 0 } on' "$ROOT/man/spool.3" |
+	    sed 's/\\e/\\/g; s/\\&//g'
+}
+
+# The defined global names of a library that do not begin spool_.
+foreign_names() {
+	case $1 in
+	*.a)	nm -g --defined-only "$1" ;;
+	*)	nm -D --defined-only "$1" ;;
+	esac | awk 'NF == 3 && $3 !~ /^spool_/ { print $3 }' | LC_ALL=C sort -u
+}
+
+@test "make install puts every file in its place, the commands stripped" {
+	diff -u - <(cd "$D" && find . -mindepth 1 ! -type d \
+	    -printf '%y %m %P -> %l\n' | sed 's/ -> $//' | LC_ALL=C sort -k3) <<'EOF'
+f 755 usr/local/bin/spool-cancel
+f 755 usr/local/bin/spool-claim
+f 755 usr/local/bin/spool-drop
+f 755 usr/local/bin/spool-enqueue
+f 755 usr/local/bin/spool-finish
+f 755 usr/local/bin/spool-fsck
+f 755 usr/local/bin/spool-init
+f 755 usr/local/bin/spool-ls
+f 755 usr/local/bin/spool-pause
+f 755 usr/local/bin/spool-purge
+f 755 usr/local/bin/spool-redrive
+f 755 usr/local/bin/spool-renew
+f 755 usr/local/bin/spool-resume
+f 755 usr/local/bin/spool-run
+f 755 usr/local/bin/spool-show
+f 755 usr/local/bin/spool-stat
+f 644 usr/local/include/spool.h
+f 644 usr/local/lib/libspool.a
+l 777 usr/local/lib/libspool.so -> libspool.so.0
+l 777 usr/local/lib/libspool.so.0 -> libspool.so.0.1.0
+f 644 usr/local/lib/libspool.so.0.1.0
+f 644 usr/local/lib/pkgconfig/spool.pc
+f 644 usr/local/lib/systemd/system/spool-check.service
+f 644 usr/local/lib/systemd/system/spool-check.timer
+f 644 usr/local/lib/systemd/system/spool-purge.service
+f 644 usr/local/lib/systemd/system/spool-purge.timer
+f 644 usr/local/lib/systemd/system/spool-run@.service
+f 644 usr/local/lib/systemd/system/spool-stat.service
+f 644 usr/local/lib/systemd/system/spool-stat.timer
+f 755 usr/local/libexec/spool/handler-http.sh
+f 755 usr/local/libexec/spool/handler-state.sh
+f 644 usr/local/share/bash-completion/completions/spool
+l 777 usr/local/share/bash-completion/completions/spool-cancel -> spool
+l 777 usr/local/share/bash-completion/completions/spool-claim -> spool
+l 777 usr/local/share/bash-completion/completions/spool-drop -> spool
+l 777 usr/local/share/bash-completion/completions/spool-enqueue -> spool
+l 777 usr/local/share/bash-completion/completions/spool-finish -> spool
+l 777 usr/local/share/bash-completion/completions/spool-fsck -> spool
+l 777 usr/local/share/bash-completion/completions/spool-init -> spool
+l 777 usr/local/share/bash-completion/completions/spool-ls -> spool
+l 777 usr/local/share/bash-completion/completions/spool-pause -> spool
+l 777 usr/local/share/bash-completion/completions/spool-purge -> spool
+l 777 usr/local/share/bash-completion/completions/spool-redrive -> spool
+l 777 usr/local/share/bash-completion/completions/spool-renew -> spool
+l 777 usr/local/share/bash-completion/completions/spool-resume -> spool
+l 777 usr/local/share/bash-completion/completions/spool-run -> spool
+l 777 usr/local/share/bash-completion/completions/spool-show -> spool
+l 777 usr/local/share/bash-completion/completions/spool-stat -> spool
+f 644 usr/local/share/doc/spool/examples/crontab
+f 644 usr/local/share/doc/spool/examples/demo.sh
+f 644 usr/local/share/doc/spool/examples/spool-alerts.yml
+f 644 usr/local/share/doc/spool/examples/spool-dashboard.json
+f 644 usr/local/share/doc/spool/examples/spool-run.cron
+f 644 usr/local/share/man/man1/spool-cancel.1
+f 644 usr/local/share/man/man1/spool-claim.1
+f 644 usr/local/share/man/man1/spool-drop.1
+f 644 usr/local/share/man/man1/spool-enqueue.1
+f 644 usr/local/share/man/man1/spool-finish.1
+f 644 usr/local/share/man/man1/spool-fsck.1
+f 644 usr/local/share/man/man1/spool-init.1
+f 644 usr/local/share/man/man1/spool-ls.1
+f 644 usr/local/share/man/man1/spool-pause.1
+f 644 usr/local/share/man/man1/spool-purge.1
+f 644 usr/local/share/man/man1/spool-redrive.1
+f 644 usr/local/share/man/man1/spool-renew.1
+l 777 usr/local/share/man/man1/spool-resume.1 -> spool-pause.1
+f 644 usr/local/share/man/man1/spool-run.1
+f 644 usr/local/share/man/man1/spool-show.1
+f 644 usr/local/share/man/man1/spool-stat.1
+f 644 usr/local/share/man/man3/spool.3
+f 644 usr/local/share/man/man7/spool.7
+EOF
+	# Stripped: no symbol table, and they still run.
+	for c in $CMDS; do
+		run -0 readelf -S "$D/usr/local/bin/$c"
+		[[ $output != *.symtab* ]] || { echo "$c: not stripped" >&2; return 1; }
+	done
+	run -0 readelf -S "$D/usr/local/lib/libspool.so.0.1.0"
+	[[ $output != *.symtab* && $output == *.dynsym* ]]
+	"$D/usr/local/bin/spool-init"
+	echo x | "$D/usr/local/bin/spool-enqueue" --id j1
+	[ "$(state_of j1)" = new ]
+	# The files as shipped: the page of spool-resume is spool-pause's.
+	cmp "$ROOT/man/spool.3" "$D/usr/local/share/man/man3/spool.3"
+	cmp "$ROOT/lib/spool.h" "$D/usr/local/include/spool.h"
+	cmp "$ROOT/contrib/spool-run@.service" "$D/usr/local/lib/systemd/system/spool-run@.service"
+	cmp "$ROOT/completion/spool.bash" "$D/usr/local/share/bash-completion/completions/spool"
+	run -0 mandoc -Tlint -W warning "$D"/usr/local/share/man/man*/*
+	diff -u - "$D/usr/local/lib/pkgconfig/spool.pc" <<EOF
+prefix=/usr/local
+libdir=/usr/local/lib
+includedir=/usr/local/include
+
+Name: spool
+Description: A durable job queue that is a directory (libspool)
+Version: $(cat "$ROOT/VERSION")
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -lspool
+Libs.private: -luuid
+EOF
+}
+
+@test "PREFIX, the directories and STRIP= move and keep what is installed; units, crontabs and pages name its paths" {
+	d="$BATS_TEST_TMPDIR/root"
+	vars="PREFIX=/opt/sp BINDIR=/opt/sp/sbin LIBDIR=/opt/sp/lib64 INCLUDEDIR=/opt/sp/inc MANDIR=/opt/sp/man"
+	make -s -C "$ROOT" install DESTDIR="$d" $vars STRIP= >/dev/null
+	[ "$(cd "$d" && find . -mindepth 1 ! -type d -printf '%h\n' |
+	    LC_ALL=C sort | uniq -c | awk '{ print $1, $2 }' | tr '\n' ' ')" = \
+	    "1 ./opt/sp/inc 7 ./opt/sp/lib/systemd/system 4 ./opt/sp/lib64 1 ./opt/sp/lib64/pkgconfig 2 ./opt/sp/libexec/spool 16 ./opt/sp/man/man1 1 ./opt/sp/man/man3 1 ./opt/sp/man/man7 16 ./opt/sp/sbin 17 ./opt/sp/share/bash-completion/completions 5 ./opt/sp/share/doc/spool/examples " ]
+	# STRIP=: the symbols stay, for a packager's own tools.
+	run -0 readelf -S "$d/opt/sp/sbin/spool-ls"
+	[[ $output == *.symtab* ]]
+	[ "$(sed -n '1,3p' "$d/opt/sp/lib64/pkgconfig/spool.pc")" = \
+	    "$(printf '%s\n' prefix=/opt/sp libdir=/opt/sp/lib64 includedir=/opt/sp/inc)" ]
+	# Every /usr/local path of contrib/ and of the pages, made this one's.
+	[ "$(grep -h '^ExecStart' "$d"/opt/sp/lib/systemd/system/*.service |
+	    grep -o '/[a-z/]*/spool-[a-z]*' | sort -u | tr '\n' ' ')" = \
+	    "/opt/sp/sbin/spool-purge /opt/sp/sbin/spool-run /opt/sp/sbin/spool-stat " ]
+	# (but a user's own handler, which stays where the user put it)
+	[ "$(grep -r /usr/local "$d/opt/sp/lib/systemd" "$d/opt/sp/man" |
+	    grep -v ' -- /usr/local/libexec/reports-handler ')" = "" ]
+	grep -qx 'PATH=/opt/sp/sbin:/usr/bin:/bin' "$d/opt/sp/share/doc/spool/examples/crontab"
+	grep -q '	/opt/sp/sbin/spool-run -d /var/spool/reports ' \
+	    "$d/opt/sp/share/doc/spool/examples/spool-run.cron"
+	grep -qF '    /opt/sp/libexec/spool/handler-http.sh https://hooks.example.org/in' \
+	    "$d/opt/sp/man/man1/spool-run.1"
+	# The installed handlers are the ones the page names.
+	[ -x "$d/opt/sp/libexec/spool/handler-http.sh" ]
+	make -s -C "$ROOT" uninstall DESTDIR="$d" $vars >/dev/null
+	[ "$(find "$d" ! -type d)" = "" ]
+}
+
+@test "spool(3)'s example, built with pkg-config against the shared library, runs on a spool" {
+	run -0 --separate-stderr pc --cflags --libs
+	[ "${output% }" = "-I$D/usr/local/include -L$D/usr/local/lib -lspool" ]
+	[ "$(pc --modversion)" = "$(cat "$ROOT/VERSION")" ]
+	man_example 1 >"$BATS_TEST_TMPDIR/example.c"
+	cc -Wall -Wextra -Werror -o "$BATS_TEST_TMPDIR/example" \
+	    "$BATS_TEST_TMPDIR/example.c" $(pc --cflags --libs)
+	run -0 readelf -d "$BATS_TEST_TMPDIR/example"
+	[[ $output == *"Shared library: [libspool.so.0]"* ]]
+	run -0 readelf -d "$D/usr/local/lib/libspool.so.0.1.0"
+	[[ $output == *"Library soname: [libspool.so.0]"* ]]
+	s="$BATS_TEST_TMPDIR/s"
+	run -0 --separate-stderr env LD_LIBRARY_PATH="$D/usr/local/lib" \
+	    "$BATS_TEST_TMPDIR/example" "$s"
+	[ "$output" = "$(man_example 2)" ]
+	[ "$stderr" = "" ]
+	# It ran on the installed library, and the job is done.
+	run -0 env LD_LIBRARY_PATH="$D/usr/local/lib" ldd "$BATS_TEST_TMPDIR/example"
+	[[ $output == *"libspool.so.0 => $D/usr/local/lib/libspool.so.0 "* ]]
+	SPOOL_DIR=$s
+	[ "$(state_of hello-1)" = done ]
+	[ "$(cat "$s/done/hello-1")" = "hello, world" ]
+	fsck_clean
+	# A second run: a new cycle of the same job.
+	run -0 env LD_LIBRARY_PATH="$D/usr/local/lib" "$BATS_TEST_TMPDIR/example" "$s"
+	[ "${lines[1]}" = "claimed hello-1, token 2, attempt 1: hello, world" ]
+	# An error, the library's way: a file where the spool should be.
+	: >"$BATS_TEST_TMPDIR/file"
+	run -111 --separate-stderr env LD_LIBRARY_PATH="$D/usr/local/lib" \
+	    "$BATS_TEST_TMPDIR/example" "$BATS_TEST_TMPDIR/file"
+	[ "$stderr" = "example: $BATS_TEST_TMPDIR/file: Not a directory" ]
+}
+
+@test "spool(3)'s example, built with pkg-config --static, runs on a spool without libspool.so" {
+	run -0 --separate-stderr pc --static --libs
+	[ "${output% }" = "-L$D/usr/local/lib -lspool -luuid" ]
+	man_example 1 >"$BATS_TEST_TMPDIR/example.c"
+	cc -static -o "$BATS_TEST_TMPDIR/example" "$BATS_TEST_TMPDIR/example.c" \
+	    $(pc --static --cflags --libs)
+	run -0 readelf -d "$BATS_TEST_TMPDIR/example"
+	[ "$output" = $'\nThere is no dynamic section in this file.' ]
+	run -0 --separate-stderr "$BATS_TEST_TMPDIR/example" "$BATS_TEST_TMPDIR/s"
+	[ "$output" = "$(man_example 2)" ]
+	SPOOL_DIR="$BATS_TEST_TMPDIR/s"
+	[ "$(state_of hello-1)" = done ]
+	fsck_clean
+}
+
+@test "the libraries export the functions of spool.h and spool(3) and no other global name" {
+	run -0 --separate-stderr foreign_names "$D/usr/local/lib/libspool.a"
+	[ "$output$stderr" = "" ]
+	run -0 --separate-stderr foreign_names "$D/usr/local/lib/libspool.so.0.1.0"
+	[ "$output$stderr" = "" ]
+	# The API: what the header declares, the page documents, both export.
+	grep -oE '\<spool_[a-z_]+\(' "$ROOT/lib/spool.h" | tr -d '(' |
+	    LC_ALL=C sort -u >"$BATS_TEST_TMPDIR/header"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/header")" -ge 40 ]
+	sed -n '/^\.Sh SYNOPSIS/,/^\.Sh DESCRIPTION/p' "$ROOT/man/spool.3" |
+	    sed -n 's/^\.F[no] \(spool_[a-z_]*\).*/\1/p' | LC_ALL=C sort -u |
+	    diff -u "$BATS_TEST_TMPDIR/header" -
+	sed -n 's/^\.Nm \(spool_[a-z_]*\).*/\1/p' "$ROOT/man/spool.3" | LC_ALL=C sort -u |
+	    diff -u "$BATS_TEST_TMPDIR/header" -
+	nm -D --defined-only "$D/usr/local/lib/libspool.so.0.1.0" |
+	    awk '$2 == "T" { print $3 }' | LC_ALL=C sort | diff -u "$BATS_TEST_TMPDIR/header" -
+	nm -g --defined-only "$D/usr/local/lib/libspool.a" |
+	    awk '$2 == "T" { print $3 }' | LC_ALL=C sort | diff -u "$BATS_TEST_TMPDIR/header" -
+}
+
+@test "the name check catches what lib/*.o export: an archive of them clashes with a program's names" {
+	ar rcs "$BATS_TEST_TMPDIR/libplain.a" "$ROOT"/lib/*.o
+	run -0 foreign_names "$BATS_TEST_TMPDIR/libplain.a"
+	for n in failed counters now_ms write_all job_open; do
+		grep -qx "$n" <<<"$output" || { echo "not caught: $n" >&2; return 1; }
+	done
+	# A program with names of its own that lib/ uses inside.
+	cat >"$BATS_TEST_TMPDIR/mine.c" <<'EOF'
+#include <stdint.h>
+#include <stdio.h>
+#include <spool.h>
+
+int failed = 7;
+long counters[4];
+
+int64_t
+now_ms(void)
+{
+	return 42;
+}
+
+int
+main(void)
+{
+	printf("%d %lld %d\n", failed, (long long)now_ms(), spool_now() > 42);
+	return spool_valid_id("ok-1") ? 0 : 1;
+}
+EOF
+	run -1 cc -o "$BATS_TEST_TMPDIR/mine" "$BATS_TEST_TMPDIR/mine.c" \
+	    -I"$ROOT/lib" "$BATS_TEST_TMPDIR/libplain.a" -luuid
+	[[ $output == *"multiple definition of \`now_ms'"* ]]
+	# The installed libraries, static and shared, leave them to it.
+	cc -static -o "$BATS_TEST_TMPDIR/mine" "$BATS_TEST_TMPDIR/mine.c" \
+	    $(pc --static --cflags --libs)
+	[ "$("$BATS_TEST_TMPDIR/mine")" = "7 42 1" ]
+	cc -o "$BATS_TEST_TMPDIR/mine" "$BATS_TEST_TMPDIR/mine.c" $(pc --cflags --libs)
+	[ "$(LD_LIBRARY_PATH="$D/usr/local/lib" "$BATS_TEST_TMPDIR/mine")" = "7 42 1" ]
+}
+
+@test "bash-completion finds the installed completion of every command" {
+	run -0 --separate-stderr env XDG_DATA_DIRS="$D/usr/local/share" bash -c '
+	    source /usr/share/bash-completion/bash_completion
+	    for c; do
+		    __load_completion "$c" && complete -p "$c"
+	    done' - $CMDS
+	[ "$stderr" = "" ]
+	diff -u <(for c in $CMDS; do echo "complete -F _spool $c"; done) - <<<"$output"
+}
+
+@test "VERSION, spool.pc, the shared library's name and debian/changelog agree" {
+	v=$(cat "$ROOT/VERSION")
+	[[ $v =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]
+	[ "$(pc --modversion)" = "$v" ]
+	[ -f "$D/usr/local/lib/libspool.so.$v" ]
+	[ "$(head -n 1 "$ROOT/debian/changelog")" = "spool ($v) unstable; urgency=medium" ]
+}
+
+@test "make uninstall removes every file that make install put there" {
+	make -s -C "$ROOT" uninstall DESTDIR="$D" >/dev/null
+	[ "$(find "$D" ! -type d)" = "" ]
+	# spool's own directories go too; the shared ones (bin/, man1/ ...)
+	# stay, as they might hold other files.
+	[ "$(find "$D" -name '*spool*')" = "" ]
+	# And a second uninstall is not an error.
+	make -s -C "$ROOT" uninstall DESTDIR="$D" >/dev/null
+}
