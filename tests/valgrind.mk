@@ -23,8 +23,9 @@ $(VG_DIR)/obj/bin-%.o: bin/%.c bin/common.h lib/spool.h
 	@mkdir -p $(@D)
 	$(VG_CC) $(VG_CFLAGS) $(VG_WARN) -Ilib -c -o $@ $<
 
-$(VG_BINS): $(VG_DIR)/%: $(VG_DIR)/obj/bin-%.o $(VG_DIR)/obj/bin-common.o \
-    $(VG_LIBOBJ)
+VG_CMDOBJ = $(patsubst bin/%.o,$(VG_DIR)/obj/bin-%.o,$(CMDOBJ))
+
+$(VG_BINS): $(VG_DIR)/%: $(VG_DIR)/obj/bin-%.o $(VG_CMDOBJ) $(VG_LIBOBJ)
 	$(VG_CC) -o $@ $^ -luuid
 
 valgrind-build: $(VG_BINS)
