@@ -1,6 +1,6 @@
 /*
- * spool-stat: what an operator or a cron job watches (SEMANTICS.md section
- * 10): jobs per state, parked jobs by reason and class, the age of the
+ * spool-stat: what an operator or a cron job watches (spool(7), "Watching
+ * a spool"): jobs per state, parked jobs by reason and class, the age of the
  * oldest parked job, ready job and lease, what became of redriven jobs, and
  * the last operator action.  It reads directories, sidecars and the audit
  * log, never a payload, so its cost does not grow with the jobs' size.
