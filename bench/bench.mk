@@ -1,6 +1,7 @@
-# The benchmark suite (issue 6): bench/bench.sh runs it, bench/report.awk
-# prints the table; the drivers are C, built here into bench/results/bin/
-# (ignored by git, as every result under bench/results/ is).
+# The benchmark suite, whose rows and targets bench/README.md states:
+# bench/bench.sh runs it, bench/report.awk prints the table; the drivers
+# are C, built here into bench/results/bin/ (ignored by git, as every
+# result under bench/results/ is).
 #
 #	make bench		every row but the 1,000,000-job ones: under
 #				10 minutes on 2 cores

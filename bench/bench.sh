@@ -2,13 +2,13 @@
 # bench.sh: spool's benchmark suite (make bench; make bench-full sets
 # BENCH_FULL=1 and adds the 1,000,000-job depth and memory rows).
 #
-# Rows (issue 6): 1 floors, 2 the CLI job cycle against the sqlite3 shell
-# and nq, 3 the library's cycle against SQLite in C and beanstalkd, 4
-# batched throughput, 5 claim latency by depth, 6 peak RSS of every
-# command, 7 fsyncs per transition, 8 enqueue speed right after a purge of
-# 100,000 jobs.  Rows 1-4 run on the default file system and, when this is
-# root and a loop device can be had, on a journaled ext4 made on a loop
-# device here and removed at the end.
+# Rows, each with its targets in bench/README.md: 1 floors, 2 the CLI job
+# cycle against the sqlite3 shell and nq, 3 the library's cycle against
+# SQLite in C and beanstalkd, 4 batched throughput, 5 claim latency by
+# depth, 6 peak RSS of every command, 7 fsyncs per transition, 8 enqueue
+# speed right after a purge of 100,000 jobs.  Rows 1-4 run on the default
+# file system and, when this is root and a loop device can be had, on a
+# journaled ext4 made on a loop device here and removed at the end.
 #
 # The machine is shared: every comparison is timed side by side, the
 # systems taking turns round by round (bench/qbench.c), and the report

@@ -41,7 +41,7 @@
 
 #include "bench.h"
 
-#define PAYLOAD_SIZE	100	/* bytes: a small job, as in the issue */
+#define PAYLOAD_SIZE	100	/* bytes: a small job, as bench/README.md says */
 #define BATCH		SPOOL_BATCH_MAX
 #define CLI_CLAIM_N	100	/* spool-claim -n, spool-finish - lines */
 #define OUT_MAX		65536

@@ -468,7 +468,7 @@ END {
 	out("  (ext4 allocates new inodes slowly for minutes after many " \
 	    "deletions; no target, measured)")
 
-	# Targets (issue 6), all as ratios of this run.
+	# The targets of bench/README.md, all as ratios of this run.
 	D = "default"
 	target("CLI cycle >= 3x sqlite3 shell, rollback journal", D,
 	    have(sqd[D]) && have(cli[D]) ? sqd[D] / cli[D] : "", "min", 3)
@@ -555,8 +555,8 @@ END {
 	}
 
 	out("")
-	out(sprintf("%-58s %-8s %-10s %-9s %s", "targets of issue 6 (ratios " \
-	    "of this run)", "fs", "measured", "target", "result"))
+	out(sprintf("%-58s %-8s %-10s %-9s %s", "targets (ratios of this run)",
+	    "fs", "measured", "target", "result"))
 	for (i = 1; i <= nt; i++) {
 		npass += t_res[i] == "PASS"
 		nmiss += t_res[i] == "MISS"

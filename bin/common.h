@@ -28,6 +28,7 @@ void die(int status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
 void usage(void) __attribute__((noreturn));
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int open_failure(const char *dir, int err, char *msg, size_t len);
 struct spool *open_spool(const char *dir);
 const char *spool_dir(const char *dflag);
 int64_t opt_duration(const char *opt, const char *arg, int zero_ok);
@@ -40,6 +41,7 @@ const char *default_owner(char *buf, size_t len);
 int report(const char *id, const struct spool_result *res);
 int finish_stdout(int status);
 int worst(int a, int b);
+int64_t min64(int64_t a, int64_t b);
 
 /* Times and jobs as people read them. */
 const char *fmt_age(char *buf, size_t len, int64_t ms);

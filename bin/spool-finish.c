@@ -141,7 +141,7 @@ main(int argc, char **argv)
 		{ "delay", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct opts o = { SPOOL_CLASS_NONE, NULL, -1 };
+	struct opts o = { .class = SPOOL_CLASS_NONE, .delay = -1 };
 	struct spool_finish f;
 	const char *dir = NULL;
 	struct spool *sp;

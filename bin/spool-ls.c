@@ -163,8 +163,8 @@ main(int argc, char **argv)
 		{ "reason", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct ls l = { NULL, SPOOL_DEAD, PLAIN, 0, 0, EXIT_DONE, -1, 0, NULL,
-	    0 };
+	struct ls l = { .state = SPOOL_DEAD, .form = PLAIN, .status = EXIT_DONE,
+	    .older = -1 };
 	enum form f;
 	const char *dir = NULL;
 	int c;

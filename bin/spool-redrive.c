@@ -286,7 +286,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct spool_operator op = { NULL, NULL, 0 };
-	struct bulk b = { 0, 0, 0, 0, 0, -1, 0, 10, 0, 0, 0 };
+	struct bulk b = { .older_than = -1, .rate = 10 };
 	struct picks l = { NULL, 0, 0, 0 };
 	struct redrive r = { NULL, &op };
 	const char *dir = NULL;

@@ -114,12 +114,6 @@ wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int64_t
-min64(int64_t a, int64_t b)
-{
-	return a < b ? a : b;
-}
-
 /* now + ms, where ms may be as long as a duration can be. */
 static int64_t
 after(int64_t now, int64_t ms)

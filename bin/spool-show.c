@@ -18,15 +18,9 @@
 
 const char *usage_text = "spool-show [-d DIR] [--json] ID";
 
-/* An audit line: eleven fields (spool-layout.md, "The audit log"). */
-#define NFIELD	11
-static const char *const fields[NFIELD] = {
-	"time", "event", "id", "token", "attempt", "cycle", "actor", "reason",
-	"class", "note", "writer"
-};
-
 struct line {
 	char *text;
+	struct spool_audit a;
 	size_t seq;		/* the order it was read in */
 };
 
@@ -36,48 +30,19 @@ struct audit {
 	size_t n, size;
 };
 
-/* Split a line in place: the number of fields, or max + 1 if more. */
-static size_t
-split(char *s, char **f, size_t max)
-{
-	size_t n = 0;
-	char *save, *w;
-
-	for (w = strtok_r(s, " ", &save); w != NULL && n < max;
-	    w = strtok_r(NULL, " ", &save))
-		f[n++] = w;
-	return w == NULL ? n : max + 1;
-}
-
-/* TOKEN, ATTEMPT, CYCLE: numbers for JSON, so they must be numbers. */
-static int
-digits(const char *s)
-{
-	size_t n = strspn(s, "0123456789");
-
-	return n > 0 && n <= 18 && s[n] == '\0';
-}
-
 /* Keep the job's lines; others, and lines that are not ours, pass by. */
 static int
 keep(void *arg, const char *line, size_t len)
 {
 	struct audit *a = arg;
+	struct spool_audit parsed;
 	struct line *v;
-	char *copy, *f[NFIELD];
-	size_t idlen = strlen(a->id);
 
-	if (memmem(line, len, a->id, idlen) == NULL)
-		return 0;	/* most lines: not worth a copy */
-	if ((copy = strndup(line, len)) == NULL)
-		return -1;
-	if (split(copy, f, NFIELD) != NFIELD || strcmp(f[2], a->id) != 0 ||
-	    strlen(f[0]) != 24 || !digits(f[3]) || !digits(f[4]) ||
-	    !digits(f[5])) {
-		free(copy);
+	if (memmem(line, len, a->id, strlen(a->id)) == NULL)
+		return 0;	/* most lines: not worth parsing */
+	if (spool_audit_parse(line, len, &parsed) == -1 ||
+	    strcmp(parsed.id, a->id) != 0)
 		return 0;
-	}
-	free(copy);
 	if (a->n == a->size) {
 		a->size = a->size ? 2 * a->size : 32;
 		if ((v = reallocarray(a->lines, a->size, sizeof(*v))) == NULL)
@@ -86,22 +51,24 @@ keep(void *arg, const char *line, size_t len)
 	}
 	if ((a->lines[a->n].text = strndup(line, len)) == NULL)
 		return -1;
+	a->lines[a->n].a = parsed;
 	a->lines[a->n].seq = a->n;
 	a->n++;
 	return 0;
 }
 
 /*
- * By time, which is fixed-width ISO 8601.  Lines of one millisecond keep
- * the order in which they were read: qsort is not stable, so seq is.
+ * By time.  Lines of one millisecond keep the order in which they were
+ * read: qsort is not stable, so seq is.
  */
 static int
 by_time(const void *a, const void *b)
 {
 	const struct line *x = a, *y = b;
-	int c = strncmp(x->text, y->text, 24);
 
-	return c != 0 ? c : (x->seq > y->seq) - (x->seq < y->seq);
+	if (x->a.time != y->a.time)
+		return x->a.time < y->a.time ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
 static void
@@ -109,8 +76,9 @@ show_json(const struct spool_job_info *in, const struct audit *a,
     int64_t now)
 {
 	const struct spool_delivery *d;
-	char *f[NFIELD + 1], *copy;
-	size_t i, k;
+	const struct spool_audit *l;
+	char when[40];
+	size_t i;
 
 	jbegin(NULL, '{');
 	jjob(in, now);
@@ -132,19 +100,20 @@ show_json(const struct spool_job_info *in, const struct audit *a,
 	jend(']');
 	jbegin("audit", '[');
 	for (i = 0; i < a->n; i++) {
-		if ((copy = strdup(a->lines[i].text)) == NULL)
-			die(EXIT_TEMP, "%s", strerror(errno));
-		(void)split(copy, f, NFIELD);
+		l = &a->lines[i].a;
 		jbegin(NULL, '{');
-		for (k = 0; k < NFIELD; k++) {
-			if (k >= 3 && k <= 5)
-				jnum(fields[k], strtoll(f[k], NULL, 10));
-			else
-				jstr(fields[k], strcmp(f[k], "-") == 0 ?
-				    NULL : f[k]);
-		}
+		jstr("time", fmt_time(when, sizeof(when), l->time));
+		jstr("event", spool_event_name(l->event));
+		jstr("id", l->id);
+		jnum("token", (int64_t)l->token);
+		jnum("attempt", l->attempt);
+		jnum("cycle", l->cycle);
+		jstr("actor", l->actor);
+		jstr("reason", l->reason ? spool_reason_name(l->reason) : NULL);
+		jstr("class", l->class ? spool_class_name(l->class) : NULL);
+		jstr("note", l->note);
+		jstr("writer", l->writer);
 		jend('}');
-		free(copy);
 	}
 	jend(']');
 	jend('}');

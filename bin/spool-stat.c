@@ -1,6 +1,6 @@
 /*
- * spool-stat: what an operator or a cron job watches (SEMANTICS.md section
- * 10): jobs per state, parked jobs by reason and class, the age of the
+ * spool-stat: what an operator or a cron job watches (spool(7), "Watching
+ * a spool"): jobs per state, parked jobs by reason and class, the age of the
  * oldest parked job, ready job and lease, what became of redriven jobs, and
  * the last operator action.  It reads directories, sidecars and the audit
  * log, never a payload, so its cost does not grow with the jobs' size.
@@ -34,14 +34,15 @@ static int checking;
 #define NREASON	(SPOOL_REASON_CANCELLED + 1)
 #define NCLASS	(SPOOL_CLASS_LEASE_EXPIRED + 1)
 
-/* Audit events, counted; the last six are an operator's. */
-static const char *const events[] = {
-	"enqueue", "claim", "reclaim", "renew", "ok", "retry", "release",
-	"park", "supersede", "redrive", "drop", "cancel", "purge", "pause",
-	"resume"
+/* The audit events counted, in the order they are shown. */
+static const enum spool_event counted[] = {
+	SPOOL_EV_ENQUEUE, SPOOL_EV_CLAIM, SPOOL_EV_RECLAIM, SPOOL_EV_RENEW,
+	SPOOL_EV_OK, SPOOL_EV_RETRY, SPOOL_EV_RELEASE, SPOOL_EV_PARK,
+	SPOOL_EV_SUPERSEDE, SPOOL_EV_REDRIVE, SPOOL_EV_DROP, SPOOL_EV_CANCEL,
+	SPOOL_EV_PURGE, SPOOL_EV_PAUSE, SPOOL_EV_RESUME
 };
-#define NEVENT	(sizeof(events) / sizeof(events[0]))
-#define FIRST_OPERATOR_EVENT	9
+#define NCOUNTED	(sizeof(counted) / sizeof(counted[0]))
+#define NEVENT	(SPOOL_EV_RESUME + 1)
 
 /* What became of jobs whose current cycle began with a redrive. */
 static const char *const outcomes[] = { "queued", "done", "parked", "dropped" };
@@ -58,9 +59,9 @@ struct stats {
 	struct spool_settings set;	/* multi-host: the clock is shown */
 	int clock_synced;
 	int64_t clock_maxerror;
-	unsigned long events[NEVENT];
-	char last_time[25];		/* the last operator action */
-	char last_event[16], last_by[SPOOL_ID_MAX + 1];
+	unsigned long events[NEVENT];	/* by enum spool_event */
+	struct spool_audit last;	/* the last operator action, if
+					   last.event is not SPOOL_EV_NONE */
 };
 
 struct walk {
@@ -136,12 +137,6 @@ underscored(char *buf, size_t len, const char *s)
 	return buf;
 }
 
-static int64_t
-min64(int64_t a, int64_t b)
-{
-	return a < b ? a : b;
-}
-
 static int
 visit(void *arg, const char *id, const char *file)
 {
@@ -200,62 +195,20 @@ visit(void *arg, const char *id, const char *file)
 	return 0;
 }
 
-/*
- * TIME EVENT ID TOKEN ATTEMPT CYCLE ACTOR REASON CLASS NOTE WRITER: count
- * the events, and keep the latest operator action.  A line that does not
- * have the eleven fields is not ours.
- */
+/* Count the events, and keep the latest operator action. */
 static int
 audit_line(void *arg, const char *line, size_t len)
 {
 	struct stats *st = arg;
-	const char *f[11], *p = line, *end = line + len, *sp;
-	char by[SPOOL_ID_MAX + 1];
-	size_t flen[11], n = 0, i;
+	struct spool_audit a;
 
-	while (p < end && n < 11) {
-		if ((sp = memchr(p, ' ', (size_t)(end - p))) == NULL)
-			sp = end;
-		f[n] = p;
-		flen[n++] = (size_t)(sp - p);
-		p = sp + 1;
-	}
-	if (n != 11 || p <= end || flen[0] != 24)
-		return 0;
-	for (i = 0; i < NEVENT; i++)
-		if (strlen(events[i]) == flen[1] &&
-		    memcmp(events[i], f[1], flen[1]) == 0)
-			break;
-	if (i == NEVENT)
-		return 0;
-	st->events[i]++;
-	if (i < FIRST_OPERATOR_EVENT || flen[6] > SPOOL_ID_MAX ||
-	    memcmp(f[0], st->last_time, 24) < 0)
-		return 0;
-	/* The actor goes into JSON and labels unescaped: it must be a word. */
-	memcpy(by, f[6], flen[6]);
-	by[flen[6]] = '\0';
-	if (strcmp(by, "-") != 0 && !spool_valid_owner(by))
-		return 0;
-	memcpy(st->last_time, f[0], 24);
-	(void)snprintf(st->last_event, sizeof(st->last_event), "%s", events[i]);
-	memcpy(st->last_by, by, flen[6] + 1);
+	if (spool_audit_parse(line, len, &a) == -1)
+		return 0;	/* not ours */
+	st->events[a.event]++;
+	if (spool_event_by_operator(a.event) && (st->last.event ==
+	    SPOOL_EV_NONE || a.time >= st->last.time))
+		st->last = a;
 	return 0;
-}
-
-/* 2026-11-30T08:12:16.301Z as ms since the epoch; 0 if it is not that. */
-static int64_t
-parse_time(const char *s)
-{
-	struct tm tm;
-	int ms;
-	char *rest;
-
-	memset(&tm, 0, sizeof(tm));
-	if ((rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL ||
-	    sscanf(rest, ".%3dZ", &ms) != 1)
-		return 0;
-	return (int64_t)timegm(&tm) * 1000 + ms;
 }
 
 static void
@@ -341,7 +294,7 @@ metrics(const struct stats *st, struct metric *m)
 static void
 print_plain(const struct stats *st, const struct metric *m, size_t n)
 {
-	char buf[32];
+	char buf[32], when[40];
 	size_t i;
 
 	for (i = 0; i < n; i++) {
@@ -351,12 +304,13 @@ print_plain(const struct stats *st, const struct metric *m, size_t n)
 		else
 			printf("%-31s %" PRId64 "\n", m[i].name, m[i].value);
 	}
-	if (st->last_time[0] == '\0')
+	if (st->last.event == SPOOL_EV_NONE)
 		printf("%-31s -\n", "last_action");
 	else
 		printf("%-31s %s by %s at %s (%s ago)\n", "last_action",
-		    st->last_event, st->last_by, st->last_time,
-		    age(buf, sizeof(buf), st->now - parse_time(st->last_time)));
+		    spool_event_name(st->last.event), dash(st->last.actor),
+		    fmt_time(when, sizeof(when), st->last.time),
+		    age(buf, sizeof(buf), st->now - st->last.time));
 	if (!st->set.multi_host)
 		return;
 	printf("%-31s %s, skew %s\n", "multi_host", st->set.host,
@@ -389,16 +343,17 @@ print_json(const struct stats *st, const struct metric *m)
 		jnum(i == 0 ? "none" : spool_class_name((int)i), st->class[i]);
 	jend('}');
 	jbegin("audit_events", '{');
-	for (i = 0; i < NEVENT; i++)
-		jnum(events[i], (int64_t)st->events[i]);
+	for (i = 0; i < NCOUNTED; i++)
+		jnum(spool_event_name(counted[i]),
+		    (int64_t)st->events[counted[i]]);
 	jend('}');
-	if (st->last_time[0] == '\0')
+	if (st->last.event == SPOOL_EV_NONE)
 		jstr("last_action", NULL);
 	else {
 		jbegin("last_action", '{');
-		jstr("event", st->last_event);
-		jstr("by", strcmp(st->last_by, "-") == 0 ? NULL : st->last_by);
-		jnum("time", parse_time(st->last_time));
+		jstr("event", spool_event_name(st->last.event));
+		jstr("by", st->last.actor);
+		jnum("time", st->last.time);
 		jend('}');
 	}
 	if (st->set.multi_host) {
@@ -506,17 +461,18 @@ print_prom(const struct stats *st, const char *dir)
 	}
 	family("spool_audit_events_total", "counter", "Lines in the audit "
 	    "logs kept, by event; falls when old logs are removed.");
-	for (i = 0; i < NEVENT; i++)
+	for (i = 0; i < NCOUNTED; i++)
 		printf("spool_audit_events_total{spool=\"%s\",event=\"%s\"} "
-		    "%lu\n", sv, events[i], st->events[i]);
-	if (st->last_time[0] != '\0') {
+		    "%lu\n", sv, spool_event_name(counted[i]),
+		    st->events[counted[i]]);
+	if (st->last.event != SPOOL_EV_NONE) {
 		family("spool_last_operator_action_timestamp_seconds", "gauge",
 		    "When an operator last acted: redrive, drop, cancel, "
 		    "purge, pause or resume.");
 		printf("spool_last_operator_action_timestamp_seconds{spool="
-		    "\"%s\",event=\"%s\",by=\"%s\"} %s\n", sv, st->last_event,
-		    st->last_by, seconds(buf, sizeof(buf),
-		    parse_time(st->last_time)));
+		    "\"%s\",event=\"%s\",by=\"%s\"} %s\n", sv,
+		    spool_event_name(st->last.event), dash(st->last.actor),
+		    seconds(buf, sizeof(buf), st->last.time));
 	}
 	free(sv);
 }
@@ -662,8 +618,9 @@ main(int argc, char **argv)
 	struct stats st;
 	const char *dir = NULL;
 	struct spool *sp;
+	char msg[512];
 	size_t ne = 0, nm;
-	int c, form = 0, bad = 0;
+	int c, form = 0, bad = 0, status;
 
 	cmd_init(argv, 1);
 	/* A bad option is reported after the loop: UNKNOWN if checking. */
@@ -699,13 +656,10 @@ main(int argc, char **argv)
 	}
 	if (dir == NULL && ((dir = getenv("SPOOL_DIR")) == NULL || *dir == '\0'))
 		fail(EXIT_PERM, "no spool: give -d DIR or set SPOOL_DIR");
-	if (!checking)
-		sp = open_spool(dir);
-	else if ((sp = spool_open(dir)) == NULL)
-		fail(EXIT_TEMP, "%s: %s", dir, errno == ENODATA ? "not a spool "
-		    "(no format file)" : errno == EPROTO ? "unknown spool "
-		    "format" : errno == EBADMSG ? "config malformed" :
-		    errno == EUCLEAN ? "damaged spool" : strerror(errno));
+	if ((sp = spool_open(dir)) == NULL) {
+		status = open_failure(dir, errno, msg, sizeof(msg));
+		fail(status, "%s", msg);
+	}
 	gather(sp, &st);
 	nm = metrics(&st, m);
 	if (checking) {

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 #include <unistd.h>
 
 #include "internal.h"
+
+#define AUDIT_FIELDS	11	/* spool-layout.md, "The audit log" */
 
 static int
 abuf_grow(struct abuf *ab, size_t want)
@@ -42,46 +45,241 @@ abuf_free(struct abuf *ab)
 	ab->len = ab->size = 0;
 }
 
-static const char *
-dash(const char *s)
+/*
+ * UTC with milliseconds, as ISO 8601 writes it.  gmtime_r refuses a time
+ * whose year does not fit an int; strftime writes years past 9999 whole,
+ * and spool_parse_time reads them back.
+ */
+size_t
+spool_format_time(char *buf, size_t size, int64_t ms)
 {
-	return s != NULL && s[0] != '\0' ? s : "-";
+	time_t secs = (time_t)(ms / 1000);
+	char when[40];
+	struct tm tm;
+	int n;
+
+	if (ms < 0 || gmtime_r(&secs, &tm) == NULL ||
+	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		return 0;
+	n = snprintf(buf, size, "%s.%03dZ", when, (int)(ms % 1000));
+	return n < 0 || (size_t)n >= size ? 0 : (size_t)n;
+}
+
+/* n decimal digits at s, all of them, as a number. */
+static int
+digits(const char *s, size_t n, int64_t *v)
+{
+	int64_t x = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		x = x * 10 + (s[i] - '0');
+	}
+	*v = x;
+	return 0;
 }
 
 int
-audit_add(struct abuf *ab, struct spool *sp, const char *id,
-    const struct rec *r, const char *event)
+spool_parse_time(const char *s, size_t len, int64_t *ms)
 {
-	char when[40], note[24];
+	/* After the year: -MM-DDTHH:MM:SS.mmmZ, and each field's limits. */
+	static const struct {
+		char before;
+		int min, max;
+	} f[] = {
+		{ '-', 1, 12 }, { '-', 1, 31 }, { 'T', 0, 23 }, { ':', 0, 59 },
+		{ ':', 0, 59 }
+	};
+	int64_t v[NELEM(f)], year, frac;
 	struct tm tm;
-	time_t secs = (time_t)(r->t / 1000);
+	time_t secs;
+	size_t y;
+	int i;
+
+	for (y = 0; y < len && y < 10 && s[y] >= '0' && s[y] <= '9'; y++)
+		continue;
+	if (y < 4 || y > 9 || s[0] == '0' || len != y + 20 ||
+	    digits(s, y, &year) == -1)
+		return -1;
+	for (i = 0; i < NELEM(f); i++) {
+		if (s[y + 3 * i] != f[i].before ||
+		    digits(s + y + 3 * i + 1, 2, &v[i]) == -1 ||
+		    v[i] < f[i].min || v[i] > f[i].max)
+			return -1;
+	}
+	if (s[y + 15] != '.' || digits(s + y + 16, 3, &frac) == -1 ||
+	    s[y + 19] != 'Z')
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = (int)(year - 1900);
+	tm.tm_mon = (int)v[0] - 1;
+	tm.tm_mday = (int)v[1];
+	tm.tm_hour = (int)v[2];
+	tm.tm_min = (int)v[3];
+	tm.tm_sec = (int)v[4];
+	if ((secs = timegm(&tm)) < 0 || tm.tm_mday != (int)v[1])
+		return -1;	/* before 1970, or a day the month lacks */
+	*ms = (int64_t)secs * 1000 + frac;
+	return 0;
+}
+
+/* Field i of an audit line: "-", or a word that valid() accepts. */
+static int
+word(const char *s, size_t len, char *dst, size_t size,
+    int (*valid)(const char *))
+{
+	if (len == 1 && s[0] == '-') {
+		dst[0] = '\0';
+		return 0;
+	}
+	if (len >= size)
+		return -1;
+	memcpy(dst, s, len);
+	dst[len] = '\0';
+	return valid(dst) ? 0 : -1;
+}
+
+/* A name of a closed set, or "-" (0). */
+static int
+name(const char *s, size_t len, int (*from_name)(const char *), int *v)
+{
+	char buf[32];
+
+	if (len == 1 && s[0] == '-') {
+		*v = 0;
+		return 0;
+	}
+	if (len >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	return (*v = from_name(buf)) > 0 ? 0 : -1;
+}
+
+/*
+ * A decimal number as the writer writes it: up to 18 digits (below 2^63),
+ * no leading zero, at most max.
+ */
+static int
+number(const char *s, size_t len, int64_t max, int64_t *v)
+{
+	return len == 0 || len > 18 || (s[0] == '0' && len > 1) ||
+	    digits(s, len, v) == -1 || *v > max ? -1 : 0;
+}
+
+int
+spool_audit_parse(const char *line, size_t len, struct spool_audit *a)
+{
+	const char *f[AUDIT_FIELDS], *p = line, *end = line + len, *sp;
+	size_t n[AUDIT_FIELDS], i;
+	int64_t tok, att, cyc;
+	int ev;
+
+	memset(a, 0, sizeof(*a));
+	if (memchr(line, '\0', len) != NULL)
+		goto bad;	/* the fields are C strings */
+	for (i = 0; i < AUDIT_FIELDS; i++) {
+		if ((sp = memchr(p, ' ', (size_t)(end - p))) == NULL)
+			sp = end;
+		f[i] = p;
+		n[i] = (size_t)(sp - p);
+		if (n[i] == 0 || (sp == end) != (i == AUDIT_FIELDS - 1))
+			goto bad;
+		p = sp + 1;
+	}
+	if (spool_parse_time(f[0], n[0], &a->time) == -1 ||
+	    name(f[1], n[1], spool_event_from_name, &ev) == -1 ||
+	    ev == SPOOL_EV_NONE || ev == SPOOL_EV_VOID ||
+	    word(f[2], n[2], a->id, sizeof(a->id), spool_valid_id) == -1 ||
+	    number(f[3], n[3], INT64_MAX, &tok) == -1 ||
+	    number(f[4], n[4], INT_MAX, &att) == -1 ||
+	    number(f[5], n[5], INT_MAX, &cyc) == -1 ||
+	    word(f[6], n[6], a->actor, sizeof(a->actor),
+	    spool_valid_owner) == -1 ||
+	    name(f[7], n[7], spool_reason_from_name, &a->reason) == -1 ||
+	    name(f[8], n[8], spool_class_from_name, &a->class) == -1 ||
+	    word(f[9], n[9], a->note, sizeof(a->note),
+	    spool_valid_note) == -1 ||
+	    word(f[10], n[10], a->writer, sizeof(a->writer),
+	    spool_valid_owner) == -1)
+		goto bad;
+	a->event = (enum spool_event)ev;
+	a->token = (uint64_t)tok;
+	a->attempt = (int)att;
+	a->cycle = (int)cyc;
+	return 0;
+bad:
+	memset(a, 0, sizeof(*a));
+	errno = EINVAL;
+	return -1;
+}
+
+static const char *
+dash(const char *s)
+{
+	return s[0] != '\0' ? s : "-";
+}
+
+/*
+ * The one writer of the line that spool_audit_parse reads, with its
+ * newline; 0 if it does not fit.  A line the parser accepts is written
+ * back byte for byte.
+ */
+size_t
+audit_format(char *buf, size_t size, const struct spool_audit *a)
+{
+	char when[40];
 	int n;
 
-	if (gmtime_r(&secs, &tm) == NULL ||
-	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
+	if (spool_format_time(when, sizeof(when), a->time) == 0)
+		return 0;
+	n = snprintf(buf, size, "%s %s %s %" PRIu64 " %d %d %s %s %s %s %s\n",
+	    when, spool_event_name(a->event), dash(a->id), a->token,
+	    a->attempt, a->cycle, dash(a->actor),
+	    a->reason ? spool_reason_name(a->reason) : "-",
+	    a->class ? spool_class_name(a->class) : "-", dash(a->note),
+	    dash(a->writer));
+	return n < 0 || (size_t)n >= size ? 0 : (size_t)n;
+}
+
+/*
+ * The line of a transition whose record is r.  The actor is the operator
+ * if one is named, else the lease holder; a claim with no note names the
+ * token it superseded, so that a job's leases read as a chain.
+ */
+int
+audit_add(struct abuf *ab, struct spool *sp, const char *id,
+    const struct rec *r, int event)
+{
+	struct spool_audit a;
+	size_t n;
+
+	memset(&a, 0, sizeof(a));
+	a.time = r->t;
+	a.event = (enum spool_event)event;
+	(void)snprintf(a.id, sizeof(a.id), "%s", id);
+	a.token = r->tok;
+	a.attempt = r->att;
+	a.cycle = r->cyc;
+	(void)snprintf(a.actor, sizeof(a.actor), "%s",
+	    r->by[0] != '\0' ? r->by : r->owner);
+	a.reason = r->reason;
+	a.class = r->cls;
+	if (r->note[0] != '\0')
+		(void)snprintf(a.note, sizeof(a.note), "%s", r->note);
+	else if (r->ev == SPOOL_EV_CLAIM && r->prev != 0)
+		(void)snprintf(a.note, sizeof(a.note), "%" PRIu64, r->prev);
+	(void)snprintf(a.writer, sizeof(a.writer), "%s", sp->writer);
+	/* Each field fits its buffer in struct spool_audit: 1 KiB is ample. */
+	if (abuf_grow(ab, 1024) == -1)
+		return -1;
+	if ((n = audit_format(ab->p + ab->len, ab->size - ab->len, &a)) == 0) {
 		errno = EOVERFLOW;
 		return -1;
 	}
-	/* A claim names the token it superseded: the chain of leases. */
-	if (r->note[0] == '\0' && r->ev == EV_CLAIM && r->prev != 0)
-		(void)snprintf(note, sizeof(note), "%" PRIu64, r->prev);
-	else
-		(void)snprintf(note, sizeof(note), "%s", "-");
-	/* ID, owner and note fit 128 bytes each; 640 more is plenty. */
-	if (abuf_grow(ab, 4 * SPOOL_ID_MAX + 640) == -1)
-		return -1;
-	n = snprintf(ab->p + ab->len, ab->size - ab->len,
-	    "%s.%03dZ %s %s %" PRIu64 " %d %d %s %s %s %s %s\n", when,
-	    (int)(r->t % 1000), event, id, r->tok, r->att, r->cyc,
-	    dash(r->by[0] != '\0' ? r->by : r->owner),
-	    r->reason ? spool_reason_name(r->reason) : "-",
-	    r->cls ? spool_class_name(r->cls) : "-",
-	    r->note[0] != '\0' ? r->note : note, sp->writer);
-	if (n < 0 || (size_t)n >= ab->size - ab->len) {
-		errno = EOVERFLOW;
-		return -1;
-	}
-	ab->len += (size_t)n;
+	ab->len += n;
 	return 0;
 }
 
@@ -94,15 +292,15 @@ audit_flush(struct spool *sp, struct abuf *ab)
 	if (ab->len == 0)
 		return 0;
 	(void)snprintf(name, sizeof(name), "%s.log", sp->host);
-	fd = openat(sp->auditfd, name,
-	    O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	fd = sys_openat(sp->auditfd, name,
+	    O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
 	if (fd == -1 && errno == ENOENT) {
-		fd = openat(sp->auditfd, name, O_WRONLY | O_APPEND | O_CREAT |
-		    O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+		fd = sys_openat(sp->auditfd, name, O_WRONLY | O_APPEND |
+		    O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
 		created = fd != -1;
 		if (fd == -1 && errno == EEXIST)
-			fd = openat(sp->auditfd, name, O_WRONLY | O_APPEND |
-			    O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+			fd = sys_openat(sp->auditfd, name, O_WRONLY | O_APPEND |
+			    O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
 	}
 	if (fd == -1)
 		return -1;
@@ -159,11 +357,11 @@ spool_audit_scan(struct spool *sp,
 	 * Every file: HOST.log and whatever rotation named it, except those
 	 * it compressed, which are not lines.
 	 */
-	while (rv == 0 && (errno = 0, de = readdir(d)) != NULL) {
+	while (rv == 0 && (errno = 0, de = dir_next(d)) != NULL) {
 		if (de->d_name[0] == '.' || compressed(de->d_name))
 			continue;
-		fd = openat(sp->auditfd, de->d_name, O_RDONLY | O_CLOEXEC |
-		    O_NOFOLLOW | O_NONBLOCK);
+		fd = sys_openat(sp->auditfd, de->d_name, O_RDONLY | O_CLOEXEC |
+		    O_NOFOLLOW | O_NONBLOCK, 0);
 		if (fd == -1 && (errno == ENOENT || errno == ELOOP))
 			continue;	/* rotated away meanwhile; a symlink */
 		if (fd == -1) {

@@ -23,7 +23,7 @@ cancel_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	}
 	if (changed_since(it, j))
 		return 0;
-	rec_next(j, &r, EV_CANCEL, b->now);
+	rec_next(j, &r, SPOOL_EV_CANCEL, b->now);
 	r.loc = SPOOL_DEAD;
 	r.reason = SPOOL_REASON_CANCELLED;
 	r.cls = SPOOL_CLASS_CANCELLED;
@@ -32,7 +32,7 @@ cancel_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 		(void)snprintf(r.owner, sizeof(r.owner), "%s", j->cur.owner);
 	(void)snprintf(r.by, sizeof(r.by), "%s", b->op->by);
 	(void)snprintf(r.note, sizeof(r.note), "%s", b->op->note);
-	j->event = "cancel";
+	j->event = SPOOL_EV_CANCEL;
 	it->res.state = SPOOL_DEAD;
 	it->res.token = r.tok;
 	it->res.reason = r.reason;

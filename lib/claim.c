@@ -91,8 +91,8 @@ flush(struct claim *c)
 		return 0;
 	for (i = 0; i < c->nheld; i++) {
 		fds[i] = c->held[i].fd;
-		claims |= c->held[i].cur.ev == EV_CLAIM;
-		parks |= c->held[i].cur.ev == EV_PARK;
+		claims |= c->held[i].cur.ev == SPOOL_EV_CLAIM;
+		parks |= c->held[i].cur.ev == SPOOL_EV_PARK;
 	}
 	(void)psync(fds, c->nheld, 0, errs);
 	if (claims)
@@ -108,10 +108,11 @@ flush(struct claim *c)
 				withdraw(c, c->slot[i]);
 			continue;
 		}
-		crash_point(j->cur.ev == EV_CLAIM ? "claim-moved" : "park-moved");
+		crash_point(j->cur.ev == SPOOL_EV_CLAIM ? "claim-moved" :
+		    "park-moved");
 		if (audit_add(&c->ab, c->sp, j->id, &j->cur, j->event) == -1)
 			rv = -1;
-		if (j->cur.ev == EV_CLAIM && j->cur.until < c->our_until)
+		if (j->cur.ev == SPOOL_EV_CLAIM && j->cur.until < c->our_until)
 			c->our_until = j->cur.until;
 	}
 	if (rv == 0 && dirset_sync(c->sp, &c->ds) == -1)
@@ -161,7 +162,7 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 			c->min_until = j->cur.until;
 		goto skip;
 	}
-	rec_next(j, &r, EV_PARK, c->now);
+	rec_next(j, &r, SPOOL_EV_PARK, c->now);
 	if (j->cur.deadline <= c->now)
 		r.reason = SPOOL_REASON_DEADLINE;
 	else if (j->cur.att >= j->cur.max)
@@ -174,9 +175,9 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 	}
 	if (r.reason != 0) {
 		r.loc = SPOOL_DEAD;
-		j->event = "park";
+		j->event = SPOOL_EV_PARK;
 	} else {
-		rec_next(j, &r, EV_CLAIM, c->now);
+		rec_next(j, &r, SPOOL_EV_CLAIM, c->now);
 		r.loc = SPOOL_LEASED;
 		r.tok = j->hi + 1;
 		r.att = j->cur.att + 1;
@@ -191,7 +192,8 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 		if (loc == SPOOL_LEASED)
 			r.cls = SPOOL_CLASS_LEASE_EXPIRED;
 		(void)snprintf(r.owner, sizeof(r.owner), "%s", c->owner);
-		j->event = loc == SPOOL_LEASED ? "reclaim" : "claim";
+		j->event = loc == SPOOL_LEASED ? SPOOL_EV_RECLAIM :
+		    SPOOL_EV_CLAIM;
 	}
 	/* A failure here leaves the job where it was (the record void). */
 	if (job_record(j, &r) == -1 || job_write(j) == -1) {
@@ -199,8 +201,8 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 			c->job_err = errno;
 		goto skip;
 	}
-	c->slot[c->nheld++] = r.ev == EV_CLAIM ? (int)c->nout : -1;
-	if (r.ev == EV_CLAIM && add_lease(c, j) == -1)
+	c->slot[c->nheld++] = r.ev == SPOOL_EV_CLAIM ? (int)c->nout : -1;
+	if (r.ev == SPOOL_EV_CLAIM && add_lease(c, j) == -1)
 		return -1;
 	return 0;
 skip:
@@ -223,7 +225,7 @@ claim_leaf(void *arg, int leaffd, int64_t start)
 
 	if ((d = dir_list(leaffd)) == NULL)
 		return -1;
-	while (c->nout < c->want && (errno = 0, de = readdir(d)) != NULL) {
+	while (c->nout < c->want && (errno = 0, de = dir_next(d)) != NULL) {
 		if (parse_new_name(de->d_name, id, &eligible) == -1 ||
 		    eligible > c->now)
 			continue;
@@ -255,7 +257,7 @@ hint_read(int fd)
 	char *end;
 	long long v;
 
-	if ((n = pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
+	if ((n = sys_pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
 		return 0;
 	buf[n] = '\0';
 	v = strtoll(buf, &end, 10);
@@ -281,8 +283,8 @@ hint_write(int fd, int64_t v)
 static int
 open_hint(struct spool *sp)
 {
-	int fd = openat(sp->dirfd, "next-expiry", O_RDWR | O_CREAT | O_CLOEXEC |
-	    O_NOFOLLOW | O_NONBLOCK, 0666);
+	int fd = sys_openat(sp->dirfd, "next-expiry", O_RDWR | O_CREAT |
+	    O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
 
 	if (fd != -1 && file_mode(sp, fd, 0660) == -1) {
 		(void)close_fd(fd);
@@ -307,7 +309,7 @@ scan_leased(struct claim *c, int hintfd)
 	if ((d = dir_list(c->sp->leasedfd)) == NULL)
 		return -1;
 	c->min_until = c->expired + RESCAN_MS;
-	while ((errno = 0, de = readdir(d)) != NULL) {
+	while ((errno = 0, de = dir_next(d)) != NULL) {
 		if (parse_leased_name(de->d_name, id, &tok) == -1)
 			continue;
 		if (c->nout == c->want) {
@@ -376,7 +378,7 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 	if (hint <= c->expired && scan_leased(c, hintfd) == -1)
 		rv = -1;
 	/* The hint's lock (if taken) is not needed past here. */
-	(void)flock(hintfd, LOCK_UN);
+	(void)sys_flock(hintfd, LOCK_UN);
 	if (rv == 0 && c->nout < c->want &&
 	    bucket_walk(sp, c->now, c->now, claim_leaf, c) == -1)
 		rv = -1;
@@ -440,7 +442,7 @@ due_leaf(void *arg, int leaffd, int64_t start)
 
 	if ((d = dir_list(leaffd)) == NULL)
 		return -1;
-	while ((errno = 0, de = readdir(d)) != NULL) {
+	while ((errno = 0, de = dir_next(d)) != NULL) {
 		if (parse_new_name(de->d_name, id, &eligible) == -1)
 			continue;
 		any = 1;
@@ -467,7 +469,7 @@ spool_next_due(struct spool *sp, int64_t *when)
 		return -1;
 	if ((d = dir_list(sp->leasedfd)) == NULL)
 		return -1;
-	while ((errno = 0, de = readdir(d)) != NULL) {
+	while ((errno = 0, de = dir_next(d)) != NULL) {
 		if (parse_leased_name(de->d_name, id, &tok) == -1 ||
 		    job_peek(sp, id, &j) == -1)
 			continue;	/* gone meanwhile, or damaged */

@@ -22,7 +22,7 @@ drop_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	}
 	if (changed_since(it, j))
 		return 0;
-	rec_next(j, &r, EV_DROP, b->now);
+	rec_next(j, &r, SPOOL_EV_DROP, b->now);
 	r.loc = SPOOL_DONE;
 	r.reason = j->cur.reason;	/* why it was parked, kept */
 	r.cls = j->cur.cls;
@@ -30,7 +30,7 @@ drop_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	memcpy(r.detail, j->cur.detail, sizeof(r.detail));
 	(void)snprintf(r.by, sizeof(r.by), "%s", b->op->by);
 	(void)snprintf(r.note, sizeof(r.note), "%s", b->op->note);
-	j->event = "drop";
+	j->event = SPOOL_EV_DROP;
 	it->res.state = SPOOL_DONE;
 	it->res.token = r.tok;
 	return job_record(j, &r);

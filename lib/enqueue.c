@@ -33,7 +33,7 @@ drop(struct spool *sp, struct pend *p, int err, int changed)
 {
 	failed(&p->in->res, err, changed);
 	if (p->tmp[0] != '\0')
-		(void)unlinkat(sp->tmpfd, p->tmp, 0);
+		(void)sys_unlinkat(sp->tmpfd, p->tmp, 0);
 	p->tmp[0] = '\0';
 }
 
@@ -55,8 +55,8 @@ sync_batch(struct spool *sp, struct pend *p, const size_t *order, size_t m,
 	errs = calloc(2 * m + 1, sizeof(*errs));
 	if (fds == NULL || errs == NULL)
 		all = ENOMEM;
-	else if (created && (metafd = openat(sp->metafd, ".", O_RDONLY |
-	    O_DIRECTORY | O_CLOEXEC)) == -1)
+	else if (created && (metafd = sys_openat(sp->metafd, ".", O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC, 0)) == -1)
 		all = errno;
 	if (all == 0) {
 		for (k = 0; k < m; k++)
@@ -106,7 +106,7 @@ copy_payload(struct spool *sp, struct pend *p)
 	do {
 		(void)snprintf(p->tmp, sizeof(p->tmp), "%s,%ld.%lu", p->in->id,
 		    (long)getpid(), ++sp->tmpseq);
-		fd = openat(sp->tmpfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL |
+		fd = sys_openat(sp->tmpfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL |
 		    O_CLOEXEC | O_NOFOLLOW, 0444);
 	} while (fd == -1 && errno == EEXIST && sp->tmpseq % 1000 != 0);
 	if (fd == -1)
@@ -129,7 +129,7 @@ copy_payload(struct spool *sp, struct pend *p)
 fail:
 	e = errno;
 	(void)close_fd(fd);
-	(void)unlinkat(sp->tmpfd, p->tmp, 0);
+	(void)sys_unlinkat(sp->tmpfd, p->tmp, 0);
 	errno = e;
 	return -1;
 }
@@ -179,7 +179,7 @@ record(struct spool *sp, struct pend *p, int64_t now, int dup,
 		in->res.token = p->j.hi;
 		goto drop;
 	}
-	rec_next(&p->j, &r, EV_ENQUEUE, now);
+	rec_next(&p->j, &r, SPOOL_EV_ENQUEUE, now);
 	r.loc = SPOOL_NEW;
 	r.eligible = p->eligible = now + in->delay_ms;
 	r.att = 0;
@@ -197,7 +197,7 @@ record(struct spool *sp, struct pend *p, int64_t now, int dup,
 	}
 	return;
 drop:
-	(void)unlinkat(sp->tmpfd, p->tmp, 0);
+	(void)sys_unlinkat(sp->tmpfd, p->tmp, 0);
 	p->tmp[0] = '\0';
 }
 
@@ -289,7 +289,8 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 		crash_point("enqueue-published");
 		q->in->res.state = SPOOL_NEW;
 		q->in->res.token = q->j.hi;
-		if (audit_add(&ab, sp, q->in->id, &q->j.cur, "enqueue") == -1)
+		if (audit_add(&ab, sp, q->in->id, &q->j.cur,
+		    SPOOL_EV_ENQUEUE) == -1)
 			failed(&q->in->res, errno, 1);
 	}
 	e = dirset_sync(sp, &ds) == -1 ? errno : 0;

@@ -64,14 +64,14 @@ valid_finish(const struct spool_finish *f)
 	}
 }
 
-/* The record that ends this delivery, and its audit event. */
-static const char *
+/* The record that ends this delivery. */
+static void
 decide(struct spool *sp, const struct job *j, const struct spool_finish *f,
     int64_t now, struct rec *r)
 {
 	int64_t eligible;
 
-	rec_next(j, r, EV_PARK, now);
+	rec_next(j, r, SPOOL_EV_PARK, now);
 	(void)snprintf(r->owner, sizeof(r->owner), "%s", j->cur.owner);
 	r->out = f->outcome;
 	r->cls = f->class;
@@ -80,22 +80,22 @@ decide(struct spool *sp, const struct job *j, const struct spool_finish *f,
 	if (f->class == SPOOL_CLASS_UNKNOWN_SIDE_EFFECT) {
 		r->reason = SPOOL_REASON_SIDE_EFFECT;
 		r->se = 1;
-		return "park";
+		return;
 	}
 	switch (f->outcome) {
 	case SPOOL_OK:
-		r->ev = EV_OK;
+		r->ev = SPOOL_EV_OK;
 		r->loc = SPOOL_DONE;
-		return "ok";
+		return;
 	case SPOOL_PERMANENT:
 		r->reason = SPOOL_REASON_PERMANENT;
-		return "park";
+		return;
 	case SPOOL_RELEASE:
-		r->ev = EV_RELEASE;
+		r->ev = SPOOL_EV_RELEASE;
 		r->loc = SPOOL_NEW;
 		r->eligible = now + (f->delay_ms > 0 ? f->delay_ms : 0);
 		r->att = j->cur.att - 1;	/* this delivery did not count */
-		return "release";
+		return;
 	default:
 		break;
 	}
@@ -108,19 +108,18 @@ decide(struct spool *sp, const struct job *j, const struct spool_finish *f,
 	    f->class == SPOOL_CLASS_TIMEOUT;
 	if (j->cur.att >= j->cur.max) {
 		r->reason = SPOOL_REASON_EXHAUSTED;
-		return "park";
+		return;
 	}
 	eligible = now + (f->delay_ms >= 0 ? f->delay_ms :
 	    backoff_ms(sp, j->cur.att));
 	if (eligible >= j->cur.deadline) {
 		r->reason = SPOOL_REASON_DEADLINE;
-		return "park";
+		return;
 	}
 	r->se = 0;
-	r->ev = EV_RETRY;
+	r->ev = SPOOL_EV_RETRY;
 	r->loc = SPOOL_NEW;
 	r->eligible = eligible;
-	return "retry";
 }
 
 static int
@@ -141,7 +140,8 @@ finish_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	}
 	if (lease_refusal(j, f->token, &f->res))
 		return 0;
-	j->event = decide(sp, j, f, b->now, &r);
+	decide(sp, j, f, b->now, &r);
+	j->event = r.ev;
 	f->res.state = r.loc;
 	f->res.token = r.tok;
 	f->res.reason = r.reason;

@@ -62,14 +62,6 @@ struct fsck {
 	int64_t oldest;			/* the earliest audit line kept */
 };
 
-/* Audit events, as spool-layout.md names them; their index is the code. */
-static const char *const aevents[] = {
-	"-", "enqueue", "claim", "renew", "ok", "retry", "release", "park",
-	"redrive", "void", "drop", "cancel", "purge", "reclaim", "supersede",
-	"pause", "resume"
-};
-#define AEV_RECLAIM	13
-
 static uint64_t
 hash_id(const char *s, size_t len)
 {
@@ -196,7 +188,7 @@ scan_dir(struct fsck *f, int dirfd, const char *rel, int state)
 
 	if ((d = dir_list(dirfd)) == NULL)
 		return -1;
-	while (rv == 0 && (errno = 0, de = readdir(d)) != NULL) {
+	while (rv == 0 && (errno = 0, de = dir_next(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		/* A symlink, FIFO or directory is never a job's file. */
@@ -232,51 +224,15 @@ scan_leaf(void *arg, int leaffd, int64_t start)
 	return scan_dir(arg, leaffd, rel, SPOOL_NEW) == -1 ? -1 : 0;
 }
 
-static int64_t
-iso_ms(const char *s)
-{
-	struct tm tm;
-	int ms;
-
-	memset(&tm, 0, sizeof(tm));
-	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon,
-	    &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
-		return -1;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	return (int64_t)timegm(&tm) * 1000 + ms;
-}
-
-/* One audit line into the index: TIME EVENT ID TOKEN ... */
+/* One audit line into the index; a line not of this format is not ours. */
 static int
 index_line(void *arg, const char *line, size_t len)
 {
 	struct fsck *f = arg;
-	const char *w[5], *p = line, *end = line + len, *sp;
-	char tbuf[32], ev[16], tok[24];
+	struct spool_audit a;
 	struct akey *k;
-	size_t i, n;
-	int code;
 
-	for (i = 0; i < 5 && p < end; i++) {
-		w[i] = p;
-		sp = memchr(p, ' ', (size_t)(end - p));
-		p = sp != NULL ? sp + 1 : end;
-	}
-	if (i < 5)
-		return 0;	/* not ours; spool-fsck does not judge it */
-	n = (size_t)(w[1] - w[0] - 1);
-	if (n >= sizeof(tbuf) || (size_t)(w[2] - w[1] - 1) >= sizeof(ev) ||
-	    (size_t)(w[4] - w[3] - 1) >= sizeof(tok))
-		return 0;
-	memcpy(tbuf, w[0], n);
-	tbuf[n] = '\0';
-	memcpy(ev, w[1], (size_t)(w[2] - w[1] - 1));
-	ev[w[2] - w[1] - 1] = '\0';
-	for (code = NELEM(aevents) - 1; code > 0; code--)
-		if (strcmp(aevents[code], ev) == 0)
-			break;
-	if (code == 0)
+	if (spool_audit_parse(line, len, &a) == -1 || a.id[0] == '\0')
 		return 0;
 	if (f->nkeys == f->capkeys) {
 		f->capkeys = f->capkeys ? f->capkeys * 2 : 4096;
@@ -285,15 +241,12 @@ index_line(void *arg, const char *line, size_t len)
 		f->keys = k;
 	}
 	k = &f->keys[f->nkeys];
-	k->idh = hash_id(w[2], (size_t)(w[3] - w[2] - 1));
-	k->t = iso_ms(tbuf);
+	k->idh = hash_id(a.id, strlen(a.id));
+	k->t = a.time;
 	if (f->nkeys == 0 || k->t < f->oldest)
 		f->oldest = k->t;
-	k->ev = code;
-	/* The token field alone: the line is not NUL-terminated. */
-	memcpy(tok, w[3], (size_t)(w[4] - w[3] - 1));
-	tok[w[4] - w[3] - 1] = '\0';
-	k->tok = strtoull(tok, NULL, 10);
+	k->ev = a.event;
+	k->tok = a.token;
 	f->nkeys++;
 	return 0;
 }
@@ -335,15 +288,16 @@ cmp_name(const void *a, const void *b, void *arg)
 	    sorting->names + *(const size_t *)b);
 }
 
-/* The audit event a sidecar record must have a line for (0: none). */
+/*
+ * The audit event of a sidecar record: its own, but a claim that took over
+ * an expired lease is logged as a reclaim.
+ */
 static int
-audit_code(const struct rec *r)
+audit_event(const struct rec *r)
 {
-	if (r->ev == EV_VOID)
-		return 0;
-	if (r->ev == EV_CLAIM && r->cls == SPOOL_CLASS_LEASE_EXPIRED)
-		return AEV_RECLAIM;
-	return r->ev;	/* the two tables agree up to purge */
+	if (r->ev == SPOOL_EV_CLAIM && r->cls == SPOOL_CLASS_LEASE_EXPIRED)
+		return SPOOL_EV_RECLAIM;
+	return r->ev;
 }
 
 /* The highest token the audit log names for the ID; 0 if none. */
@@ -385,7 +339,7 @@ quarantine(struct fsck *f, const char *rel)
 	for (p = name + strlen("quarantine/"); *p != '\0'; p++)
 		if (*p == '/')
 			*p = '_';
-	if (renameat(sp->dirfd, rel, sp->dirfd, name) == -1 ||
+	if (sys_renameat(sp->dirfd, rel, sp->dirfd, name, 0) == -1 ||
 	    sync_dir(sp->dirfd, "quarantine") == -1)
 		return -1;
 	return 0;
@@ -405,11 +359,12 @@ check_audit(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
 
 	for (; (nl = memchr(p, '\n', (size_t)(end - p))) != NULL; p = next) {
 		next = nl + 1;
-		if (rec_parse(p, (size_t)(nl - p), &r) == -1 || r.ev == EV_VOID)
+		if (rec_parse(p, (size_t)(nl - p), &r) == -1 || r.ev ==
+		    SPOOL_EV_VOID)
 			continue;
 		nl = memchr(next, '\n', (size_t)(end - next));
 		effective = nl != NULL ? !(rec_parse(next, (size_t)(nl - next),
-		    &v) == 0 && v.ev == EV_VOID) : !lastvoid;
+		    &v) == 0 && v.ev == SPOOL_EV_VOID) : !lastvoid;
 		if (!effective)
 			continue;
 		/*
@@ -420,19 +375,20 @@ check_audit(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
 			continue;
 		want.idh = idh;
 		want.t = r.t;
-		want.ev = audit_code(&r);
+		want.ev = audit_event(&r);
 		want.tok = r.tok;
 		if (f->nkeys > 0 && bsearch(&want, f->keys, f->nkeys,
 		    sizeof(want), cmp_key) != NULL)
 			continue;
 		if (f->repair && audit_add(&f->ab, f->sp, j->id, &r,
-		    aevents[want.ev]) == 0) {
+		    want.ev) == 0) {
 			problem(f, j->id, 1, "no audit line for its %s at %"
-			    PRId64 " ms (appended)", aevents[want.ev], r.t);
+			    PRId64 " ms (appended)", spool_event_name(want.ev),
+			    r.t);
 			continue;
 		}
 		problem(f, j->id, 0, "no audit line for its %s at %" PRId64
-		    " ms", aevents[want.ev], r.t);
+		    " ms", spool_event_name(want.ev), r.t);
 	}
 }
 
@@ -473,7 +429,7 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 			/* Roll back: a void record, as the next writer would. */
 			memset(&v, 0, sizeof(v));
 			v.t = now_ms();
-			v.ev = EV_VOID;
+			v.ev = SPOOL_EV_VOID;
 			v.tok = j.hi;
 			j.npending = rec_format(j.pending, sizeof(j.pending) - 1,
 			    &v);
@@ -539,7 +495,7 @@ check_tmp(struct fsck *f)
 
 	if ((d = dir_list(sp->tmpfd)) == NULL)
 		return -1;
-	while ((errno = 0, de = readdir(d)) != NULL) {
+	while ((errno = 0, de = dir_next(d)) != NULL) {
 		if (de->d_name[0] == '.' || fstatat(sp->tmpfd, de->d_name, &st,
 		    AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
@@ -549,7 +505,7 @@ check_tmp(struct fsck *f)
 		if (alive && (int64_t)st.st_mtim.tv_sec * 1000 >
 		    now_ms() - TMP_STALE_MS)
 			continue;	/* an enqueue at work */
-		if (f->repair && unlinkat(sp->tmpfd, de->d_name, 0) == -1 &&
+		if (f->repair && sys_unlinkat(sp->tmpfd, de->d_name, 0) == -1 &&
 		    errno != ENOENT) {
 			(void)closedir(d);
 			return -1;
@@ -579,7 +535,7 @@ check_top(struct fsck *f, struct spool *sp)
 
 	if ((d = dir_list(sp->dirfd)) == NULL)
 		return -1;
-	while ((errno = 0, de = readdir(d)) != NULL) {
+	while ((errno = 0, de = dir_next(d)) != NULL) {
 		for (known = 0, i = 0; i < NELEM(ours) && !known; i++)
 			known = strcmp(de->d_name, ours[i]) == 0;
 		if (!known)
@@ -624,7 +580,7 @@ spool_fsck(struct spool *sp, int repair,
 		qsort(f.keys, f.nkeys, sizeof(*f.keys), cmp_key);
 	if ((d = dir_list(sp->metafd)) == NULL)
 		goto fail;
-	while ((errno = 0, de = readdir(d)) != NULL) {
+	while ((errno = 0, de = dir_next(d)) != NULL) {
 		if (de->d_name[0] == '.' && (de->d_name[1] == '\0' ||
 		    strcmp(de->d_name, "..") == 0))
 			continue;

@@ -134,13 +134,13 @@ host_register(struct spool *sp)
 	machine_id(mid, sizeof(mid));
 	(void)snprintf(want, sizeof(want), "machine=%s\n", mid);
 	if ((mkdir_mode(sp, sp->dirfd, "hosts") == -1 && errno != EEXIST) ||
-	    (hfd = openat(sp->dirfd, "hosts", O_RDONLY | O_DIRECTORY |
-	    O_NOFOLLOW | O_CLOEXEC)) == -1 ||
-	    (fd = openat(hfd, sp->host, O_RDWR | O_CREAT | O_NOFOLLOW |
+	    (hfd = sys_openat(sp->dirfd, "hosts", O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC, 0)) == -1 ||
+	    (fd = sys_openat(hfd, sp->host, O_RDWR | O_CREAT | O_NOFOLLOW |
 	    O_CLOEXEC | O_NONBLOCK, 0666)) == -1 ||
 	    file_mode(sp, fd, 0660) == -1 || lock_fd(fd, 0) == -1 ||
 	    fstat(fd, &st) == -1 ||
-	    (n = pread(fd, have, sizeof(have) - 1, 0)) == -1)
+	    (n = sys_pread(fd, have, sizeof(have) - 1, 0)) == -1)
 		goto fail;
 	have[n] = '\0';
 	/* The real clock, as the file system stamps mtimes: not a test's. */
@@ -149,7 +149,7 @@ host_register(struct spool *sp)
 		if (age >= HOST_TOUCH_MS && futimens(fd, NULL) == -1)
 			goto fail;
 	} else if (n == 0 || age >= HOST_LIVE_MS) {
-		if (ftruncate(fd, 0) == -1 ||
+		if (sys_ftruncate(fd, 0) == -1 ||
 		    write_at(fd, want, strlen(want), 0) == -1 ||
 		    sync_fd(fd) == -1)
 			goto fail;

@@ -49,7 +49,7 @@ add_history(struct spool_job_info *in, const struct rec *r, int wasleased)
 	struct spool_delivery *d;
 
 	switch (r->ev) {
-	case EV_CLAIM:
+	case SPOOL_EV_CLAIM:
 		if (r->cls == SPOOL_CLASS_LEASE_EXPIRED)
 			end_delivery(open_delivery(in, r->prev), r, "expired");
 		d = realloc(in->deliveries, (in->ndeliveries + 1) * sizeof(*d));
@@ -65,15 +65,15 @@ add_history(struct spool_job_info *in, const struct rec *r, int wasleased)
 		(void)snprintf(d->owner, sizeof(d->owner), "%s", r->owner);
 		d->class = 0;
 		return 0;
-	case EV_CANCEL:
+	case SPOOL_EV_CANCEL:
 		/* An operator stopped it: the holder can no longer finish. */
 		if (wasleased)
 			end_delivery(open_delivery(in, r->tok), r, "cancelled");
 		return 0;
-	case EV_OK:
-	case EV_RETRY:
-	case EV_RELEASE:
-	case EV_PARK:
+	case SPOOL_EV_OK:
+	case SPOOL_EV_RETRY:
+	case SPOOL_EV_RELEASE:
+	case SPOOL_EV_PARK:
 		if (r->out != 0)
 			end_delivery(open_delivery(in, r->tok), r,
 			    spool_outcome_name(r->out));
@@ -103,13 +103,13 @@ replay(struct spool_job_info *in, const char *buf, size_t len, int lastvoid,
 		if (rec_parse(p, (size_t)(nl - p), &r) == -1)
 			return errno = EUCLEAN, -1;
 		next = nl + 1;
-		skip = r.ev == EV_VOID;
+		skip = r.ev == SPOOL_EV_VOID;
 		/* Is the next complete line a void, or is this the last? */
 		nl = memchr(next, '\n', len - (size_t)(next - buf));
 		if (nl == NULL)
 			skip |= lastvoid;
 		else if (rec_parse(next, (size_t)(nl - next), &v) == 0 &&
-		    v.ev == EV_VOID)
+		    v.ev == SPOOL_EV_VOID)
 			skip = 1;
 		if (!skip) {
 			if (history && add_history(in, &r, wasleased) == -1)
@@ -119,7 +119,7 @@ replay(struct spool_job_info *in, const char *buf, size_t len, int lastvoid,
 			 * A renew keeps the job where it was: the time it
 			 * entered its state is that of its last other record.
 			 */
-			if (r.ev != EV_RENEW)
+			if (r.ev != SPOOL_EV_RENEW)
 				in->since = r.t;
 			if (r.by[0] != '\0') {
 				(void)snprintf(in->by, sizeof(in->by), "%s", r.by);
@@ -127,8 +127,9 @@ replay(struct spool_job_info *in, const char *buf, size_t len, int lastvoid,
 				    r.note);
 				in->acted = r.t;
 			}
-			if (r.ev == EV_ENQUEUE || r.ev == EV_REDRIVE)
-				in->redriven = r.ev == EV_REDRIVE;
+			if (r.ev == SPOOL_EV_ENQUEUE || r.ev ==
+			    SPOOL_EV_REDRIVE)
+				in->redriven = r.ev == SPOOL_EV_REDRIVE;
 		}
 		p = next;
 	}
@@ -183,7 +184,7 @@ spool_job_info(struct spool *sp, const char *id, int history,
 	in->class = c->cls;
 	(void)snprintf(in->detail, sizeof(in->detail), "%s", c->detail);
 	in->side_effect = c->se;
-	in->dropped = c->ev == EV_DROP;
+	in->dropped = c->ev == SPOOL_EV_DROP;
 	if (replay(in, j.text, j.textlen, j.voidtail, history) == -1)
 		goto fail;
 	job_close(&j);
@@ -222,7 +223,7 @@ list_dir(int dirfd, int numbered, struct lister *l)
 
 	if ((d = dir_list(dirfd)) == NULL)
 		return -1;
-	while (rv == 0 && (errno = 0, de = readdir(d)) != NULL) {
+	while (rv == 0 && (errno = 0, de = dir_next(d)) != NULL) {
 		if (numbered ? parse_leased_name(de->d_name, id, &v) == -1 :
 		    !spool_valid_id(de->d_name))
 			continue;

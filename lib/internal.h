@@ -7,6 +7,8 @@
 #define SPOOL_INTERNAL_H
 
 #include <sys/types.h>
+
+#include <dirent.h>
 #include <stdint.h>
 
 #include "spool.h"
@@ -35,20 +37,13 @@ struct spool {
 	unsigned long tmpseq;
 };
 
-/* Sidecar events (spool-layout.md, "Sidecar"). */
-enum event {
-	EV_NONE,
-	EV_ENQUEUE, EV_CLAIM, EV_RENEW, EV_OK, EV_RETRY, EV_RELEASE,
-	EV_PARK, EV_REDRIVE, EV_VOID, EV_DROP, EV_CANCEL, EV_PURGE
-};
-
 /*
  * One sidecar record: the event and the job's whole state after it, so the
  * state of a job is its last effective record.
  */
 struct rec {
 	int64_t t;
-	int ev;
+	int ev;			/* enum spool_event */
 	int loc;		/* enum spool_state after the event */
 	int64_t eligible;	/* loc new: eligible time */
 	uint64_t tok;		/* current token; loc leased: the lease's */
@@ -83,7 +78,7 @@ struct job {
 	dev_t dev;		/* the job file, once located */
 	ino_t ino;
 	size_t npending, written;	/* queued; written, not yet synced */
-	const char *event;	/* the audit event of the queued record */
+	int event;		/* the audit event of the queued record */
 	char pending[2048];	/* lines to append on commit: last, and
 				   not zeroed (see job_clear) */
 };
@@ -94,28 +89,45 @@ struct abuf {
 	size_t len, size;
 };
 
-/* io.c */
+/*
+ * io.c: system calls as the spool needs them (EINTR retried, short writes
+ * completed, syncs counted), the no-replace move, modes, and the test
+ * hooks.
+ */
+extern struct spool_counters counters;
 int64_t now_ms(void);
+void crash_point(const char *name);
 ssize_t read_full(int fd, void *buf, size_t n);
 int write_all(int fd, const void *buf, size_t n);
 int write_at(int fd, const void *buf, size_t n, off_t off);
-int host_register(struct spool *sp);
 int sync_fd(int fd);
 int psync(const int *fds, size_t n, size_t ndirs, int *errs);
 int sync_dir(int dirfd, const char *rel);
 int close_fd(int fd);
+int sys_openat(int dirfd, const char *path, int flags, mode_t mode);
+ssize_t sys_pread(int fd, void *buf, size_t n, off_t off);
+int sys_ftruncate(int fd, off_t len);
+int sys_renameat(int fromfd, const char *from, int tofd, const char *to,
+    unsigned flags);
+int sys_unlinkat(int dirfd, const char *path, int flags);
+int sys_mkdirat(int dirfd, const char *path, mode_t mode);
+int sys_flock(int fd, int op);
 int lock_fd(int fd, int nonblock);
 int move_noreplace(int fromfd, const char *from, int tofd, const char *to);
 int mkdir_mode(struct spool *sp, int dirfd, const char *rel);
 int file_mode(struct spool *sp, int fd, mode_t mode);
-void crash_point(const char *name);
 void sort_by_id(size_t *order, size_t n, const char **ids);
-struct __dirstream;
-struct __dirstream *dir_list(int dirfd);
-int reason_from_name(const char *s);
-extern struct spool_counters counters;
+DIR *dir_list(int dirfd);
+struct dirent *dir_next(DIR *d);
 
-/* open.c */
+/* valid.c: the names of states and reasons as the sidecar spells them */
+int state_from_name(const char *s, size_t len);
+int reason_from_name(const char *s);
+
+/* hosts.c: this host's entry in hosts/ (multi-host mode) */
+int host_register(struct spool *sp);
+
+/* open.c: a small file in the top directory, written by rename */
 int write_top_file(struct spool *sp, const char *name, const char *text,
     int replace);
 
@@ -127,6 +139,16 @@ struct dirset {
 int dirset_add(struct dirset *ds, const char *rel);
 int dirset_sync(struct spool *sp, struct dirset *ds);
 void dirset_free(struct dirset *ds);
+
+/* queue.c: moving a job's file into new/, and walking new/'s buckets */
+int publish_new(struct spool *sp, int fromfd, const char *from,
+    const char *id, int64_t eligible, struct dirset *ds);
+int64_t backoff_ms(struct spool *sp, int attempt);
+int bucket_walk(struct spool *sp, int64_t until, int64_t prune_now,
+    int (*leaf)(void *arg, int leaffd, int64_t start), void *arg);
+int bucket_walk_all(struct spool *sp,
+    int (*leaf)(void *arg, int leaffd, int64_t start),
+    int (*stray)(void *arg, const char *dir, const char *name), void *arg);
 
 /* names.c: where a job's file is, for each state */
 struct stat;
@@ -149,7 +171,12 @@ int place_stat(struct spool *sp, const char *id, const struct rec *r,
     struct stat *st);
 int sync_place(struct spool *sp, const struct rec *r);
 
-/* meta.c: the sidecar */
+/* record.c: the sidecar record, one line to a struct rec and back */
+int rec_parse(const char *line, size_t len, struct rec *r);
+size_t rec_format(char *buf, size_t len, const struct rec *r);
+int rec_same_place(const struct rec *a, const struct rec *b);
+
+/* meta.c: the sidecar, opened, locked, read, settled and appended to */
 int job_open(struct spool *sp, const char *id, int create, int nonblock,
     struct job *j, struct abuf *ab);
 void job_close(struct job *j);
@@ -163,9 +190,6 @@ int job_commit(struct job *j);
 int job_move(struct spool *sp, struct job *j, struct dirset *ds);
 int job_finished(const struct job *j, uint64_t tok, int out);
 void rec_next(const struct job *j, struct rec *r, int ev, int64_t now);
-int rec_parse(const char *line, size_t len, struct rec *r);
-size_t rec_format(char *buf, size_t len, const struct rec *r);
-int rec_same_place(const struct rec *a, const struct rec *b);
 
 /* batch.c: lock in ID order, one transition each, one group commit */
 struct batch {
@@ -192,46 +216,16 @@ int batch_items(struct spool *sp, const struct spool_operator *op,
 void refuse(struct spool_result *res, int refusal, const struct job *j);
 int changed_since(struct spool_item *it, const struct job *j);
 void failed(struct spool_result *res, int err, int changed);
-int state_from_name(const char *s, size_t len);
+
+/* finish.c: the refusal a finish or renew with this token gets, if any */
 int lease_refusal(const struct job *j, uint64_t token,
     struct spool_result *res);
 
-/* audit.c */
+/* audit.c: the audit line's one writer (its parser is spool.h's) */
 int audit_add(struct abuf *ab, struct spool *sp, const char *id,
-    const struct rec *r, const char *event);
+    const struct rec *r, int event);
+size_t audit_format(char *buf, size_t size, const struct spool_audit *a);
 int audit_flush(struct spool *sp, struct abuf *ab);
 void abuf_free(struct abuf *ab);
-
-/* queue.c: moving a job's file into new/ */
-int publish_new(struct spool *sp, int fromfd, const char *from,
-    const char *id, int64_t eligible, struct dirset *ds);
-int64_t backoff_ms(struct spool *sp, int attempt);
-int bucket_walk(struct spool *sp, int64_t until, int64_t prune_now,
-    int (*leaf)(void *arg, int leaffd, int64_t start), void *arg);
-int bucket_walk_all(struct spool *sp,
-    int (*leaf)(void *arg, int leaffd, int64_t start),
-    int (*stray)(void *arg, const char *dir, const char *name), void *arg);
-
-/*
- * EINTR is retried for every call the spool makes (a handler installed
- * without SA_RESTART, a FUSE or network file system can interrupt any of
- * them), but close(2): see close_fd.  read, write and the syncs loop in
- * io.c; the rest go through these (TEMP_FAILURE_RETRY is glibc's).
- */
-#define open(...)	TEMP_FAILURE_RETRY(open(__VA_ARGS__))
-#define openat(...)	TEMP_FAILURE_RETRY(openat(__VA_ARGS__))
-#define pread(...)	TEMP_FAILURE_RETRY(pread(__VA_ARGS__))
-#define pwrite(...)	TEMP_FAILURE_RETRY(pwrite(__VA_ARGS__))
-#define ftruncate(...)	TEMP_FAILURE_RETRY(ftruncate(__VA_ARGS__))
-#define renameat(...)	TEMP_FAILURE_RETRY(renameat(__VA_ARGS__))
-#define renameat2(...)	TEMP_FAILURE_RETRY(renameat2(__VA_ARGS__))
-#define linkat(...)	TEMP_FAILURE_RETRY(linkat(__VA_ARGS__))
-#define unlinkat(...)	TEMP_FAILURE_RETRY(unlinkat(__VA_ARGS__))
-#define mkdir(...)	TEMP_FAILURE_RETRY(mkdir(__VA_ARGS__))
-#define mkdirat(...)	TEMP_FAILURE_RETRY(mkdirat(__VA_ARGS__))
-#define flock(...)	TEMP_FAILURE_RETRY(flock(__VA_ARGS__))
-struct dirent;
-struct dirent *dir_next(struct __dirstream *d);
-#define readdir(d)	dir_next(d)
 
 #endif

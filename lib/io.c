@@ -1,8 +1,9 @@
 /*
  * System calls the way the spool needs them: EINTR retried (never for
  * close), short writes completed, every fsync counted, and the one
- * no-replace move that every state change goes through.  Also the two test
- * hooks, SPOOL_TEST_NOW and SPOOL_TEST_CRASH (spool(7), ENVIRONMENT).
+ * no-replace move that every state change goes through.  Also three of the
+ * test hooks, SPOOL_TEST_NOW, SPOOL_TEST_CRASH and SPOOL_TEST_NOREPLACE
+ * (spool(7), ENVIRONMENT); hosts.c reads the fourth, SPOOL_TEST_CLOCK.
  */
 #define _GNU_SOURCE
 #include <sys/file.h>
@@ -240,7 +241,8 @@ sync_dir(int dirfd, const char *rel)
 {
 	int fd, r, e;
 
-	fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	fd = sys_openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+	    O_NOFOLLOW, 0);
 	if (fd == -1)
 		return -1;
 	r = sync_dirfd(fd);
@@ -270,15 +272,96 @@ close_fd(int fd)
 	return 0;
 }
 
+/*
+ * The system calls the spool makes, again after EINTR: a handler installed
+ * without SA_RESTART, or a FUSE or network file system, can interrupt any
+ * of them.  errno is that of the last failure.  read, write and the syncs
+ * have loops of their own above; close(2) is never retried (close_fd).
+ */
 int
-lock_fd(int fd, int nonblock)
+sys_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+	int fd;
+
+	do
+		fd = openat(dirfd, path, flags, mode);
+	while (fd == -1 && errno == EINTR);
+	return fd;
+}
+
+ssize_t
+sys_pread(int fd, void *buf, size_t n, off_t off)
+{
+	ssize_t r;
+
+	do
+		r = pread(fd, buf, n, off);
+	while (r == -1 && errno == EINTR);
+	return r;
+}
+
+int
+sys_ftruncate(int fd, off_t len)
 {
 	int r;
 
 	do
-		r = flock(fd, LOCK_EX | (nonblock ? LOCK_NB : 0));
+		r = ftruncate(fd, len);
 	while (r == -1 && errno == EINTR);
 	return r;
+}
+
+int
+sys_renameat(int fromfd, const char *from, int tofd, const char *to,
+    unsigned flags)
+{
+	int r;
+
+	do
+		r = flags != 0 ? renameat2(fromfd, from, tofd, to, flags) :
+		    renameat(fromfd, from, tofd, to);
+	while (r == -1 && errno == EINTR);
+	return r;
+}
+
+int
+sys_unlinkat(int dirfd, const char *path, int flags)
+{
+	int r;
+
+	do
+		r = unlinkat(dirfd, path, flags);
+	while (r == -1 && errno == EINTR);
+	return r;
+}
+
+int
+sys_mkdirat(int dirfd, const char *path, mode_t mode)
+{
+	int r;
+
+	do
+		r = mkdirat(dirfd, path, mode);
+	while (r == -1 && errno == EINTR);
+	return r;
+}
+
+int
+sys_flock(int fd, int op)
+{
+	int r;
+
+	do
+		r = flock(fd, op);
+	while (r == -1 && errno == EINTR);
+	return r;
+}
+
+/* An exclusive lock; nonblock: EWOULDBLOCK if another process has it. */
+int
+lock_fd(int fd, int nonblock)
+{
+	return sys_flock(fd, LOCK_EX | (nonblock ? LOCK_NB : 0));
 }
 
 /*
@@ -304,7 +387,8 @@ move_noreplace(int fromfd, const char *from, int tofd, const char *to)
 		fallback = s != NULL && strcmp(s, "off") == 0;
 	}
 	if (!fallback) {
-		if (renameat2(fromfd, from, tofd, to, RENAME_NOREPLACE) == 0) {
+		if (sys_renameat(fromfd, from, tofd, to,
+		    RENAME_NOREPLACE) == 0) {
 			__atomic_fetch_add(&counters.renames, 1,
 			    __ATOMIC_RELAXED);
 			return 0;
@@ -317,7 +401,7 @@ move_noreplace(int fromfd, const char *from, int tofd, const char *to)
 		errno = EEXIST;
 		return -1;
 	}
-	if (errno != ENOENT || renameat(fromfd, from, tofd, to) == -1)
+	if (errno != ENOENT || sys_renameat(fromfd, from, tofd, to, 0) == -1)
 		return -1;
 	__atomic_fetch_add(&counters.renames, 1, __ATOMIC_RELAXED);
 	return 0;
@@ -327,7 +411,7 @@ move_noreplace(int fromfd, const char *from, int tofd, const char *to)
 int
 mkdir_mode(struct spool *sp, int dirfd, const char *rel)
 {
-	if (mkdirat(dirfd, rel, sp->group ? 02770 : 0777) == -1)
+	if (sys_mkdirat(dirfd, rel, sp->group ? 02770 : 0777) == -1)
 		return -1;
 	/* The umask may have taken the group's write bit: give it back. */
 	if (sp->group && fchmodat(dirfd, rel, 02770, 0) == -1)
@@ -386,7 +470,11 @@ dir_list(int dirfd)
 	return d;
 }
 
-/* readdir(3), again after EINTR (glibc leaves the stream as it was). */
+/*
+ * readdir(3), again after EINTR (glibc leaves the stream as it was), with
+ * errno 0 at the end of the directory: a caller tells the end from a
+ * failure by errno alone.
+ */
 struct dirent *
 dir_next(DIR *d)
 {
@@ -394,6 +482,6 @@ dir_next(DIR *d)
 
 	do
 		errno = 0;
-	while ((de = (readdir)(d)) == NULL && errno == EINTR);
+	while ((de = readdir(d)) == NULL && errno == EINTR);
 	return de;
 }

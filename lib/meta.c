@@ -25,275 +25,6 @@
 #include "internal.h"
 
 
-static const char *const events[] = {
-	"-", "enqueue", "claim", "renew", "ok", "retry", "release", "park",
-	"redrive", "void", "drop", "cancel", "purge"
-};
-
-static int
-name_index(const char *const *names, int n, const char *s, size_t len)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0)
-			return i;
-	return -1;
-}
-
-static int
-num(const char *s, size_t len, int64_t *v)
-{
-	int64_t n = 0;
-	size_t i;
-
-	if (len == 0 || len > 18)	/* 10^18 < 2^63: no overflow */
-		return -1;
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		n = n * 10 + (s[i] - '0');
-	}
-	*v = n;
-	return 0;
-}
-
-static int
-word(const char *s, size_t len, char *dst, size_t size)
-{
-	if (len >= size)
-		return -1;
-	memcpy(dst, s, len);
-	dst[len] = '\0';
-	return 0;
-}
-
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* detail is stored percent-encoded: it may hold spaces and '%'. */
-static int
-decode(const char *s, size_t len, char *dst, size_t size)
-{
-	size_t i, o = 0;
-	int hi, lo;
-
-	for (i = 0; i < len; i++) {
-		if (o + 1 >= size)
-			return -1;
-		if (s[i] != '%') {
-			dst[o++] = s[i];
-			continue;
-		}
-		if (i + 2 >= len)
-			return -1;
-		if ((hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0)
-			return -1;
-		dst[o++] = (char)(hi << 4 | lo);
-		i += 2;
-	}
-	dst[o] = '\0';
-	return 0;
-}
-
-int
-rec_parse(const char *line, size_t len, struct rec *r)
-{
-	const char *p = line, *end = line + len, *sp, *eq, *v;
-	size_t klen, vlen;
-	int64_t n;
-	int i;
-
-	memset(r, 0, sizeof(*r));
-	while (p < end) {
-		if ((sp = memchr(p, ' ', (size_t)(end - p))) == NULL)
-			sp = end;
-		if ((eq = memchr(p, '=', (size_t)(sp - p))) == NULL)
-			return -1;
-		klen = (size_t)(eq - p);
-		v = eq + 1;
-		vlen = (size_t)(sp - v);
-#define KEY(k) (klen == sizeof(k) - 1 && memcmp(p, k, klen) == 0)
-#define NUM(field) do { if (num(v, vlen, &n) == -1) return -1; field = n; } while (0)
-#define INT(field) do { if (num(v, vlen, &n) == -1 || n > INT_MAX) return -1; field = (int)n; } while (0)
-		if (KEY("t"))
-			NUM(r->t);
-		else if (KEY("ev")) {
-			if ((r->ev = name_index(events, NELEM(events), v,
-			    vlen)) <= 0)
-				return -1;
-		} else if (KEY("at")) {
-			if (vlen > 4 && memcmp(v, "new:", 4) == 0) {
-				r->loc = SPOOL_NEW;
-				if (num(v + 4, vlen - 4, &r->eligible) == -1)
-					return -1;
-			} else if ((r->loc = state_from_name(v, vlen)) == -1 ||
-			    r->loc == SPOOL_NEW)
-				return -1;
-		} else if (KEY("tok")) {
-			NUM(r->tok);
-		} else if (KEY("att"))
-			INT(r->att);
-		else if (KEY("cyc"))
-			INT(r->cyc);
-		else if (KEY("max"))
-			INT(r->max);
-		else if (KEY("dl"))
-			NUM(r->deadline);
-		else if (KEY("ttl"))
-			NUM(r->ttl);
-		else if (KEY("created"))
-			NUM(r->created);
-		else if (KEY("until"))
-			NUM(r->until);
-		else if (KEY("se")) {
-			INT(r->se);
-			r->se = r->se != 0;	/* a flag: written back as se=1 */
-		} else if (KEY("prev"))
-			NUM(r->prev);
-		else if (KEY("trace")) {
-			if (word(v, vlen, r->trace, sizeof(r->trace)) == -1)
-				return -1;
-		} else if (KEY("own")) {
-			/* own, by and note go to the audit log: words only. */
-			if (word(v, vlen, r->owner, sizeof(r->owner)) == -1 ||
-			    !spool_valid_owner(r->owner))
-				return -1;
-		} else if (KEY("by")) {
-			if (word(v, vlen, r->by, sizeof(r->by)) == -1 ||
-			    !spool_valid_note(r->by))
-				return -1;
-		} else if (KEY("note")) {
-			if (word(v, vlen, r->note, sizeof(r->note)) == -1 ||
-			    !spool_valid_note(r->note))
-				return -1;
-		} else if (KEY("detail")) {
-			if (decode(v, vlen, r->detail, sizeof(r->detail)) == -1)
-				return -1;
-		} else if (KEY("out")) {
-			char name[32];
-
-			if (word(v, vlen, name, sizeof(name)) == -1 ||
-			    (i = spool_outcome_from_name(name)) == -1)
-				return -1;
-			r->out = i;
-		} else if (KEY("cls")) {
-			char name[32];
-
-			if (word(v, vlen, name, sizeof(name)) == -1 ||
-			    (i = spool_class_from_name(name)) == -1)
-				return -1;
-			r->cls = i;
-		} else if (KEY("reason")) {
-			char name[32];
-
-			if (word(v, vlen, name, sizeof(name)) == -1 ||
-			    (i = reason_from_name(name)) == -1)
-				return -1;
-			r->reason = i;
-		}
-		/* Unknown keys are skipped: later versions may add some. */
-#undef KEY
-#undef NUM
-#undef INT
-		p = sp + 1;
-	}
-	/* Only a purge leaves a job nowhere. */
-	if (r->ev == EV_NONE || (r->ev != EV_VOID &&
-	    (r->loc == SPOOL_ABSENT) != (r->ev == EV_PURGE)))
-		return -1;
-	return 0;
-}
-
-struct buf {
-	char *p;
-	size_t len, size;
-	int over;
-};
-
-static void
-put(struct buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-#include <stdarg.h>
-
-static void
-put(struct buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	if (b->over)
-		return;
-	va_start(ap, fmt);
-	r = vsnprintf(b->p + b->len, b->size - b->len, fmt, ap);
-	va_end(ap);
-	if (r < 0 || (size_t)r >= b->size - b->len)
-		b->over = 1;
-	else
-		b->len += (size_t)r;
-}
-
-/* One record as a line, without the newline; 0 if it did not fit. */
-size_t
-rec_format(char *dst, size_t size, const struct rec *r)
-{
-	struct buf b = { dst, 0, size, 0 };
-	const unsigned char *d;
-
-	put(&b, "t=%" PRId64 " ev=%s", r->t, events[r->ev]);
-	if (r->ev == EV_VOID) {
-		put(&b, " tok=%" PRIu64, r->tok);
-		return b.over ? 0 : b.len;
-	}
-	if (r->loc == SPOOL_NEW)
-		put(&b, " at=new:%" PRId64, r->eligible);
-	else
-		put(&b, " at=%s", spool_state_name(r->loc));
-	put(&b, " tok=%" PRIu64 " att=%d cyc=%d max=%d dl=%" PRId64
-	    " ttl=%" PRId64 " created=%" PRId64, r->tok, r->att, r->cyc,
-	    r->max, r->deadline, r->ttl, r->created);
-	if (r->trace[0] != '\0')
-		put(&b, " trace=%s", r->trace);
-	if (r->owner[0] != '\0')
-		put(&b, " own=%s", r->owner);
-	if (r->until != 0)
-		put(&b, " until=%" PRId64, r->until);
-	if (r->prev != 0)
-		put(&b, " prev=%" PRIu64, r->prev);
-	if (r->out != 0)
-		put(&b, " out=%s", spool_outcome_name(r->out));
-	if (r->cls != 0)
-		put(&b, " cls=%s", spool_class_name(r->cls));
-	if (r->reason != 0)
-		put(&b, " reason=%s", spool_reason_name(r->reason));
-	if (r->se)
-		put(&b, " se=1");
-	if (r->by[0] != '\0')
-		put(&b, " by=%s", r->by);
-	if (r->note[0] != '\0')
-		put(&b, " note=%s", r->note);
-	if (r->detail[0] != '\0') {
-		put(&b, " detail=");
-		for (d = (const unsigned char *)r->detail; *d != '\0'; d++) {
-			if (*d > ' ' && *d < 0x7f && *d != '%')
-				put(&b, "%c", *d);
-			else
-				put(&b, "%%%02X", *d);
-		}
-	}
-	return b.over ? 0 : b.len;
-}
-
 static int
 add_finish(struct job *j, uint64_t tok, int out)
 {
@@ -352,7 +83,7 @@ fold(struct job *j, const char *buf, size_t len)
 		}
 		if (r.tok > j->hi)
 			j->hi = r.tok;
-		if (r.ev == EV_VOID) {
+		if (r.ev == SPOOL_EV_VOID) {
 			if (finish_last)
 				pop_finish(j);
 			j->cur = j->prev;
@@ -373,19 +104,6 @@ fold(struct job *j, const char *buf, size_t len)
 	return 0;
 }
 
-/* Do the two records put the job's file under one name? */
-int
-rec_same_place(const struct rec *a, const struct rec *b)
-{
-	if (a->loc != b->loc)
-		return 0;
-	if (a->loc == SPOOL_NEW)
-		return a->eligible == b->eligible;
-	if (a->loc == SPOOL_LEASED)
-		return a->tok == b->tok;
-	return 1;
-}
-
 static int
 unlink_place(struct spool *sp, const char *id, const struct rec *r)
 {
@@ -394,7 +112,7 @@ unlink_place(struct spool *sp, const char *id, const struct rec *r)
 
 	if (place_of(sp, id, r, &p) == -1)
 		return -1;
-	rv = unlinkat(p.dirfd, p.name, 0);
+	rv = sys_unlinkat(p.dirfd, p.name, 0);
 	place_done(&p);
 	return rv == -1 && errno != ENOENT ? -1 : 0;
 }
@@ -455,7 +173,7 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 	if (job_locate(sp, j) == -1)
 		return -1;
 	/* A purge is done once recorded: remove what it left. */
-	if (j->cur.ev == EV_PURGE && j->prev.loc != SPOOL_ABSENT)
+	if (j->cur.ev == SPOOL_EV_PURGE && j->prev.loc != SPOOL_ABSENT)
 		return unlink_place(sp, j->id, &j->prev);
 	if (j->voidtail || j->cur.loc == SPOOL_ABSENT ||
 	    j->prev.loc == SPOOL_ABSENT || rec_same_place(&j->prev, &j->cur))
@@ -466,7 +184,7 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 		return 0;
 	if (st.st_ino == j->ino && st.st_dev == j->dev)
 		return unlink_place(sp, j->id, &j->prev);
-	if (j->prev.loc == SPOOL_DONE && j->cur.ev == EV_ENQUEUE) {
+	if (j->prev.loc == SPOOL_DONE && j->cur.ev == SPOOL_EV_ENQUEUE) {
 		/*
 		 * The previous cycle's file: the enqueue of this cycle
 		 * removes it once the new one's name is durable, and makes
@@ -480,7 +198,7 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 			return -1;
 		gone.t = now_ms();
 		if (ab != NULL && audit_add(ab, sp, j->id, &gone,
-		    "supersede") == -1)
+		    SPOOL_EV_SUPERSEDE) == -1)
 			return -1;
 	}
 	/* Any other second file is not ours to judge: spool-fsck. */
@@ -513,7 +231,8 @@ read_fold(struct job *j)
 	if ((j->text = malloc(cap)) == NULL)
 		return -1;
 	for (;;) {
-		got = pread(j->fd, j->text + len, cap - len - 1, (off_t)len);
+		got = sys_pread(j->fd, j->text + len, cap - len - 1,
+		    (off_t)len);
 		if (got == -1)
 			return -1;
 		if (got == 0)
@@ -531,11 +250,6 @@ read_fold(struct job *j)
 }
 
 /*
- * Open, lock and read the sidecar of id, and settle the job.  create makes
- * the sidecar if there is none (enqueue); otherwise ENOENT means no job.
- * nonblock: EWOULDBLOCK if another process holds the job (claimers skip it).
- */
-/*
  * Zero a job, all but the bytes of its pending buffer: a batch holds a
  * job for each of its items, and pages of buffer never written are never
  * paid for (256 of them made spool-enqueue's peak RSS 0.4 MiB larger).
@@ -547,6 +261,11 @@ job_clear(struct job *j, const char *id)
 	strcpy(j->id, id);
 }
 
+/*
+ * Open, lock and read the sidecar of id, and settle the job.  create makes
+ * the sidecar if there is none (enqueue); otherwise ENOENT means no job.
+ * nonblock: EWOULDBLOCK if another process holds the job (claimers skip it).
+ */
 int
 job_open(struct spool *sp, const char *id, int create, int nonblock,
     struct job *j, struct abuf *ab)
@@ -555,13 +274,14 @@ job_open(struct spool *sp, const char *id, int create, int nonblock,
 	int e;
 
 	job_clear(j, id);
-	j->fd = openat(sp->metafd, id, flags);
+	j->fd = sys_openat(sp->metafd, id, flags, 0);
 	if (j->fd == -1 && errno == ENOENT && create) {
-		j->fd = openat(sp->metafd, id, flags | O_CREAT | O_EXCL, 0666);
+		j->fd = sys_openat(sp->metafd, id, flags | O_CREAT | O_EXCL,
+		    0666);
 		if (j->fd != -1)
 			j->created = 1;
 		else if (errno == EEXIST)
-			j->fd = openat(sp->metafd, id, flags);
+			j->fd = sys_openat(sp->metafd, id, flags, 0);
 	}
 	if (j->fd == -1) {
 		if (errno == ELOOP)
@@ -587,24 +307,17 @@ job_open(struct spool *sp, const char *id, int create, int nonblock,
 int
 job_read(struct spool *sp, const char *id, int lock, struct job *j)
 {
-	int r, e;
+	int e;
 
 	job_clear(j, id);
-	j->fd = openat(sp->metafd, id, (lock == LOCK_EX ? O_RDWR : O_RDONLY) |
-	    O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	j->fd = sys_openat(sp->metafd, id, (lock == LOCK_EX ? O_RDWR :
+	    O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
 	if (j->fd == -1) {
 		if (errno == ELOOP)
 			errno = EUCLEAN;	/* a symlink is not a sidecar */
 		return -1;
 	}
-	if (lock != 0) {
-		do
-			r = flock(j->fd, lock);
-		while (r == -1 && errno == EINTR);
-		if (r == -1)
-			goto fail;
-	}
-	if (read_fold(j) == -1)
+	if ((lock != 0 && sys_flock(j->fd, lock) == -1) || read_fold(j) == -1)
 		goto fail;
 	return 0;
 fail:
@@ -657,7 +370,7 @@ job_record(struct job *j, const struct rec *r)
 	if (j->voidtail) {
 		memset(&v, 0, sizeof(v));
 		v.t = r->t;
-		v.ev = EV_VOID;
+		v.ev = SPOOL_EV_VOID;
 		v.tok = j->hi;
 		n = rec_format(j->pending + j->npending,
 		    sizeof(j->pending) - j->npending - 1, &v);
@@ -697,7 +410,7 @@ job_write(struct job *j)
 	if (j->npending == 0)
 		return 0;
 	if (j->valid < j->size) {
-		if (ftruncate(j->fd, (off_t)j->valid) == -1)
+		if (sys_ftruncate(j->fd, (off_t)j->valid) == -1)
 			return -1;
 		j->size = j->valid;
 	}
@@ -741,7 +454,7 @@ job_move(struct spool *sp, struct job *j, struct dirset *ds)
 		rv = publish_new(sp, from.dirfd, from.name, j->id,
 		    j->cur.eligible, ds);
 	else if (j->cur.loc == SPOOL_ABSENT)
-		rv = unlinkat(from.dirfd, from.name, 0) == -1 ||
+		rv = sys_unlinkat(from.dirfd, from.name, 0) == -1 ||
 		    dirset_add(ds, dirs[j->prev.loc]) == -1 ? -1 : 0;
 	else if (place_of(sp, j->id, &j->cur, &to) == -1)
 		rv = -1;

@@ -113,15 +113,15 @@ open_bucket(struct spool *sp, int64_t eligible, int create, struct dirset *ds)
 	for (part = rel; part != NULL; part = slash) {
 		if ((slash = strchr(part, '/')) != NULL)
 			*slash++ = '\0';
-		next = openat(fd, part,
-		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		next = sys_openat(fd, part,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 		if (next == -1 && errno == ENOENT && create) {
 			if (mkdir_mode(sp, fd, part) == -1 && errno != EEXIST)
 				goto fail;
 			if (dirset_add(ds, parent) == -1)
 				goto fail;
-			next = openat(fd, part,
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			next = sys_openat(fd, part,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 		}
 		if (next == -1)
 			goto fail;

@@ -47,7 +47,8 @@ read_small(int dirfd, const char *name, char *buf, size_t size)
 	ssize_t n;
 	int fd, e;
 
-	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	fd = sys_openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK, 0);
 	if (fd == -1)
 		return -1;
 	n = read_full(fd, buf, size - 1);
@@ -183,7 +184,8 @@ open_top(const char *dir)
 	struct stat st;
 	int fd, e;
 
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	fd = sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+	    O_NOFOLLOW, 0);
 	if (fd == -1 && (errno == ELOOP || errno == ENOTDIR)) {
 		e = errno;
 		if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
@@ -239,8 +241,8 @@ spool_open(const char *dir)
 	if (sp->dirfd == -1 || check_format(sp->dirfd) == -1)
 		goto fail;
 	for (i = 0; i < NSUBDIRS; i++) {
-		*fds[i] = openat(sp->dirfd, subdirs[i],
-		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		*fds[i] = sys_openat(sp->dirfd, subdirs[i],
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 		if (*fds[i] == -1) {
 			if (errno == ENOENT || errno == ENOTDIR ||
 			    errno == ELOOP)
@@ -309,8 +311,9 @@ write_top_file(struct spool *sp, const char *name, const char *text,
 	int fd, e;
 
 	(void)snprintf(tmp, sizeof(tmp), "%s,%ld", name, (long)getpid());
-	(void)unlinkat(tmpfd, tmp, 0);	/* a leftover of a crashed init */
-	fd = openat(tmpfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+	(void)sys_unlinkat(tmpfd, tmp,
+	    0);	/* a leftover of a crashed init */
+	fd = sys_openat(tmpfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
 	    O_NOFOLLOW, 0666);
 	if (fd == -1)
 		return -1;
@@ -318,15 +321,15 @@ write_top_file(struct spool *sp, const char *name, const char *text,
 	    write_all(fd, text, strlen(text)) == -1 || sync_fd(fd) == -1) {
 		e = errno;
 		(void)close_fd(fd);
-		(void)unlinkat(tmpfd, tmp, 0);
+		(void)sys_unlinkat(tmpfd, tmp, 0);
 		errno = e;
 		return -1;
 	}
 	if (close_fd(fd) == -1 || (replace ?
-	    renameat(tmpfd, tmp, sp->dirfd, name) :
+	    sys_renameat(tmpfd, tmp, sp->dirfd, name, 0) :
 	    move_noreplace(tmpfd, tmp, sp->dirfd, name)) == -1) {
 		e = errno;
-		(void)unlinkat(tmpfd, tmp, 0);
+		(void)sys_unlinkat(tmpfd, tmp, 0);
 		errno = e;
 		return -1;
 	}
@@ -343,7 +346,7 @@ check_empty_or_ours(int dirfd)
 
 	if ((d = dir_list(dirfd)) == NULL)
 		return -1;
-	while (ours && (errno = 0, de = readdir(d)) != NULL) {
+	while (ours && (errno = 0, de = dir_next(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		for (ours = 0, i = 0; i < sizeof(topnames) / sizeof(topnames[0]);
@@ -382,7 +385,7 @@ sync_parent(const char *dir)
 	else
 		*slash = '\0';
 	/* The parent is the user's: it may be reached through symlinks. */
-	fd = open(copy, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = sys_openat(AT_FDCWD, copy, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	free(copy);
 	if (fd == -1)
 		return -1;
@@ -408,7 +411,7 @@ spool_init(const char *dir, const char *groupname)
 		errno = ESRCH;
 		return -1;
 	}
-	made = mkdir(dir, sp.group ? 02770 : 0777) == 0;
+	made = sys_mkdirat(AT_FDCWD, dir, sp.group ? 02770 : 0777) == 0;
 	if (!made && errno != EEXIST)
 		return -1;
 	if ((sp.dirfd = open_top(dir)) == -1)
@@ -432,8 +435,8 @@ spool_init(const char *dir, const char *groupname)
 			    fchmodat(sp.dirfd, subdirs[i], 02770, 0) == -1))
 				goto fail;
 		}
-		if ((fd = openat(sp.dirfd, subdirs[i], O_RDONLY | O_DIRECTORY |
-		    O_NOFOLLOW | O_CLOEXEC)) == -1)
+		if ((fd = sys_openat(sp.dirfd, subdirs[i], O_RDONLY |
+		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0)) == -1)
 			goto fail;
 		if (i == 0)
 			tmpfd = fd;

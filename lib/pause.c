@@ -44,14 +44,15 @@ spool_pause(struct spool *sp, const struct spool_operator *op, int on)
 		    r.by[0] ? r.by : "-", r.note[0] ? r.note : "-");
 		rv = write_top_file(sp, "paused", text, 1);
 	} else {
-		rv = unlinkat(sp->dirfd, "paused", 0);
+		rv = sys_unlinkat(sp->dirfd, "paused", 0);
 		if (rv == -1 && errno == ENOENT)
 			rv = 0;
 		else if (rv == 0)
 			rv = sync_dir(sp->dirfd, ".");
 	}
-	if (rv == 0 && (audit_add(&ab, sp, "-", &r, on ? "pause" :
-	    "resume") == -1 || audit_flush(sp, &ab) == -1))
+	if (rv == 0 && (audit_add(&ab, sp, "-", &r, on ?
+	    SPOOL_EV_PAUSE : SPOOL_EV_RESUME) == -1 || audit_flush(sp, &ab) ==
+	    -1))
 		rv = -1;
 	abuf_free(&ab);
 	return rv;

@@ -32,7 +32,7 @@ purge_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	}
 	if (changed_since(it, j))
 		return 0;
-	rec_next(j, &r, EV_PURGE, b->now);
+	rec_next(j, &r, SPOOL_EV_PURGE, b->now);
 	r.loc = SPOOL_ABSENT;
 	r.reason = j->cur.reason;
 	r.cls = j->cur.cls;
@@ -41,7 +41,7 @@ purge_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 		(void)snprintf(r.note, sizeof(r.note), "%s", b->op->note);
 	}
 	/* The removal is made durable too: a purged file does not return. */
-	j->event = "purge";
+	j->event = SPOOL_EV_PURGE;
 	it->res.state = SPOOL_ABSENT;
 	it->res.token = r.tok;
 	return job_record(j, &r);
@@ -74,12 +74,12 @@ spool_sweep_tmp(struct spool *sp, int64_t age_ms, size_t *n)
 	*n = 0;
 	if ((d = dir_list(sp->tmpfd)) == NULL)
 		return -1;
-	while ((errno = 0, de = readdir(d)) != NULL) {
+	while ((errno = 0, de = dir_next(d)) != NULL) {
 		if (de->d_name[0] == '.' || fstatat(sp->tmpfd, de->d_name, &st,
 		    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISREG(st.st_mode) ||
 		    (int64_t)st.st_mtim.tv_sec * 1000 > cutoff)
 			continue;
-		if (unlinkat(sp->tmpfd, de->d_name, 0) == 0)
+		if (sys_unlinkat(sp->tmpfd, de->d_name, 0) == 0)
 			(*n)++;
 		else if (errno != ENOENT)
 			rv = -1;

@@ -58,8 +58,8 @@ dirset_sync(struct spool *sp, struct dirset *ds)
 		return -1;
 	}
 	for (i = 0; i < ds->n && rv == 0; i++) {
-		fds[n] = openat(sp->dirfd, ds->names[i], O_RDONLY |
-		    O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		fds[n] = sys_openat(sp->dirfd, ds->names[i], O_RDONLY |
+		    O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW, 0);
 		if (fds[n] == -1) {
 			rv = -1;
 			e = errno;
@@ -187,7 +187,7 @@ list_level(struct walk *w, const char *rel, int dirfd, size_t width,
 	*n = 0;
 	if ((d = dir_list(dirfd)) == NULL)
 		return -1;
-	while ((errno = 0, de = readdir(d)) != NULL) {
+	while ((errno = 0, de = dir_next(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		ok = strlen(de->d_name) == width;
@@ -259,8 +259,8 @@ walk_level(struct walk *w, const char *rel, int dirfd, int level,
 		}
 		(void)snprintf(name, sizeof(name), level == 0 ? "%08" PRIx64 :
 		    "%03" PRIx64, v[i]);
-		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC);
+		fd = sys_openat(dirfd, name, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC, 0);
 		if (fd == -1) {
 			/* Pruned by another claimer, or not a directory. */
 			if (errno != ENOENT && errno != ENOTDIR &&
@@ -277,7 +277,7 @@ walk_level(struct walk *w, const char *rel, int dirfd, int level,
 		/* An empty bucket long past goes; one in use stays. */
 		if (rv == 0 && w->prune_now != 0 &&
 		    end + BUCKET_GRACE < w->prune_now)
-			(void)unlinkat(dirfd, name, AT_REMOVEDIR);
+			(void)sys_unlinkat(dirfd, name, AT_REMOVEDIR);
 	}
 	free(v);
 	return rv;

@@ -27,7 +27,7 @@ redrive_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	}
 	if (changed_since(it, j))
 		return 0;
-	rec_next(j, &r, EV_REDRIVE, b->now);
+	rec_next(j, &r, SPOOL_EV_REDRIVE, b->now);
 	r.loc = SPOOL_NEW;
 	r.eligible = b->now;
 	r.att = 0;
@@ -36,7 +36,7 @@ redrive_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	r.se = 0;
 	(void)snprintf(r.by, sizeof(r.by), "%s", op->by);
 	(void)snprintf(r.note, sizeof(r.note), "%s", op->note);
-	j->event = "redrive";
+	j->event = SPOOL_EV_REDRIVE;
 	it->res.state = SPOOL_NEW;
 	it->res.token = r.tok;
 	return job_record(j, &r);

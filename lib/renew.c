@@ -38,14 +38,14 @@ spool_renew(struct spool *sp, const char *id, uint64_t token,
 		e = errno;
 		goto out;
 	}
-	rec_next(&j, &r, EV_RENEW, now);
+	rec_next(&j, &r, SPOOL_EV_RENEW, now);
 	(void)snprintf(r.owner, sizeof(r.owner), "%s", j.cur.owner);
 	r.until = now + (lease_ms ? lease_ms : sp->lease_ms);
 	if (r.until < j.cur.until)
 		r.until = j.cur.until;
 	if (job_record(&j, &r) == -1 || job_commit(&j) == -1 ||
 	    (crash_point("renew-recorded"),
-	    audit_add(&ab, sp, id, &r, "renew")) == -1 ||
+	    audit_add(&ab, sp, id, &r, SPOOL_EV_RENEW)) == -1 ||
 	    audit_flush(sp, &ab) == -1) {
 		e = errno;
 		res->status = -1;

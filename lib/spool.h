@@ -7,8 +7,9 @@
  * mutable facts about a job (lease token, attempts, cycles, lease holder,
  * history) live in its sidecar, meta/ID, an append-only record log that is
  * read and extended under flock(2).  Every transition also appends one line
- * to the audit log.  spool-layout.md is the complete on-disk specification;
- * this header is the programming contract.
+ * to the audit log.  spool(7) states what a spool promises;
+ * spool-layout.md is the complete on-disk specification; this header is
+ * the programming contract that keeps those promises.
  *
  * Calling sequence:
  *
@@ -49,6 +50,7 @@
 #define SPOOL_FORMAT	1	/* on-disk format this library reads and writes */
 #define SPOOL_ID_MAX	128	/* longest ID, note, owner or trace, in bytes */
 #define SPOOL_DETAIL_MAX 200	/* longest detail kept, in bytes */
+#define SPOOL_HOST_MAX	64	/* longest host ID, in bytes */
 #define SPOOL_BATCH_MAX	256	/* most items one call may carry: each holds
 				   a descriptor until the batch commits */
 
@@ -71,7 +73,7 @@ enum spool_outcome {
 	SPOOL_RELEASE		/* to new/ unused, attempt not spent */
 };
 
-/* The closed set of failure classes (SEMANTICS.md section 5). */
+/* The closed set of failure classes: spool(7), "Failure classes". */
 enum spool_class {
 	SPOOL_CLASS_NONE,
 	SPOOL_CLASS_TRANSIENT,
@@ -130,24 +132,20 @@ struct spool_result {
  * spool: no format file), EPROTO (a format this library does not know),
  * EBADMSG (config malformed), EUCLEAN (a state directory is missing or is
  * not a directory), EMLINK (dir is a symlink: give the real path), or that
- * of a failed system call.
+ * of a failed system call.  In multi-host mode (config multi-host=yes,
+ * which needs skew=DUR) it also fails with ENOLCK (a file system whose
+ * locks other hosts may not see: spool-layout.md, "Several hosts") or
+ * EADDRINUSE (this host's ID, $SPOOL_HOST or /etc/spool-host or the host
+ * name, was used by another machine in the last 10 minutes).
  */
 struct spool *spool_open(const char *dir);
 void spool_close(struct spool *sp);
 
-/*
- * In multi-host mode (config multi-host=yes, which needs skew=DUR) the open
- * also fails with ENOLCK (a file system whose locks other hosts may not
- * see: see spool-layout.md, "Several hosts") or EADDRINUSE (this host's ID,
- * $SPOOL_HOST or /etc/spool-host or the host name, was used by another
- * machine in the last 10 minutes).
- */
 
 /*
  * This process's host ID, as it names its audit file and its entry in
  * hosts/, into buf of SPOOL_HOST_MAX + 1 bytes.
  */
-#define SPOOL_HOST_MAX	64
 const char *spool_host(char *buf);
 
 /* The spool's settings, from its config file (host: this writer's ID). */
@@ -266,14 +264,15 @@ struct spool_finish {
 };
 
 /*
- * End a delivery, as SEMANTICS.md section 5 says.  An ID named twice in one
- * call is handled twice in order, as two calls would.  A stale token is refused
- * and changes nothing.  Repeating a finish that this token already made with
- * the same outcome succeeds and changes nothing.  A retry whose attempts are
- * spent parks as exhausted, one whose next eligible time would pass the
- * deadline parks as deadline, and class unknown-side-effect always parks for
- * reconciliation; res.state and res.reason say which.  A retry of class
- * crashed or timeout that parks is flagged for reconciliation too.
+ * End a delivery with one of the outcomes of spool(7), "Outcomes".  An ID
+ * named twice in one call is handled twice in order, as two calls would.
+ * A stale token is refused and changes nothing.  Repeating a finish that
+ * this token already made with the same outcome succeeds and changes
+ * nothing.  A retry whose attempts are spent parks as exhausted, one whose
+ * next eligible time would reach the deadline parks as deadline, and class
+ * unknown-side-effect always parks for reconciliation; res.state and
+ * res.reason say which.  A retry of class crashed or timeout that parks is
+ * flagged for reconciliation too.
  */
 int spool_finish(struct spool *sp, struct spool_finish *f, size_t n);
 
@@ -341,12 +340,62 @@ int spool_pause(struct spool *sp, const struct spool_operator *op, int on);
 int spool_paused(struct spool *sp);
 
 /*
+ * The audit log (spool-layout.md, "The audit log"): one line per
+ * transition, eleven space-separated fields.  The events are those of the
+ * sidecar's records (spool-layout.md, "The sidecar") and a few of the log's
+ * own; SPOOL_EV_VOID is only ever a sidecar record.
+ */
+enum spool_event {
+	SPOOL_EV_NONE,
+	SPOOL_EV_ENQUEUE, SPOOL_EV_CLAIM, SPOOL_EV_RENEW, SPOOL_EV_OK,
+	SPOOL_EV_RETRY, SPOOL_EV_RELEASE, SPOOL_EV_PARK, SPOOL_EV_REDRIVE,
+	SPOOL_EV_VOID, SPOOL_EV_DROP, SPOOL_EV_CANCEL, SPOOL_EV_PURGE,
+	SPOOL_EV_RECLAIM,	/* a claim that took over an expired lease */
+	SPOOL_EV_SUPERSEDE,	/* a done file removed by a new cycle */
+	SPOOL_EV_PAUSE, SPOOL_EV_RESUME
+};
+
+/* One audit line, parsed.  A "-" in the line is "" (or 0) here. */
+struct spool_audit {
+	int64_t time;		/* ms since the epoch */
+	enum spool_event event;
+	char id[SPOOL_ID_MAX + 1];	/* "" for pause and resume */
+	uint64_t token;		/* the job's token after the event */
+	int attempt, cycle;
+	char actor[SPOOL_ID_MAX + 1];	/* operator, or lease holder */
+	int reason, class;	/* enum spool_reason, enum spool_class */
+	char note[SPOOL_ID_MAX + 1];	/* ticket; for a claim or reclaim,
+					   the token it superseded */
+	char writer[SPOOL_HOST_MAX + 24];	/* HOST:PID */
+};
+
+/*
+ * Parse one line (without its newline).  0, or -1 with EINVAL when it is
+ * not an audit line of this format: a reader skips such a line, since
+ * anyone with write access may have put it there.
+ */
+int spool_audit_parse(const char *line, size_t len, struct spool_audit *a);
+
+/*
  * Call fn(arg, line, len) for each complete line of every audit file
- * (rotated ones too), in no set order; lines end before their newline.
- * fn returns 0 to go on.
+ * (rotated ones too), in no set order; lines end before their newline and
+ * are not checked (spool_audit_parse does that).  fn returns 0 to go on.
  */
 int spool_audit_scan(struct spool *sp,
     int (*fn)(void *arg, const char *line, size_t len), void *arg);
+
+/* 1 for the events an operator causes: redrive ... purge, pause, resume. */
+int spool_event_by_operator(int event);
+
+/*
+ * Times as the audit log writes them, UTC with milliseconds:
+ * 2026-11-30T08:12:16.301Z.  spool_format_time returns the length written,
+ * or 0 if the time cannot be written (it is negative, or buf is too
+ * small: 25 bytes always do for a year of four digits).
+ * spool_parse_time: 0, or -1 if s is not such a time.
+ */
+size_t spool_format_time(char *buf, size_t size, int64_t ms);
+int spool_parse_time(const char *s, size_t len, int64_t *ms);
 
 /* Inspection: what an operator reads before deciding. */
 struct spool_delivery {
@@ -387,7 +436,8 @@ struct spool_job_info {
 };
 
 /*
- * Read what the sidecar knows of id, under a shared lock, changing nothing.  history: also fill deliveries (free them with
+ * Read what the sidecar knows of id, under a shared lock, changing
+ * nothing.  history: also fill deliveries (free them with
  * spool_job_info_free).  ENOENT: no such job.  EUCLEAN: damaged.  The
  * sidecar is read twice (state, then history): it is small.
  */
@@ -437,6 +487,8 @@ const char *spool_class_name(int class);
 const char *spool_reason_name(int reason);
 const char *spool_state_name(int state);	/* "new", "done", ... */
 const char *spool_refusal_name(int refusal);	/* a short phrase */
+const char *spool_event_name(int event);	/* "enqueue", "reclaim" ... */
+int spool_event_from_name(const char *s);
 
 /* The spool's clock, ms since the epoch (SPOOL_TEST_NOW pins it). */
 int64_t spool_now(void);

@@ -1,7 +1,8 @@
 /*
  * The one place that decides what is a valid ID, note, owner, duration or
- * token, and how outcomes, classes and reasons are spelled.  Every string
- * from outside passes through here before it reaches a path or a file.
+ * token, and how outcomes, classes, reasons, states and events are
+ * spelled.  Every string from outside passes through here before it
+ * reaches a path or a file.
  */
 #include <stdint.h>
 #include <string.h>
@@ -155,6 +156,13 @@ static const char *const states[] = {
 	"absent", "new", "leased", "done", "dead"
 };
 
+/* enum spool_event: the sidecar's events, then the audit log's own. */
+static const char *const events[] = {
+	"-", "enqueue", "claim", "renew", "ok", "retry", "release", "park",
+	"redrive", "void", "drop", "cancel", "purge", "reclaim", "supersede",
+	"pause", "resume"
+};
+
 static const char *const refusals[] = {
 	"refused", "duplicate ID", "no such job", "stale token",
 	"not leased", "not parked", "side effect not reconciled",
@@ -196,6 +204,26 @@ const char *spool_class_name(int v) { return name_of(classes, NELEM(classes), v)
 const char *spool_reason_name(int v) { return name_of(reasons, NELEM(reasons), v); }
 const char *spool_state_name(int v) { return name_of(states, NELEM(states), v); }
 const char *spool_refusal_name(int v) { return name_of(refusals, NELEM(refusals), v); }
+const char *spool_event_name(int v) { return name_of(events, NELEM(events),
+    v); }
+int spool_event_from_name(const char *s) { return lookup(events, NELEM(events),
+    s); }
+
+int
+spool_event_by_operator(int event)
+{
+	switch (event) {
+	case SPOOL_EV_REDRIVE:
+	case SPOOL_EV_DROP:
+	case SPOOL_EV_CANCEL:
+	case SPOOL_EV_PURGE:
+	case SPOOL_EV_PAUSE:
+	case SPOOL_EV_RESUME:
+		return 1;
+	default:
+		return 0;
+	}
+}
 
 int
 spool_reason_from_name(const char *s)

@@ -5,12 +5,6 @@
 
 load helpers
 
-# The line spool-claim prints for a lease: ID TOKEN ATTEMPT PATH.
-lease_line() {
-	printf '%s\t%s\t%s\t%s/leased/%s,%s\n' "$1" "$2" "$3" \
-	    "$(realpath "$SPOOL_DIR")" "$1" "$2"
-}
-
 # The eligible time in the new/ file name of ID (ID,ELIGIBLE).
 eligible_of() {
 	local name

@@ -4,12 +4,6 @@
 
 load helpers
 
-# The line spool-claim prints for a lease: ID TOKEN ATTEMPT PATH.
-lease_line() {
-	printf '%s\t%s\t%s\t%s/leased/%s,%s\n' "$1" "$2" "$3" \
-	    "$(realpath "$SPOOL_DIR")" "$1" "$2"
-}
-
 T=1000000
 
 @test "renew extends the lease: no reclaim at the old expiry, one at the new" {

@@ -336,7 +336,7 @@ EOF
 	run -3 spool-stat -d "$BATS_TEST_TMPDIR/nowhere" --crit 'dead>0'
 	[ "$output" = "SPOOL UNKNOWN - $BATS_TEST_TMPDIR/nowhere: No such file or directory" ]
 	run -3 spool-stat -d "$BATS_TEST_TMPDIR" --crit 'dead>0'
-	[ "$output" = "SPOOL UNKNOWN - $BATS_TEST_TMPDIR: not a spool (no format file)" ]
+	[ "$output" = "SPOOL UNKNOWN - $BATS_TEST_TMPDIR: not a spool (no format file; see spool-init(1))" ]
 	run -3 env -u SPOOL_DIR spool-stat --crit 'dead>0'
 	[ "$output" = "SPOOL UNKNOWN - no spool: give -d DIR or set SPOOL_DIR" ]
 	# Without a check, the usual statuses.

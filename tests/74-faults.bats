@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# I/O errors at every system call (issue 3, section 3).  Each command runs
+# I/O errors at every system call, against spool(7), "Success is durable"
+# and EXIT STATUS, and spool-layout.md, "Crashes".  Each command runs
 # once under the fault shim (tests/shim/faultshim.c) to learn the calls it
 # makes on the spool, family by family; then, from the same known state,
 # the k-th call of a family fails with ENOSPC, EIO, EDQUOT or EINTR.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# The k-th-system-call crash walk (issue 3, section 2).  The named crash
+# The k-th-system-call crash walk: spool-layout.md, "Crashes", held to
+# every step of every command, not only to the named ones.  The named crash
 # points of tests/70-crash.bats are the places we thought of; here each
 # command is killed (SIGKILL, by the fault shim tests/shim/faultshim.c)
 # just before its k-th system call on the spool, so that no step between

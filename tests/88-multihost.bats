@@ -121,17 +121,3 @@ multi() {
 	[ "$stderr" = "" ]
 	[ "$(ids_in done)" = "$(printf 'j1\nj2')" ]
 }
-
-@test "multi-host mode refuses a FUSE file system other than GlusterFS or CephFS" {
-	if ! [ -c /dev/fuse ] || [ "$(id -u)" != 0 ]; then
-		[ "${CI:-}" != true ] || { echo "needs root and /dev/fuse in CI" >&2; return 1; }
-		skip "needs root and /dev/fuse (in CI, with CI=true, this fails instead)"
-	fi
-	mkdir "$BATS_TEST_TMPDIR/under" "$BATS_TEST_TMPDIR/fuse"
-	bindfs "$BATS_TEST_TMPDIR/under" "$BATS_TEST_TMPDIR/fuse"
-	SPOOL_DIR=$BATS_TEST_TMPDIR/fuse/spool spool-init
-	printf 'multi-host=yes\nskew=2s\n' >>"$BATS_TEST_TMPDIR/fuse/spool/config"
-	run -100 --separate-stderr spool-ls -d "$BATS_TEST_TMPDIR/fuse/spool"
-	fusermount -u "$BATS_TEST_TMPDIR/fuse" 2>/dev/null || umount "$BATS_TEST_TMPDIR/fuse"
-	[ "$stderr" = "spool-ls: $BATS_TEST_TMPDIR/fuse/spool: multi-host mode on a file system whose locks other hosts may not see (see spool-layout.md, Several hosts)" ]
-}

@@ -1,4 +1,5 @@
-# Fuzzing (issue 3, section 5).  Each tests/fuzz/fuzz_*.c is a libFuzzer
+# Fuzzing the parsers of what spool-layout.md specifies: names, sidecar
+# records, audit lines, config.  Each tests/fuzz/fuzz_*.c is a libFuzzer
 # target, linked against lib/*.c compiled by clang with the fuzzer and
 # sanitizer flags into tests/fuzz/obj/ (never lib/*.o: the normal build
 # stays gcc's).  Seeds are in tests/fuzz/corpus/TARGET/.

@@ -46,7 +46,7 @@ path_of() {
 	    "$SPOOL_DIR/dead" -type f \( -name "$1" -o -name "$1,*" \)
 }
 
-# No ID has files in two states, or two files in one; tmp/ is empty.
+# No ID has files in two states, or two files in one.
 check_invariants() {
 	local dups
 	dups=$(for s in new leased done dead; do ids_in "$s"; done | uniq -d)
@@ -79,6 +79,13 @@ at_ms() {
 	local ms=$1
 	shift
 	SPOOL_TEST_NOW=$ms "$@"
+}
+
+# lease_line ID TOKEN ATTEMPT: the line spool-claim prints for a lease,
+# ID TOKEN ATTEMPT PATH, tab-separated.
+lease_line() {
+	printf '%s\t%s\t%s\t%s/leased/%s,%s\n' "$1" "$2" "$3" \
+	    "$(realpath "$SPOOL_DIR")" "$1" "$2"
 }
 
 # The named fields of ID's last sidecar record, "key=value" a line ("key="

@@ -1,7 +1,7 @@
-# Valgrind (issue 3, section 7): tests/77-valgrind.bats runs every command
-# under memcheck.  valgrind cannot run what make check SAN=1 builds (ASan),
-# so the commands are built a second time, plain (-O1 -g, no sanitizer),
-# into a directory of their own:
+# Valgrind: tests/77-valgrind.bats runs every command under memcheck.
+# valgrind cannot run what make check SAN=1 builds (ASan), so the commands
+# are built a second time, plain (-O1 -g, no sanitizer), into a directory
+# of their own:
 #
 #	make valgrind-build [VG_DIR=tests/valgrind/obj]
 #		lib/*.c and bin/*.c into VG_DIR/obj/, the commands into VG_DIR/.
@@ -23,8 +23,9 @@ $(VG_DIR)/obj/bin-%.o: bin/%.c bin/common.h lib/spool.h
 	@mkdir -p $(@D)
 	$(VG_CC) $(VG_CFLAGS) $(VG_WARN) -Ilib -c -o $@ $<
 
-$(VG_BINS): $(VG_DIR)/%: $(VG_DIR)/obj/bin-%.o $(VG_DIR)/obj/bin-common.o \
-    $(VG_LIBOBJ)
+VG_CMDOBJ = $(patsubst bin/%.o,$(VG_DIR)/obj/bin-%.o,$(CMDOBJ))
+
+$(VG_BINS): $(VG_DIR)/%: $(VG_DIR)/obj/bin-%.o $(VG_CMDOBJ) $(VG_LIBOBJ)
 	$(VG_CC) -o $@ $^ -luuid
 
 valgrind-build: $(VG_BINS)

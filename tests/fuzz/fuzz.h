@@ -108,14 +108,12 @@ UNUSED static void
 fuzz_anchor(struct spool *sp)
 {
 	const char *p = fuzz_anchor_meta, *nl;
-	static const char *const ev[] = { "enqueue", "claim", "ok" };
 	struct rec r;
-	int i;
 
-	for (i = 0; (nl = strchr(p, '\n')) != NULL; p = nl + 1, i++)
+	for (; (nl = strchr(p, '\n')) != NULL; p = nl + 1)
 		if (rec_parse(p, (size_t)(nl - p), &r) == -1 ||
 		    audit_add(&fuzz_anchor_audit, sp, "anchor-0", &r,
-		    ev[i]) == -1)
+		    r.ev) == -1)
 			abort();
 	fuzz_write(sp->metafd, "anchor-0", fuzz_anchor_meta,
 	    strlen(fuzz_anchor_meta));

@@ -1,7 +1,8 @@
 /*
  * The audit log reader (lib/audit.c, spool_audit_scan) over any file
- * content, and spool-fsck's reading of the lines it hands over (its
- * index_line, reached through a read-only spool_fsck).  The input becomes
+ * content, the line parser (spool_audit_parse) on every line it hands
+ * over, and spool-fsck's reading of those lines (through a read-only
+ * spool_fsck).  The input becomes
  * audit/fuzzhost.log; after a byte 0xFD, the rest becomes a rotated file,
  * audit/fuzzhost.log.1.  To reach lines longer than the reader's buffer
  * with short inputs, 0xFE C B stands for byte B repeated (C + 1) * 512
@@ -38,6 +39,22 @@ push(struct lines *l, const char *p, size_t len)
 	l->v[l->n++].len = len;
 }
 
+/*
+ * A line that spool_audit_parse accepts is one the writer would write: it
+ * writes the parsed line back byte for byte.
+ */
+static void
+parse_back(const char *line, size_t len)
+{
+	struct spool_audit a;
+	char again[1024];
+
+	if (spool_audit_parse(line, len, &a) == -1)
+		return;
+	check(audit_format(again, sizeof(again), &a) == len + 1);
+	check(memcmp(again, line, len) == 0 && again[len] == '\n');
+}
+
 static int
 seen(void *arg, const char *line, size_t len)
 {
@@ -45,6 +62,7 @@ seen(void *arg, const char *line, size_t len)
 
 	check(memchr(line, '\n', len) == NULL);
 	check(len < SCAN_BUF);
+	parse_back(line, len);
 	if (l->tlen + len > l->tcap) {
 		l->tcap = (l->tlen + len) * 2 + 64;
 		check((l->text = realloc(l->text, l->tcap)) != NULL);
@@ -83,8 +101,9 @@ cmp_line(const void *a, const void *b)
 
 /*
  * Does some line of the files name anchor-0 with this token?  The token
- * is the fourth field read on its own (strtoull, as spool-fsck does, but
- * never past the field's end).
+ * is the fourth field read on its own (strtoull, never past the field's
+ * end): looser than spool-fsck's parser, so that a token fsck takes from
+ * a line is always found here.
  */
 static int
 names_token(const struct lines *files, uint64_t tok)

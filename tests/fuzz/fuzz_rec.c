@@ -18,7 +18,7 @@ same_rec(const struct rec *a, const struct rec *b)
 	check(a->t == b->t);
 	check(a->ev == b->ev);
 	check(a->tok == b->tok);
-	if (a->ev == EV_VOID)
+	if (a->ev == SPOOL_EV_VOID)
 		return;		/* a void record carries t, ev and tok only */
 	check(a->loc == b->loc);
 	check(a->loc != SPOOL_NEW || a->eligible == b->eligible);
@@ -59,7 +59,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(copy);
 		return 0;
 	}
-	check(r.ev > EV_NONE && r.ev <= EV_PURGE);
+	check(r.ev > SPOOL_EV_NONE && r.ev <= SPOOL_EV_PURGE);
 	check(r.loc >= SPOOL_ABSENT && r.loc <= SPOOL_DEAD);
 	n = rec_format(line, LINE_MAX_REC, &r);
 	check(n > 0);

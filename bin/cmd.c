@@ -1,0 +1,335 @@
+/*
+ * The plumbing of every command: descriptors 0-2, messages, usage, the
+ * spool's directory and its opening, options, results and exit statuses.
+ * A message is one line on stderr, "spool-claim: ID: reason"; stdout
+ * carries only results; the library never prints, so this does.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+const char *progname = "spool";
+int stdin_closed;
+
+/*
+ * Descriptors 0-2 must be open before the library creates files, or a job
+ * file could become someone's stdout (as Postfix's postdrop does).  A
+ * command whose results go to stdout refuses to run with it closed: the
+ * IDs it would print are the only way to know what it did.  A command that
+ * reads stdin checks stdin_closed: /dev/null there is not an empty input.
+ */
+void
+cmd_init(char **argv, int prints)
+{
+	const char *slash;
+	int fd, closed1 = 0;
+
+	if (argv[0] != NULL)
+		progname = (slash = strrchr(argv[0], '/')) ? slash + 1 : argv[0];
+	opterr = 0;	/* a bad option gets one line: the usage */
+	for (fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		if (fd == 0)
+			stdin_closed = 1;
+		if (fd == 1)
+			closed1 = 1;
+		if (open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd)
+			_exit(EXIT_TEMP);
+	}
+	if (closed1 && prints)
+		die(EXIT_PERM, "standard output is closed");
+}
+
+static void
+vsay(const char *fmt, va_list ap)
+{
+	/* One write: concurrent commands' lines do not interleave. */
+	char line[1024];
+	int n;
+
+	char *p;
+
+	n = snprintf(line, sizeof(line), "%.64s: ", progname);
+	(void)vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	/* What the user gave may hold a newline: it must not make two. */
+	for (p = line; *p != '\0'; p++)
+		if ((unsigned char)*p < ' ' || *p == 0x7f)
+			*p = '?';
+	n = (int)strlen(line);
+	line[n++] = '\n';
+	(void)!write(2, line, (size_t)n);	/* nowhere to report failure */
+}
+
+void
+say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(fmt, ap);
+	va_end(ap);
+}
+
+void
+die(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(fmt, ap);
+	va_end(ap);
+	exit(status);
+}
+
+void
+usage(void)
+{
+	fprintf(stderr, "usage: %s\n", usage_text);
+	exit(EXIT_PERM);
+}
+
+const char *
+spool_dir(const char *dflag)
+{
+	const char *dir = dflag != NULL ? dflag : getenv("SPOOL_DIR");
+
+	if (dir == NULL || *dir == '\0')
+		die(EXIT_PERM, "no spool: give -d DIR or set SPOOL_DIR");
+	return dir;
+}
+
+/*
+ * Why spool_open(dir) failed with err, as the one line every command
+ * prints for it, into msg; and the exit status it calls for.
+ */
+int
+open_failure(const char *dir, int err, char *msg, size_t len)
+{
+	char host[SPOOL_HOST_MAX + 1];
+	int status = EXIT_PERM;
+
+	switch (err) {
+	case ENODATA:
+		(void)snprintf(msg, len, "%s: not a spool (no format file; "
+		    "see spool-init(1))", dir);
+		break;
+	case EPROTO:
+		(void)snprintf(msg, len, "%s: unknown spool format", dir);
+		break;
+	case EBADMSG:
+		(void)snprintf(msg, len, "%s/config: malformed", dir);
+		break;
+	case EUCLEAN:
+		(void)snprintf(msg, len, "%s: damaged spool: a state directory "
+		    "is missing or not a directory", dir);
+		status = EXIT_TEMP;
+		break;
+	case EMLINK:
+		(void)snprintf(msg, len, "%s: is a symlink: give the spool's "
+		    "real path", dir);
+		break;
+	case ENOLCK:
+		(void)snprintf(msg, len, "%s: multi-host mode on a file system "
+		    "whose locks other hosts may not see (see spool-layout.md, "
+		    "Several hosts)", dir);
+		break;
+	case EADDRINUSE:
+		(void)snprintf(msg, len, "%s: host ID '%s' is in use by another "
+		    "machine (see hosts/ in spool-layout.md): set SPOOL_HOST",
+		    dir, spool_host(host));
+		break;
+	case ENOENT:
+	case ENOTDIR:
+		(void)snprintf(msg, len, "%s: %s", dir, strerror(err));
+		break;
+	default:
+		(void)snprintf(msg, len, "%s: %s", dir, strerror(err));
+		status = EXIT_TEMP;
+	}
+	return status;
+}
+
+struct spool *
+open_spool(const char *dir)
+{
+	struct spool *sp;
+	char msg[512];
+	int status;
+
+	if ((sp = spool_open(dir)) == NULL) {
+		status = open_failure(dir, errno, msg, sizeof(msg));
+		die(status, "%s", msg);
+	}
+	return sp;
+}
+
+int64_t
+opt_duration(const char *opt, const char *arg, int zero_ok)
+{
+	int64_t ms;
+
+	if (spool_parse_duration(arg, &ms) == -1 || (ms == 0 && !zero_ok))
+		die(EXIT_PERM, "%s: bad duration '%.40s' (use e.g. 500ms, "
+		    "30s, 5m, 2h, 7d%s)", opt, arg, zero_ok ? ", 0" : "");
+	return ms;
+}
+
+long
+opt_number(const char *opt, const char *arg, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || errno != 0 ||
+	    v < min || v > max)
+		die(EXIT_PERM, "%s: bad number '%.40s' (%ld to %ld)", opt, arg,
+		    min, max);
+	return v;
+}
+
+const char *
+opt_word(const char *opt, const char *arg, int (*valid)(const char *))
+{
+	if (!valid(arg))
+		die(EXIT_PERM, "%s: bad value (letters, digits, '.', '_', "
+		    "'-'%s, starting with a letter or digit, at most %d bytes)",
+		    opt, valid == spool_valid_owner ? ", ':', '@'" : "",
+		    SPOOL_ID_MAX);
+	return arg;
+}
+
+/* A name of one of the library's closed sets: a class, a reason. */
+int
+opt_name(const char *opt, const char *arg, const char *what,
+    int (*from_name)(const char *))
+{
+	int v;
+
+	if ((v = from_name(arg)) == -1)
+		die(EXIT_PERM, "%s: unknown %s '%.40s' (see spool(7))", opt,
+		    what, arg);
+	return v;
+}
+
+static const char *
+where(int state)
+{
+	switch (state) {
+	case SPOOL_NEW:
+		return "the job is in new/";
+	case SPOOL_LEASED:
+		return "the job is in leased/";
+	case SPOOL_DONE:
+		return "the job is in done/";
+	case SPOOL_DEAD:
+		return "the job is in dead/";
+	default:
+		return "there is no such job";
+	}
+}
+
+/* One line for a refused or failed item; its exit status. */
+int
+report(const char *id, const struct spool_result *res)
+{
+	switch (res->status) {
+	case 0:
+		return EXIT_DONE;
+	case 1:
+		switch (res->refusal) {
+		case SPOOL_NO_JOB:
+			say("%s: no such job", id);
+			break;
+		case SPOOL_NO_STALE:
+			say("%s: stale token: the current token is %" PRIu64
+			    " and %s", id, res->token, where(res->state));
+			break;
+		case SPOOL_NO_UNRECONCILED:
+			say("%s: its side effect may have happened: reconcile "
+			    "it, then redrive with --reconciled", id);
+			break;
+		default:
+			say("%s: %s: %s", id, spool_refusal_name(res->refusal),
+			    where(res->state));
+		}
+		return EXIT_NO;
+	default:
+		if (res->err == EINVAL) {
+			say("%s: invalid request", id);
+			return EXIT_PERM;
+		}
+		if (res->err == ERANGE) {
+			say("%s: --delay reaches past the deadline: the job "
+			    "could never be delivered", id);
+			return EXIT_PERM;
+		}
+		if (res->err == EUCLEAN) {
+			say("%s: damaged job: run spool-fsck", id);
+			return EXIT_TEMP;
+		}
+		if (res->changed)
+			say("%s: state changed but not yet durable: %s "
+			    "(retrying is safe)", id, strerror(res->err));
+		else
+			say("%s: %s", id, strerror(res->err));
+		return EXIT_TEMP;
+	}
+}
+
+/* A write error on stdout is a failure, even after the work is done. */
+int
+finish_stdout(int status)
+{
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		say("standard output: %s%s", strerror(errno), status == 0 ?
+		    " (the spool has changed)" : "");
+		return worst(status, EXIT_TEMP);
+	}
+	return status;
+}
+
+/*
+ * The default lease holder: host:pid, which says which process on which
+ * machine holds a job; pid:PID where the host name is not a valid owner.
+ */
+const char *
+default_owner(char *buf, size_t len)
+{
+	char host[64];
+
+	if (gethostname(host, sizeof(host)) == -1 ||
+	    (host[sizeof(host) - 1] = '\0',
+	    snprintf(buf, len, "%s:%ld", host, (long)getpid()),
+	    !spool_valid_owner(buf)))
+		(void)snprintf(buf, len, "pid:%ld", (long)getpid());
+	return buf;
+}
+
+/*
+ * The more serious of two exit statuses.  111 is more serious than 100,
+ * 100 than 1, and 1 than 0, which is their numeric order.
+ */
+int
+worst(int a, int b)
+{
+	return a > b ? a : b;
+}
+
+int64_t
+min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}

@@ -1,0 +1,100 @@
+/*
+ * JSON on stdout, written as it goes, one value at a time: no tree is
+ * built, so a listing of any length costs the memory of one job.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+/*
+ * JSON is written as it goes, so the writers keep two facts: how deep the
+ * value being written is, and whether the next one needs a comma before
+ * it.  A closed object or array is a value like any other: after it, the
+ * next one does.
+ */
+static int jfirst = 1, jdepth;
+
+static void
+jkey(const char *key)
+{
+	if (key != NULL)
+		printf("%s\"%s\":", jfirst ? "" : ",", key);
+	else if (!jfirst)
+		putchar(',');
+	jfirst = 0;
+}
+
+/* An object ('{') or an array ('['), with its key inside an object. */
+void
+jbegin(const char *key, int bracket)
+{
+	if (jdepth++ > 0)
+		jkey(key);
+	putchar(bracket);
+	jfirst = 1;
+}
+
+void
+jend(int bracket)
+{
+	putchar(bracket);
+	jfirst = 0;
+	if (--jdepth == 0)
+		putchar('\n');
+}
+
+/* A string; null when empty.  A detail may hold '"' and '\\'. */
+void
+jstr(const char *key, const char *s)
+{
+	jkey(key);
+	if (s == NULL || *s == '\0') {
+		fputs("null", stdout);
+		return;
+	}
+	putchar('"');
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+void
+jnum(const char *key, int64_t v)
+{
+	jkey(key);
+	printf("%" PRId64, v);
+}
+
+/* A time in ms since the epoch; null when there is none. */
+void
+jtime(const char *key, int64_t ms)
+{
+	if (ms == 0) {
+		jkey(key);
+		fputs("null", stdout);
+	} else
+		jnum(key, ms);
+}
+
+void
+jbool(const char *key, int v)
+{
+	jkey(key);
+	fputs(v ? "true" : "false", stdout);
+}

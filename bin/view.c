@@ -1,0 +1,109 @@
+/*
+ * Times and jobs as people read them: ages, timestamps, a job's
+ * disposition, and its fields as the inspection commands' JSON gives them.
+ * One form each, so that spool-ls, spool-show and spool-stat agree.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+/* A short age: 950ms, 42s, 7m12s, 3h04m, 2d05h; a time to come is 0ms. */
+const char *
+fmt_age(char *buf, size_t len, int64_t ms)
+{
+	int64_t s = ms / 1000;
+
+	if (ms < 0)
+		ms = s = 0;
+	if (ms < 1000)
+		(void)snprintf(buf, len, "%" PRId64 "ms", ms);
+	else if (s < 60)
+		(void)snprintf(buf, len, "%" PRId64 "s", s);
+	else if (s < 3600)
+		(void)snprintf(buf, len, "%" PRId64 "m%02" PRId64 "s", s / 60,
+		    s % 60);
+	else if (s < 86400)
+		(void)snprintf(buf, len, "%" PRId64 "h%02" PRId64 "m",
+		    s / 3600, s / 60 % 60);
+	else
+		(void)snprintf(buf, len, "%" PRId64 "d%02" PRId64 "h",
+		    s / 86400, s / 3600 % 24);
+	return buf;
+}
+
+/* A time as the audit log writes it, 2026-11-30T08:12:16.301Z; "-": none. */
+const char *
+fmt_time(char *buf, size_t len, int64_t ms)
+{
+	return ms > 0 && spool_format_time(buf, len, ms) > 0 ? buf : "-";
+}
+
+const char *
+dash(const char *s)
+{
+	return s != NULL && *s != '\0' ? s : "-";
+}
+
+/* parked, redriven, dropped, or "" (spool-ls(1), DISP). */
+const char *
+disposition(const struct spool_job_info *in)
+{
+	if (in->dropped)
+		return "dropped";
+	if (in->state == SPOOL_DEAD)
+		return "parked";
+	return in->redriven ? "redriven" : "";
+}
+
+/* Deliveries of the current cycle: "#3" in a listing. */
+int
+deliveries(const struct spool_job_info *in)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < in->ndeliveries; i++)
+		n += in->deliveries[i].cycle == in->cycles;
+	return n;
+}
+
+/* A job's fields, as spool-ls --json and spool-show --json give them. */
+void
+jjob(const struct spool_job_info *in, int64_t now)
+{
+	jstr("id", in->id);
+	jstr("state", spool_state_name(in->state));
+	jstr("disposition", disposition(in));
+	jtime("since", in->since);
+	jnum("age_ms", now - in->since);
+	jtime("created", in->created);
+	jtime("deadline", in->deadline);
+	jtime("eligible", in->eligible);
+	jtime("lease_until", in->lease_until);
+	jstr("owner", in->owner);
+	jstr("trace", in->trace);
+	jnum("token", (int64_t)in->token);
+	jnum("attempts", in->attempts);
+	jnum("max_attempts", in->max_attempts);
+	jnum("deliveries", deliveries(in));
+	jnum("cycles", in->cycles);
+	jstr("reason", in->reason ? spool_reason_name(in->reason) : NULL);
+	jstr("class", in->class ? spool_class_name(in->class) : NULL);
+	jstr("detail", in->detail);
+	jbool("side_effect", in->side_effect);
+	jbool("redriven", in->redriven);
+	jbool("dropped", in->dropped);
+	jstr("by", in->by);
+	jstr("note", in->note);
+	jtime("acted", in->acted);
+}
