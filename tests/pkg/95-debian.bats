@@ -55,6 +55,9 @@ setup() {
 	done
 	run -0 --separate-stderr lintian --fail-on error spool_*.changes
 	echo "$output" >"$B/lintian.txt"
+	# Its report goes to the log, warnings and all.
+	sed 's/^/# lintian: /' "$B/lintian.txt" >&3
+	stat -c '# %n: %s bytes' *.deb >&3
 	run -1 grep '^E:' "$B/lintian.txt"
 	# What each package holds.
 	[ "$(dpkg-deb -c spool_*.deb | grep -c ' ./usr/bin/spool-')" -eq 16 ]
