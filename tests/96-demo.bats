@@ -22,9 +22,13 @@ bare_path() {
 @test "make demo runs with make, a compiler and a shell's tools alone, and tells the operator's story" {
 	p=$(bare_path make sh cc id mktemp sed cat chmod touch rm dirname mv)
 	mkdir "$BATS_TEST_TMPDIR/tmp"
-	run -0 --separate-stderr env -i PATH="$p" HOME="$BATS_TEST_TMPDIR" \
+	run --separate-stderr env -i PATH="$p" HOME="$BATS_TEST_TMPDIR" \
 	    TMPDIR="$BATS_TEST_TMPDIR/tmp" make -s -C "$ROOT" demo
-	[ "$stderr" = "" ]
+	[ "$status" -eq 0 ] && [ "$stderr" = "" ] || {
+		printf 'exit status %s\n%s\n' "$status" "$stderr" >&2
+		tail -n 20 <<<"$output" >&2
+		return 1
+	}
 	# It cleans up after itself.
 	[ "$(ls -A "$BATS_TEST_TMPDIR/tmp")" = "" ]
 	# The deliveries; jobs due in the same millisecond come in any order.
