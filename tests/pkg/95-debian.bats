@@ -54,9 +54,13 @@ setup() {
 		[ -f "${p}_${V}_$(dpkg --print-architecture).deb" ]
 	done
 	run -0 --separate-stderr lintian --fail-on error spool_*.changes
-	echo "$output" >"$B/lintian.txt"
+	printf '%s' "$output" >"$B/lintian.txt"
 	# Its report goes to the log, warnings and all.
-	sed 's/^/# lintian: /' "$B/lintian.txt" >&3
+	if [ -s "$B/lintian.txt" ]; then
+		sed 's/^/# lintian: /' "$B/lintian.txt" >&3
+	else
+		echo '# lintian: no tags' >&3
+	fi
 	stat -c '# %n: %s bytes' *.deb >&3
 	run -1 grep '^E:' "$B/lintian.txt"
 	# What each package holds.
