@@ -40,7 +40,7 @@ STRIP = -s
 HANDLERS = contrib/handler-http.sh contrib/handler-state.sh
 UNITS = $(wildcard contrib/*.service contrib/*.timer)
 EXAMPLES = contrib/crontab contrib/spool-run.cron contrib/demo.sh \
-    $(wildcard contrib/spool-alerts.yml contrib/spool-dashboard.json)
+    contrib/spool-alerts.yml contrib/spool-dashboard.json
 MAN1 = $(wildcard man/*.1)
 MAN3 = man/spool.3
 MAN7 = $(wildcard man/*.7)
