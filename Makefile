@@ -12,7 +12,7 @@ WERROR_FLAG = $(if $(filter 1,$(WERROR)),-Werror)
 WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
     $(WERROR_FLAG)
 CPPFLAGS += -Ilib
-LDLIBS = -luuid
+LDLIBS = -luuid -lxxhash
 ifeq ($(SAN),1)
 CFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=address,undefined
@@ -53,7 +53,7 @@ $(BINS): %: %.o bin/common.a lib/libspool.a
 	$(CC) $(LDFLAGS) -o $@ $@.o bin/common.a lib/libspool.a $(LDLIBS)
 
 # Installs what is missing (as root) or says what to install: everything
-# the tests use, or (deps-build) a compiler and libuuid alone.
+# the tests use, or (deps-build) a compiler, libuuid and libxxhash alone.
 deps:
 	@tests/deps.sh
 

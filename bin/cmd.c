@@ -133,7 +133,11 @@ open_failure(const char *dir, int err, char *msg, size_t len)
 	case EUCLEAN:
 		(void)snprintf(msg, len, "%s: damaged spool: a state directory "
 		    "is missing or not a directory", dir);
-		status = EXIT_TEMP;
+		break;
+	case EACCES:
+	case EPERM:
+		/* Time does not fix a permission: a person does. */
+		(void)snprintf(msg, len, "%s: %s", dir, strerror(err));
 		break;
 	case EMLINK:
 		(void)snprintf(msg, len, "%s: is a symlink: give the spool's "
@@ -241,6 +245,20 @@ where(int state)
 	}
 }
 
+/*
+ * A job whose file or sidecar is not where it should be: moved, removed or
+ * garbled by hand, or lost.  No retry mends it (100); spool-fsck --repair
+ * does, or says which command does.
+ */
+int
+damaged(const char *id)
+{
+	say("%s: damaged job: its file or its sidecar is not where it should "
+	    "be: spool-fsck --repair settles it or says how (spool(7), "
+	    "EDITING THE SPOOL BY HAND)", id);
+	return EXIT_PERM;
+}
+
 /* One line for a refused or failed item; its exit status. */
 int
 report(const char *id, const struct spool_result *res)
@@ -261,6 +279,11 @@ report(const char *id, const struct spool_result *res)
 			say("%s: its side effect may have happened: reconcile "
 			    "it, then redrive with --reconciled", id);
 			break;
+		case SPOOL_NO_EDITED:
+			say("%s: its payload is not the one enqueued (changed "
+			    "by hand?): check it, then redrive with --edited to "
+			    "send it as it is", id);
+			break;
 		default:
 			say("%s: %s: %s", id, spool_refusal_name(res->refusal),
 			    where(res->state));
@@ -276,10 +299,8 @@ report(const char *id, const struct spool_result *res)
 			    "could never be delivered", id);
 			return EXIT_PERM;
 		}
-		if (res->err == EUCLEAN) {
-			say("%s: damaged job: run spool-fsck", id);
-			return EXIT_TEMP;
-		}
+		if (res->err == EUCLEAN)
+			return damaged(id);
 		if (res->changed)
 			say("%s: state changed but not yet durable: %s "
 			    "(retrying is safe)", id, strerror(res->err));

@@ -39,6 +39,7 @@ int opt_name(const char *opt, const char *arg, const char *what,
     int (*from_name)(const char *));
 const char *default_owner(char *buf, size_t len);
 int report(const char *id, const struct spool_result *res);
+int damaged(const char *id);
 int finish_stdout(int status);
 int worst(int a, int b);
 int64_t min64(int64_t a, int64_t b);
@@ -96,7 +97,8 @@ void named_in_batches(char **args, int nargs, int64_t before,
     int (*act)(void *arg, struct spool_item *items, size_t n), void *arg,
     int *status);
 void preview(struct spool *sp, struct spool_item *item,
-    enum spool_state from, int refusal, int need_reconciled);
+    enum spool_state from, int refusal, int need_reconciled,
+    int need_unedited);
 int act_main(int argc, char **argv, item_action action);
 int pause_main(int argc, char **argv, int on);
 

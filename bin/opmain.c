@@ -67,7 +67,7 @@ act(void *arg, struct spool_item *items, size_t n)
 int
 act_main(int argc, char **argv, item_action action)
 {
-	struct spool_operator op = { NULL, NULL, 0 };
+	struct spool_operator op = { 0 };
 	struct acting a = { NULL, &op, action };
 	const char *dir;
 	int status = EXIT_DONE;
@@ -91,7 +91,7 @@ act_main(int argc, char **argv, item_action action)
 int
 pause_main(int argc, char **argv, int on)
 {
-	struct spool_operator op = { NULL, NULL, 0 };
+	struct spool_operator op = { 0 };
 	const char *dir;
 	struct spool *sp;
 	int paused;

@@ -208,10 +208,10 @@ select_jobs(struct spool *sp, enum spool_state state,
 	list_ids(sp, state, &seen);
 	for (i = 0; i < seen.n; i++) {
 		if (spool_job_info(sp, seen.v[i].id, 0, &info) == -1) {
-			if (errno != ENOENT) {	/* ENOENT: purged meanwhile */
-				say("%s: %s", seen.v[i].id, errno == EUCLEAN ?
-				    "damaged job: run spool-fsck" :
-				    strerror(errno));
+			if (errno == EUCLEAN)
+				*status = worst(*status, damaged(seen.v[i].id));
+			else if (errno != ENOENT) {	/* purged meanwhile */
+				say("%s: %s", seen.v[i].id, strerror(errno));
 				*status = worst(*status, EXIT_TEMP);
 			}
 			continue;
@@ -262,12 +262,14 @@ in_batches(const struct picks *l, int64_t before,
 /*
  * What an action on item would answer, for a dry run, without taking it:
  * refused unless the job is unchanged since item->before, is in from
- * (refusal otherwise) and, with need_reconciled, is not flagged as having
- * maybe had its side effect; checked in the library's order.
+ * (refusal otherwise), with need_reconciled is not flagged as having maybe
+ * had its side effect, and with need_unedited has the payload its record
+ * describes (read whole, as the redrive would); checked in the library's
+ * order.
  */
 void
 preview(struct spool *sp, struct spool_item *item, enum spool_state from,
-    int refusal, int need_reconciled)
+    int refusal, int need_reconciled, int need_unedited)
 {
 	struct spool_result *res = &item->res;
 	struct spool_job_info info;
@@ -287,6 +289,8 @@ preview(struct spool *sp, struct spool_item *item, enum spool_state from,
 		res->refusal = refusal;
 	else if (need_reconciled && info.side_effect)
 		res->refusal = SPOOL_NO_UNRECONCILED;
+	else if (need_unedited && spool_payload_check(sp, item->id, 1) == 0)
+		res->refusal = SPOOL_NO_EDITED;
 	res->status = res->refusal != SPOOL_NO_NONE;
 	spool_job_info_free(&info);
 }

@@ -9,7 +9,8 @@
 
 #include "common.h"
 
-const char *usage_text = "spool-fsck [-d DIR] [--repair]";
+const char *usage_text = "spool-fsck [-d DIR] [--repair | --restored] "
+    "[--verify]";
 
 static void
 print(void *arg, const char *what, const char *problem, int fixed)
@@ -24,11 +25,13 @@ main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "repair", no_argument, NULL, 'r' },
+		{ "restored", no_argument, NULL, 'R' },
+		{ "verify", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *dir = NULL;
 	struct spool *sp;
-	int c, repair = 0, r;
+	int c, flags = 0, r;
 
 	cmd_init(argv, 1);
 	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
@@ -37,16 +40,26 @@ main(int argc, char **argv)
 			dir = optarg;
 			break;
 		case 'r':
-			repair = 1;
+			flags |= SPOOL_FSCK_REPAIR;
+			break;
+		case 'R':
+			flags |= SPOOL_FSCK_RESTORED;
+			break;
+		case 'v':
+			flags |= SPOOL_FSCK_VERIFY;
 			break;
 		default:
 			usage();
 		}
 	}
-	if (optind != argc)
+	if (optind != argc || (flags & (SPOOL_FSCK_REPAIR |
+	    SPOOL_FSCK_RESTORED)) == (SPOOL_FSCK_REPAIR | SPOOL_FSCK_RESTORED))
 		usage();
 	sp = open_spool(spool_dir(dir));
-	r = spool_fsck(sp, repair, print, NULL);
+	r = spool_fsck(sp, flags, print, NULL);
+	if (r == -1 && errno == EPROTO)
+		die(EXIT_PERM, "--restored: a spool of format 1 counts tokens "
+		    "per job: run spool-init --upgrade first");
 	if (r == -1)
 		die(EXIT_TEMP, "could not check: %s", strerror(errno));
 	spool_close(sp);

@@ -5,17 +5,19 @@
 
 #include "common.h"
 
-const char *usage_text = "spool-init [-d DIR] [--group GROUP]";
+const char *usage_text = "spool-init [-d DIR] [--group GROUP | --upgrade]";
 
 int
 main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "group", required_argument, NULL, 'g' },
+		{ "upgrade", no_argument, NULL, 'u' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *dir = NULL, *group = NULL;
-	int c;
+	char msg[512];
+	int c, upgrade = 0;
 
 	cmd_init(argv, 0);
 	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
@@ -26,13 +28,22 @@ main(int argc, char **argv)
 		case 'g':
 			group = optarg;
 			break;
+		case 'u':
+			upgrade = 1;
+			break;
 		default:
 			usage();
 		}
 	}
-	if (optind != argc)
+	if (optind != argc || (upgrade && group != NULL))
 		usage();
 	dir = spool_dir(dir);
+	if (upgrade) {
+		if (spool_upgrade(dir) == 0)
+			return EXIT_DONE;
+		c = open_failure(dir, errno, msg, sizeof(msg));
+		die(c, "%s", msg);
+	}
 	if (spool_init(dir, group) == 0)
 		return EXIT_DONE;
 	switch (errno) {

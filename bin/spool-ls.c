@@ -127,8 +127,7 @@ show(void *arg, const char *id, const char *file)
 			return 0;	/* purged meanwhile */
 		if (errno != EUCLEAN)
 			die(EXIT_TEMP, "%s: %s", id, strerror(errno));
-		say("%s: damaged job: run spool-fsck", id);
-		l->status = worst(l->status, EXIT_TEMP);
+		l->status = worst(l->status, damaged(id));
 		return 0;
 	}
 	if (info.state == l->state && strcmp(info.file, file) == 0 &&

@@ -1,9 +1,11 @@
 /*
  * spool-purge: remove finished jobs past their retention, for cron; print
- * the IDs removed.  Each removal is audit-logged, and the job's sidecar
- * stays, so a purged ID never gets a token it had before.  Parked jobs go
- * only when asked for by the state "dead" with --by and --note.  Files an
- * interrupted enqueue left in tmp/ are swept too.
+ * the IDs removed.  Each removal is audit-logged; the spool's token
+ * counter sees to it that a purged ID never gets a token it had before.
+ * Parked jobs go only when asked for by the state "dead" with --by and
+ * --note, and --missing records the removal of jobs whose file a person
+ * removed by hand.  Files an interrupted enqueue left in tmp/ are swept
+ * too.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,7 +20,9 @@ const char *usage_text = "spool-purge [-d DIR] [--dry-run] done | dropped "
     "       spool-purge [-d DIR] [--dry-run] dead --by WHO --note TICKET "
     "--older-than DUR [--keep N]\n"
     "       spool-purge [-d DIR] [--dry-run] [--by WHO --note TICKET] "
-    "done | dead ID ... | -";
+    "done | dead ID ... | -\n"
+    "       spool-purge [-d DIR] [--dry-run] --missing --by WHO --note "
+    "TICKET ID ... | -";
 
 /* Nothing writes a tmp/ file for a day: its enqueue died. */
 #define TMP_AGE_MS	(24LL * 3600 * 1000)
@@ -74,6 +78,28 @@ select_old(struct spool *sp, enum kind kind, int64_t cutoff, size_t keep,
 	picks_sort(l, picks_oldest_first);
 }
 
+/* A dry run of --missing: a job is missing if it is damaged. */
+static void
+preview_missing(struct spool *sp, struct spool_item *item)
+{
+	struct spool_result *res = &item->res;
+	struct spool_job_info info;
+
+	memset(res, 0, sizeof(*res));
+	if (spool_job_info(sp, item->id, 0, &info) == 0) {
+		res->status = 1;
+		res->refusal = SPOOL_NO_NOT_MISSING;
+		res->state = info.state;
+		spool_job_info_free(&info);
+	} else if (errno == ENOENT) {
+		res->status = 1;
+		res->refusal = SPOOL_NO_JOB;
+	} else if (errno != EUCLEAN) {
+		res->status = -1;
+		res->err = errno;
+	}
+}
+
 static int
 purge(void *arg, struct spool_item *items, size_t n)
 {
@@ -82,9 +108,14 @@ purge(void *arg, struct spool_item *items, size_t n)
 
 	if (!p->dry_run)
 		return spool_purge(p->sp, p->op, p->from, items, n);
-	for (k = 0; k < n; k++)
-		preview(p->sp, &items[k], p->from, p->from == SPOOL_DEAD ?
-		    SPOOL_NO_NOT_PARKED : SPOOL_NO_NOT_DONE, 0);
+	for (k = 0; k < n; k++) {
+		if (p->from == SPOOL_ABSENT)
+			preview_missing(p->sp, &items[k]);
+		else
+			preview(p->sp, &items[k], p->from, p->from ==
+			    SPOOL_DEAD ? SPOOL_NO_NOT_PARKED : SPOOL_NO_NOT_DONE,
+			    0, 0);
+	}
 	return 0;
 }
 
@@ -95,11 +126,12 @@ main(int argc, char **argv)
 		{ "by", required_argument, NULL, 'b' },
 		{ "dry-run", no_argument, NULL, 'D' },
 		{ "keep", required_argument, NULL, 'k' },
+		{ "missing", no_argument, NULL, 'm' },
 		{ "note", required_argument, NULL, 'n' },
 		{ "older-than", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct spool_operator op = { NULL, NULL, 0 };
+	struct spool_operator op = { 0 };
 	struct purge p = { NULL, NULL, SPOOL_DONE, 0 };
 	struct picks l = { NULL, 0, 0, 0 };
 	const char *dir = NULL, *state;
@@ -107,7 +139,7 @@ main(int argc, char **argv)
 	long keep = -1;
 	enum kind kind;
 	size_t swept;
-	int c, named, status = EXIT_DONE;
+	int c, named, missing = 0, status = EXIT_DONE;
 
 	cmd_init(argv, 1);
 	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
@@ -124,6 +156,9 @@ main(int argc, char **argv)
 		case 'k':
 			keep = opt_number("--keep", optarg, 0, 1000000000);
 			break;
+		case 'm':
+			missing = 1;
+			break;
 		case 'n':
 			op.note = opt_word("--note", optarg, spool_valid_note);
 			break;
@@ -136,6 +171,20 @@ main(int argc, char **argv)
 	}
 	if (optind == argc)
 		usage();
+	if (missing) {
+		/* Only named jobs, and who and why: a removal by hand. */
+		if (op.by == NULL || op.note == NULL || older_than != -1 ||
+		    keep != -1)
+			usage();
+		(void)ids_on_stdin(argv + optind, argc - optind);
+		p.sp = open_spool(spool_dir(dir));
+		p.op = &op;
+		p.from = SPOOL_ABSENT;
+		named_in_batches(argv + optind, argc - optind, 0, purge, &p,
+		    &status);
+		spool_close(p.sp);
+		return finish_stdout(status);
+	}
 	state = argv[optind++];
 	named = optind < argc;
 	if (strcmp(state, "done") == 0)

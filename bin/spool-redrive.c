@@ -19,9 +19,9 @@
 #include "common.h"
 
 const char *usage_text = "spool-redrive [-d DIR] --by WHO --note TICKET "
-    "[--reconciled] ID ...";
+    "[--reconciled] [--edited] ID ...";
 static const char bulk_usage[] = "spool-redrive [-d DIR] --by WHO --note "
-    "TICKET [--reconciled] [--dry-run] [--rate N/s] - | --all "
+    "TICKET [--reconciled] [--edited] [--dry-run] [--rate N/s] - | --all "
     "[--reason R] [--class C] [--older-than DUR]";
 
 #define NS	1000000000LL
@@ -201,7 +201,7 @@ bulk(struct spool *sp, const struct spool_operator *op, struct bulk *b,
 		item.before = b->all ? b->cutoff + 1 : 0;
 		if (b->dry_run)
 			preview(sp, &item, SPOOL_DEAD, SPOOL_NO_NOT_PARKED,
-			    !op->reconciled);
+			    !op->reconciled, !op->edited);
 		else if (wait_until(next)) {
 			stopped = STOP_SIGNAL;
 			break;
@@ -278,6 +278,7 @@ main(int argc, char **argv)
 		{ "by", required_argument, NULL, 'b' },
 		{ "class", required_argument, NULL, 'c' },
 		{ "dry-run", no_argument, NULL, 'D' },
+		{ "edited", no_argument, NULL, 'e' },
 		{ "note", required_argument, NULL, 'n' },
 		{ "older-than", required_argument, NULL, 'o' },
 		{ "rate", required_argument, NULL, 'R' },
@@ -285,7 +286,7 @@ main(int argc, char **argv)
 		{ "reconciled", no_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct spool_operator op = { NULL, NULL, 0 };
+	struct spool_operator op = { 0 };
 	struct bulk b = { .older_than = -1, .rate = 10 };
 	struct picks l = { NULL, 0, 0, 0 };
 	struct redrive r = { NULL, &op };
@@ -311,6 +312,9 @@ main(int argc, char **argv)
 			break;
 		case 'D':
 			b.dry_run = 1;
+			break;
+		case 'e':
+			op.edited = 1;
 			break;
 		case 'n':
 			op.note = opt_word("--note", optarg, spool_valid_note);

@@ -194,6 +194,12 @@ show_text(const struct spool_job_info *in, const struct audit *a,
 		printf("lease        %s until %s\n", in->owner,
 		    fmt_time(t1, sizeof(t1), in->lease_until));
 	printf("trace        %s\n", dash(in->trace));
+	if (in->payload_xxh3 != 0)
+		printf("payload      %" PRIu64 " bytes, xxh3 %016" PRIx64 "\n",
+		    in->payload_size, in->payload_xxh3);
+	else
+		printf("payload      unverified: enqueued before records kept "
+		    "a size and checksum\n");
 	printf("token        %" PRIu64 "\n", in->token);
 	printf("attempts     %d of %d\n", in->attempts, in->max_attempts);
 	printf("cycles       %d%s\n", in->cycles, in->redriven ?
@@ -254,7 +260,7 @@ main(int argc, char **argv)
 		if (errno == ENOENT)
 			die(EXIT_NO, "%s: no such job", a.id);
 		if (errno == EUCLEAN)
-			die(EXIT_TEMP, "%s: damaged job: run spool-fsck", a.id);
+			exit(damaged(a.id));
 		die(EXIT_TEMP, "%s: %s", a.id, strerror(errno));
 	}
 	if (spool_audit_scan(sp, keep, &a) == -1)

@@ -9,6 +9,7 @@
  * instead of the exit vocabulary of every other command.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -39,10 +41,11 @@ static const enum spool_event counted[] = {
 	SPOOL_EV_ENQUEUE, SPOOL_EV_CLAIM, SPOOL_EV_RECLAIM, SPOOL_EV_RENEW,
 	SPOOL_EV_OK, SPOOL_EV_RETRY, SPOOL_EV_RELEASE, SPOOL_EV_PARK,
 	SPOOL_EV_SUPERSEDE, SPOOL_EV_REDRIVE, SPOOL_EV_DROP, SPOOL_EV_CANCEL,
-	SPOOL_EV_PURGE, SPOOL_EV_PAUSE, SPOOL_EV_RESUME
+	SPOOL_EV_PURGE, SPOOL_EV_PAUSE, SPOOL_EV_RESUME, SPOOL_EV_RESTORE,
+	SPOOL_EV_REBUILD
 };
 #define NCOUNTED	(sizeof(counted) / sizeof(counted[0]))
-#define NEVENT	(SPOOL_EV_RESUME + 1)
+#define NEVENT	(SPOOL_EV_REBUILD + 1)
 
 /* What became of jobs whose current cycle began with a redrive. */
 static const char *const outcomes[] = { "queued", "done", "parked", "dropped" };
@@ -50,7 +53,8 @@ static const char *const outcomes[] = { "queued", "done", "parked", "dropped" };
 struct stats {
 	int64_t now;
 	long state[SPOOL_DEAD + 1];	/* files whose sidecar agrees */
-	long ready, dropped, damaged, cycles2;
+	long ready, dropped, damaged, cycles2, quarantined;
+	unsigned long hand_edits;	/* audit lines by "hand": adoptions */
 	long reason[NREASON], class[NCLASS];	/* of parked jobs */
 	long redriven[4];		/* by outcomes[] */
 	int64_t first_ready;		/* earliest eligible time, ready jobs */
@@ -67,7 +71,9 @@ struct stats {
 struct walk {
 	struct spool *sp;
 	struct stats *st;
+	const char *dir;
 	enum spool_state state;
+	struct picks orphans;	/* job files whose sidecar seemed lost */
 };
 
 /* A metric that --warn and --crit may name (spool-stat(1), METRICS). */
@@ -145,21 +151,16 @@ visit(void *arg, const char *id, const char *file)
 	struct spool_job_info in;
 	int out;
 
+	(void)file;
 	if (spool_job_info(w->sp, id, 0, &in) == -1) {
 		if (errno == ENOENT)
-			return 0;	/* purged since the listing */
+			return 0;	/* purged since the listing, or no job */
 		if (errno == EUCLEAN) {
-			st->damaged++;
+			st->damaged++;	/* its file is not where it says */
 			return 0;
 		}
 		return -1;
 	}
-	/*
-	 * It moved since the listing, or this is a second file a crash left:
-	 * it is counted where it went, or not.
-	 */
-	if (in.state != w->state || strcmp(in.file, file) != 0)
-		return 0;
 	st->state[in.state]++;
 	if (in.cycles >= 2)
 		st->cycles2++;
@@ -205,30 +206,118 @@ audit_line(void *arg, const char *line, size_t len)
 	if (spool_audit_parse(line, len, &a) == -1)
 		return 0;	/* not ours */
 	st->events[a.event]++;
+	st->hand_edits += strcmp(a.actor, "hand") == 0;
 	if (spool_event_by_operator(a.event) && (st->last.event ==
 	    SPOOL_EV_NONE || a.time >= st->last.time))
 		st->last = a;
 	return 0;
 }
 
+/* Is there a sidecar for id?  Its name alone is looked at. */
+static int
+has_sidecar(const char *dir, const char *id)
+{
+	char path[PATH_MAX];
+
+	(void)snprintf(path, sizeof(path), "%s/meta/%s", dir, id);
+	return access(path, F_OK) == 0 || errno != ENOENT;
+}
+
+/*
+ * A job's file, named in a listing: keep it if its sidecar is gone (the
+ * pick's time holds the state it was listed in).
+ */
+static int
+orphan(void *arg, const char *id, const char *file)
+{
+	struct walk *w = arg;
+	int status = EXIT_DONE;
+
+	(void)file;
+	if (!has_sidecar(w->dir, id))
+		picks_add(&w->orphans, id, strlen(id), w->state, &status);
+	return 0;
+}
+
+/*
+ * A file that was listed while its sidecar was gone: a lost sidecar, or a
+ * purge that went by (it removes the file, then the sidecar).  Listed
+ * again: still there, and still without one, it is damaged.
+ */
+static int
+still_orphan(void *arg, const char *id, const char *file)
+{
+	struct walk *w = arg;
+	size_t i;
+
+	(void)file;
+	for (i = 0; i < w->orphans.n; i++)
+		if (w->orphans.v[i].since == w->state &&
+		    strcmp(w->orphans.v[i].id, id) == 0 &&
+		    !has_sidecar(w->dir, id)) {
+			w->st->damaged++;
+			w->orphans.v[i].since = -1;	/* once */
+		}
+	return 0;
+}
+
+/* Files in quarantine/, where spool-fsck --repair put what it could not
+   place: a person is to look at each. */
+static long
+quarantined(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	long n = 0;
+	DIR *d;
+
+	(void)snprintf(path, sizeof(path), "%s/quarantine", dir);
+	if ((d = opendir(path)) == NULL) {
+		if (errno != ENOENT)
+			fail(EXIT_TEMP, "%s: %s", path, strerror(errno));
+		return 0;
+	}
+	while ((errno = 0, de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	if (errno != 0)
+		fail(EXIT_TEMP, "%s: %s", path, strerror(errno));
+	(void)closedir(d);	/* read-only */
+	return n;
+}
+
+/*
+ * Every job by its sidecar, read once; then every state directory by name
+ * alone, for files whose sidecar is lost.  No payload is read.
+ */
 static void
-gather(struct spool *sp, struct stats *st)
+gather(struct spool *sp, const char *dir, struct stats *st)
 {
 	static const enum spool_state states[] = {
 		SPOOL_NEW, SPOOL_LEASED, SPOOL_DONE, SPOOL_DEAD
 	};
-	struct walk w = { sp, st, SPOOL_NEW };
+	struct walk w = { sp, st, dir, SPOOL_ABSENT, { NULL, 0, 0, 0 } };
 	size_t i;
 
 	memset(st, 0, sizeof(*st));
 	st->now = spool_now();
 	st->first_ready = st->first_dead = st->first_lease = INT64_MAX;
+	if (spool_list(sp, SPOOL_ABSENT, visit, &w) == -1)
+		fail(EXIT_TEMP, "meta/: %s", strerror(errno));
 	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
 		w.state = states[i];
-		if (spool_list(sp, w.state, visit, &w) == -1)
+		if (spool_list(sp, w.state, orphan, &w) == -1)
 			fail(EXIT_TEMP, "%s/: %s", spool_state_name(w.state),
 			    strerror(errno));
 	}
+	for (i = 0; i < sizeof(states) / sizeof(states[0]) &&
+	    w.orphans.n > 0; i++) {
+		w.state = states[i];
+		if (spool_list(sp, w.state, still_orphan, &w) == -1)
+			fail(EXIT_TEMP, "%s/: %s", spool_state_name(w.state),
+			    strerror(errno));
+	}
+	picks_free(&w.orphans);
+	st->quarantined = quarantined(dir);
 	if ((st->paused = spool_paused(sp)) == -1)
 		fail(EXIT_TEMP, "paused: %s", strerror(errno));
 	spool_settings(sp, &st->set);
@@ -266,6 +355,8 @@ metrics(const struct stats *st, struct metric *m)
 	add(m, &n, "dropped", 0, st->dropped);
 	add(m, &n, "dead", 0, st->state[SPOOL_DEAD]);
 	add(m, &n, "damaged", 0, st->damaged);
+	add(m, &n, "quarantined", 0, st->quarantined);
+	add(m, &n, "hand_edits", 0, (int64_t)st->hand_edits);
 	add(m, &n, "cycles2", 0, st->cycles2);
 	add(m, &n, "lag", 1, age_of(st, st->first_ready));
 	add(m, &n, "oldest_dead", 1, age_of(st, st->first_dead));
@@ -288,7 +379,7 @@ metrics(const struct stats *st, struct metric *m)
 	return n;
 }
 /* paused .. redriven_dropped, then one a reason and one a class. */
-#define NFLAT	16
+#define NFLAT	18
 #define NMETRIC	(NFLAT + NREASON - 1 + NCLASS)
 
 static void
@@ -421,6 +512,15 @@ print_prom(const struct stats *st, const char *dir)
 	family("spool_damaged_jobs", "gauge",
 	    "Jobs whose sidecar and file disagree: run spool-fsck.");
 	printf("spool_damaged_jobs{spool=\"%s\"} %ld\n", sv, st->damaged);
+	family("spool_quarantined_files", "gauge",
+	    "Files spool-fsck --repair moved to quarantine/: look at each.");
+	printf("spool_quarantined_files{spool=\"%s\"} %ld\n", sv,
+	    st->quarantined);
+	family("spool_hand_edits_total", "counter", "Moves made by hand in "
+	    "the spool that spool-fsck --repair adopted, in the audit logs "
+	    "kept.");
+	printf("spool_hand_edits_total{spool=\"%s\"} %lu\n", sv,
+	    st->hand_edits);
 	family("spool_multi_cycle_jobs", "gauge",
 	    "Jobs in their second cycle or later.");
 	printf("spool_multi_cycle_jobs{spool=\"%s\"} %ld\n", sv, st->cycles2);
@@ -660,7 +760,7 @@ main(int argc, char **argv)
 		status = open_failure(dir, errno, msg, sizeof(msg));
 		fail(status, "%s", msg);
 	}
-	gather(sp, &st);
+	gather(sp, dir, &st);
 	nm = metrics(&st, m);
 	if (checking) {
 		bind(e, ne, names, m, nm);

@@ -81,6 +81,8 @@ deliveries(const struct spool_job_info *in)
 void
 jjob(const struct spool_job_info *in, int64_t now)
 {
+	char sum[24];
+
 	jstr("id", in->id);
 	jstr("state", spool_state_name(in->state));
 	jstr("disposition", disposition(in));
@@ -106,4 +108,13 @@ jjob(const struct spool_job_info *in, int64_t now)
 	jstr("by", in->by);
 	jstr("note", in->note);
 	jtime("acted", in->acted);
+	if (in->payload_xxh3 != 0) {
+		(void)snprintf(sum, sizeof(sum), "%016" PRIx64,
+		    in->payload_xxh3);
+		jnum("payload_size", (int64_t)in->payload_size);
+		jstr("payload_xxh3", sum);
+	} else {
+		jstr("payload_size", NULL);
+		jstr("payload_xxh3", NULL);
+	}
 }

@@ -36,6 +36,45 @@ fail_job(struct batch *b, const char **ids, struct spool_result **res,
 	job_close(j);
 }
 
+/*
+ * 6 (format 2): a purged job's sidecar goes too, once its purge is logged;
+ * the audit line keeps its history and the token counter its tokens.  The
+ * name is removed under the job's lock, and meta/ synced once, so that a
+ * power cut does not bring a sidecar back.  One left behind by a crash is
+ * harmless (it says the job is absent) and spool-fsck --repair removes it.
+ */
+static void
+forget_purged(struct spool *sp, struct job *jobs, size_t n, const char **ids,
+    struct spool_result **res)
+{
+	size_t i, k, forgot = 0;
+	int e;
+
+	if (sp->format < 2)
+		return;
+	for (i = 0; i < n; i++) {
+		if (jobs[i].fd == -1 || jobs[i].cur.ev != SPOOL_EV_PURGE ||
+		    res[i]->status != 0)
+			continue;
+		if (sys_unlinkat(sp->metafd, jobs[i].id, 0) == -1 &&
+		    errno != ENOENT) {
+			failed(res[i], errno, 1);
+			continue;
+		}
+		forgot++;
+	}
+	if (forgot == 0)
+		return;
+	crash_point("purge-forgotten");
+	if (sync_dir(sp->metafd, ".") == 0)
+		return;
+	e = errno;
+	for (k = 0; k < n; k++)
+		if (ids[k] != NULL && res[k]->status == 0 &&
+		    jobs[k].cur.ev == SPOOL_EV_PURGE)
+			failed(res[k], e, 1);
+}
+
 int
 batch_run(struct spool *sp, struct batch *b)
 {
@@ -139,6 +178,7 @@ batch_run(struct spool *sp, struct batch *b)
 	} else {
 		(void)snprintf(point, sizeof(point), "%s-logged", b->name);
 		crash_point(point);
+		forget_purged(sp, jobs, b->n, ids, res);
 	}
 	e = 0;
 out:

@@ -179,7 +179,11 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 	} else {
 		rec_next(j, &r, SPOOL_EV_CLAIM, c->now);
 		r.loc = SPOOL_LEASED;
-		r.tok = j->hi + 1;
+		if (token_take(sp, j->hi, &r.tok) == -1) {
+			if (c->job_err == 0)
+				c->job_err = errno;
+			goto skip;
+		}
 		r.att = j->cur.att + 1;
 		r.until = c->now + c->lease;
 		/*

@@ -9,6 +9,22 @@
 
 #include "internal.h"
 
+/* The record of a drop at now: to done/, why it parked kept. */
+void
+rec_drop(const struct job *j, struct rec *r, int64_t now, const char *by,
+    const char *note)
+{
+	rec_next(j, r, SPOOL_EV_DROP, now);
+	r->loc = SPOOL_DONE;
+	r->reason = j->cur.reason;	/* why it was parked, kept */
+	r->cls = j->cur.cls;
+	/* and what its worker said, as spool-ls and spool-show show it */
+	memcpy(r->detail, j->cur.detail, sizeof(r->detail));
+	(void)snprintf(r->by, sizeof(r->by), "%s", by);
+	(void)snprintf(r->note, sizeof(r->note), "%s", note != NULL ? note :
+	    "");
+}
+
 static int
 drop_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 {
@@ -22,14 +38,7 @@ drop_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	}
 	if (changed_since(it, j))
 		return 0;
-	rec_next(j, &r, SPOOL_EV_DROP, b->now);
-	r.loc = SPOOL_DONE;
-	r.reason = j->cur.reason;	/* why it was parked, kept */
-	r.cls = j->cur.cls;
-	/* and what its worker said, as spool-ls and spool-show show it */
-	memcpy(r.detail, j->cur.detail, sizeof(r.detail));
-	(void)snprintf(r.by, sizeof(r.by), "%s", b->op->by);
-	(void)snprintf(r.note, sizeof(r.note), "%s", b->op->note);
+	rec_drop(j, &r, b->now, b->op->by, b->op->note);
 	j->event = SPOOL_EV_DROP;
 	it->res.state = SPOOL_DONE;
 	it->res.token = r.tok;

@@ -1,6 +1,7 @@
 /*
- * Enqueue: the payload is copied into tmp/ and fsync'd, the sidecar record
- * is written and fsync'd, then one rename publishes the file in new/.  Until
+ * Enqueue: the payload is copied into tmp/ (its size and checksum counted
+ * on the way) and fsync'd, the sidecar record is written and fsync'd, then
+ * one rename publishes the file in new/.  Until
  * that rename the job does not exist: a crash leaves a file in tmp/ (never
  * read by claimers, swept by age) and a record that the next writer marks
  * void.  A batch shares the fsyncs of meta/, the buckets and the audit log.
@@ -25,6 +26,7 @@ struct pend {
 	int open;		/* j is open and locked */
 	int fd;			/* the tmp/ file, until it is synced */
 	int64_t eligible;
+	uint64_t size, sum;	/* the payload's, as it was copied */
 };
 
 /* Drop a job of the batch: its tmp/ file goes. */
@@ -94,8 +96,6 @@ sync_batch(struct spool *sp, struct pend *p, const size_t *order, size_t m,
 static int
 copy_payload(struct spool *sp, struct pend *p)
 {
-	char buf[65536];
-	ssize_t n;
 	int fd, e;
 
 	/*
@@ -111,19 +111,9 @@ copy_payload(struct spool *sp, struct pend *p)
 	} while (fd == -1 && errno == EEXIST && sp->tmpseq % 1000 != 0);
 	if (fd == -1)
 		return -1;
-	if (file_mode(sp, fd, 0440) == -1)
+	if (file_mode(sp, fd, 0440) == -1 ||
+	    payload_copy(p->in->fd, fd, &p->size, &p->sum) == -1)
 		goto fail;
-	for (;;) {
-		n = read(p->in->fd, buf, sizeof(buf));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1)
-			goto fail;
-		if (n == 0)
-			break;
-		if (write_all(fd, buf, (size_t)n) == -1)
-			goto fail;
-	}
 	p->fd = fd;	/* synced, with the batch's others, by sync_batch */
 	return 0;
 fail:
@@ -189,6 +179,8 @@ record(struct spool *sp, struct pend *p, int64_t now, int dup,
 	r.deadline = now + ttl;
 	r.created = now;
 	r.se = 0;
+	r.size = p->size;
+	r.sum = p->sum;
 	(void)snprintf(r.trace, sizeof(r.trace), "%s",
 	    in->trace != NULL ? in->trace : "");
 	if (job_record(&p->j, &r) == -1 || job_write(&p->j) == -1) {

@@ -29,11 +29,15 @@
 /*
  * A file found in a state directory: its path from the spool's top, in
  * f->names, with the job's ID at idat.  Paths live end to end in one
- * buffer so that a big spool costs a few dozen bytes a file.
+ * buffer so that a big spool costs a few dozen bytes a file.  A file
+ * named ID, or ID,NUMBER, where the state's names have another form (the
+ * top of new/, leased/ID) is a job's file put there by hand: misplaced.
  */
 struct ent {
 	size_t rel;
 	unsigned short idat, idlen;
+	unsigned char state;		/* the directory's: enum spool_state */
+	unsigned char misplaced;
 };
 
 /* An audit line, reduced to what a record must match. */
@@ -60,7 +64,19 @@ struct fsck {
 	struct abuf ab;
 	int problems, unfixed, err;
 	int64_t oldest;			/* the earliest audit line kept */
+	int restored;			/* SPOOL_FSCK_RESTORED */
+	int verify;			/* SPOOL_FSCK_VERIFY */
+	uint64_t maxtok;		/* the highest token anything names */
+	int forgot;			/* sidecars removed: sync meta/ */
 };
+
+/*
+ * How far a restore moves the token counter past every token the restored
+ * spool names: the tokens handed out after the backup was taken are
+ * nowhere in it.  2^48 is nine years of claims at a million a second, and
+ * 2^63 leaves room for 32,767 restores.
+ */
+#define RESTORE_JUMP	((uint64_t)1 << 48)
 
 static uint64_t
 hash_id(const char *s, size_t len)
@@ -134,7 +150,8 @@ add_name(struct fsck *f, const char *a, const char *b, size_t *at)
 }
 
 static int
-add_ent(struct fsck *f, size_t idlen, const char *dir, const char *name)
+add_ent(struct fsck *f, size_t idlen, const char *dir, const char *name,
+    int state, int misplaced)
 {
 	struct ent *e;
 
@@ -151,8 +168,25 @@ add_ent(struct fsck *f, size_t idlen, const char *dir, const char *name)
 		return -1;
 	e->idat = (unsigned short)(strlen(dir) + 1);
 	e->idlen = (unsigned short)idlen;
+	e->state = (unsigned char)state;
+	e->misplaced = (unsigned char)misplaced;
 	f->nents++;
 	return 0;
+}
+
+/* "ID" or "ID,NUMBER": a job's name, in any state's form; its ID. */
+static int
+any_job_name(const char *name, char *id)
+{
+	const char *comma = strchr(name, ',');
+	size_t len = comma != NULL ? (size_t)(comma - name) : strlen(name);
+
+	if (len > SPOOL_ID_MAX || (comma != NULL && (comma[1] == '\0' ||
+	    strspn(comma + 1, "0123456789") != strlen(comma + 1))))
+		return 0;
+	memcpy(id, name, len);
+	id[len] = '\0';
+	return spool_valid_id(id);
 }
 
 #define ENT_REL(f, e)	((f)->names + (e)->rel)
@@ -168,10 +202,19 @@ cmp_ent_id(const struct fsck *f, const struct ent *e, const char *id)
 	return c != 0 ? c : (e->idlen > n) - (e->idlen < n);
 }
 
+/* A name in new/ that is no bucket: a job's file put there by hand? */
 static int
 add_stray_cb(void *arg, const char *dir, const char *name)
 {
-	return add_stray(arg, dir, name);
+	struct fsck *f = arg;
+	char id[SPOOL_ID_MAX + 1], rel[NAME_MAX_SPOOL];
+	struct stat st;
+
+	if (any_job_name(name, id) && snprintf(rel, sizeof(rel), "%s/%s", dir,
+	    name) < (int)sizeof(rel) && fstatat(f->sp->dirfd, rel, &st,
+	    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+		return add_ent(f, strlen(id), dir, name, SPOOL_NEW, 1);
+	return add_stray(f, dir, name);
 }
 
 /* Every name in one directory: a job's file, or a stray. */
@@ -199,13 +242,20 @@ scan_dir(struct fsck *f, int dirfd, const char *rel, int state)
 		}
 		if (state == SPOOL_NEW)
 			ok = parse_new_name(de->d_name, id, &e) == 0;
-		else if (state == SPOOL_LEASED)
+		else if (state == SPOOL_LEASED) {
 			ok = parse_leased_name(de->d_name, id, &v) == 0;
+			if (ok && v > f->maxtok)
+				f->maxtok = v;
+		}
 		else
 			ok = strlen(de->d_name) <= SPOOL_ID_MAX &&
 			    spool_valid_id(strcpy(id, de->d_name));
-		rv = ok ? add_ent(f, strlen(id), rel, de->d_name) :
-		    add_stray(f, rel, de->d_name);
+		if (ok)
+			rv = add_ent(f, strlen(id), rel, de->d_name, state, 0);
+		else if (any_job_name(de->d_name, id))
+			rv = add_ent(f, strlen(id), rel, de->d_name, state, 1);
+		else
+			rv = add_stray(f, rel, de->d_name);
 	}
 	if (rv == 0 && errno != 0)
 		rv = -1;
@@ -247,6 +297,8 @@ index_line(void *arg, const char *line, size_t len)
 		f->oldest = k->t;
 	k->ev = a.event;
 	k->tok = a.token;
+	if (a.token > f->maxtok)
+		f->maxtok = a.token;
 	f->nkeys++;
 	return 0;
 }
@@ -392,35 +444,527 @@ check_audit(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
 	}
 }
 
+/*
+ * The payload is the bytes its record describes: its size always, its
+ * checksum with verify.  A record of an earlier version has neither.  A
+ * payload that differs is reported, with the commands that settle it:
+ * nothing can put back bytes that were changed.
+ */
+static int
+check_payload(struct fsck *f, struct job *j)
+{
+	static const char *const fix[] = {
+		[SPOOL_NEW] = "park it with spool-cancel, check it, then "
+		    "spool-redrive --edited or spool-drop",
+		[SPOOL_LEASED] = "park it with spool-cancel, check it, then "
+		    "spool-redrive --edited or spool-drop",
+		[SPOOL_DONE] = "it ran already; spool-purge removes it",
+		[SPOOL_DEAD] = "check it, then spool-redrive --edited or "
+		    "spool-drop"
+	};
+	struct place p;
+	struct stat st;
+	int fd, r;
+
+	if (j->cur.sum == 0 || j->cur.loc == SPOOL_ABSENT)
+		return 0;
+	if (place_of(f->sp, j->id, &j->cur, &p) == -1)
+		return errno == ENOENT ? 0 : -1;
+	fd = sys_openat(p.dirfd, p.name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK, 0);
+	if (fd == -1 && errno == EACCES) {
+		/* A mode changed by hand: job files are read-only, not 0. */
+		if (f->repair && fchmodat(p.dirfd, p.name, f->sp->group ?
+		    0440 : 0444, 0) == 0)
+			fd = sys_openat(p.dirfd, p.name, O_RDONLY | O_CLOEXEC |
+			    O_NOFOLLOW | O_NONBLOCK, 0);
+		problem(f, j->id, fd != -1, "its file cannot be read (its mode "
+		    "was changed?)%s", fd != -1 ? " (made readable again)" :
+		    ": give it back mode 0444 (0440 in a group spool)");
+	}
+	place_done(&p);
+	if (fd == -1)
+		return errno == ENOENT || errno == ELOOP || errno == EACCES ?
+		    0 : -1;
+	if ((r = fstat(fd, &st)) == 0 && (uint64_t)st.st_size != j->cur.size)
+		problem(f, j->id, 0, "its payload is %lld bytes, its record says "
+		    "%" PRIu64 ": changed by hand, or torn; %s", (long long)
+		    st.st_size, j->cur.size, fix[j->cur.loc]);
+	else if (r == 0 && f->verify &&
+	    (r = payload_matches(fd, &j->cur, 1)) == 0)
+		problem(f, j->id, 0, "its payload is not the bytes its "
+		    "checksum says: changed by hand, or damaged; %s",
+		    fix[j->cur.loc]);
+	(void)close_fd(fd);	/* read-only */
+	return r == -1 ? -1 : 0;
+}
+
+/*
+ * A restore brought back a job in leased/ or dead/: since the backup its
+ * delivery may have ended, or a person may have redriven or dropped it.
+ * A restore record says so: the side effect may have happened (a redrive
+ * needs --reconciled), and a lease ends now, to be taken over.
+ */
+static int
+mark_restored(struct fsck *f, struct job *j)
+{
+	struct rec r = j->cur;
+
+	r.t = now_ms();
+	r.ev = SPOOL_EV_RESTORE;
+	r.se = 1;
+	if (r.loc == SPOOL_LEASED && r.until > r.t)
+		r.until = r.t;
+	r.out = 0;
+	r.by[0] = r.note[0] = '\0';
+	if (job_record(j, &r) == -1 || job_commit(j) == -1 ||
+	    audit_add(&f->ab, f->sp, j->id, &r, SPOOL_EV_RESTORE) == -1)
+		return -1;
+	problem(f, j->id, 1, "%s when the backup was taken: its outcome since "
+	    "is unknown (marked: reconcile before a redrive)",
+	    j->cur.loc == SPOOL_LEASED ? "leased" : "parked");
+	return 0;
+}
+
+/* The path from the spool's top where record r puts id's file; "" none. */
+static int
+where_of(struct spool *sp, const char *id, const struct rec *r, char *buf,
+    size_t size)
+{
+	struct place pl;
+	size_t len;
+
+	buf[0] = '\0';
+	if (r->loc == SPOOL_ABSENT)
+		return 0;
+	if (r->loc == SPOOL_NEW) {
+		memcpy(buf, "new/", 4);
+		if (bucket_rel(buf + 4, size - 4, r->eligible) == -1)
+			return -1;
+		len = strlen(buf);
+		buf[len++] = '/';
+		return leaf_name(buf + len, size - len, id, r->eligible);
+	}
+	if (place_of(sp, id, r, &pl) == -1)
+		return -1;
+	(void)snprintf(buf, size, "%s/%s", spool_state_name(r->loc), pl.name);
+	place_done(&pl);
+	return 0;
+}
+
+/*
+ * Did record r take effect?  Its audit line is written only after its
+ * move is durable, so if the line is there, the move was made, whatever
+ * became of the file since.
+ */
+static int
+record_logged(const struct fsck *f, uint64_t idh, const struct rec *r)
+{
+	struct akey want;
+
+	if (f->nkeys == 0 || r->loc == SPOOL_ABSENT)
+		return 0;
+	want.idh = idh;
+	want.t = r->t;
+	want.ev = audit_event(r);
+	want.tok = r->tok;
+	return bsearch(&want, f->keys, f->nkeys, sizeof(want), cmp_key) !=
+	    NULL;
+}
+
+enum hand { PUT_BACK, AS_REDRIVE, AS_DROP };
+
+/*
+ * The job's file was moved by hand from where its record puts it to rel,
+ * in a directory of state: what did the person mean?  From dead/ into
+ * new/, a redrive; into done/, a drop; under the rules the commands keep.
+ * Anything else means nothing the spool does, and goes back.
+ */
+static enum hand
+meant(struct fsck *f, const struct job *j, const char *rel, int state,
+    const char **why)
+{
+	int fd, same;
+
+	*why = NULL;
+	if (j->cur.loc != SPOOL_DEAD || (state != SPOOL_NEW &&
+	    state != SPOOL_DONE))
+		return PUT_BACK;
+	if (state == SPOOL_DONE)
+		return AS_DROP;
+	if (j->cur.se) {
+		*why = "its side effect may have happened: reconcile it, then "
+		    "spool-redrive --reconciled";
+		return PUT_BACK;
+	}
+	fd = sys_openat(f->sp->dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK, 0);
+	same = fd != -1 && payload_matches(fd, &j->cur, 1) == 1;
+	if (fd != -1)
+		(void)close_fd(fd);	/* read-only */
+	if (!same) {
+		*why = "its payload is not the one enqueued: check it, then "
+		    "spool-redrive --edited";
+		return PUT_BACK;
+	}
+	return AS_REDRIVE;
+}
+
+/*
+ * Adopt a hand move as the operator action it evidently was: the action's
+ * record, by "hand" (a rename keeps no name of who made it), the file
+ * moved where the record says, synced, and the action's audit line.
+ */
+static int
+adopt(struct fsck *f, struct job *j, const char *rel, enum hand how)
+{
+	struct spool *sp = f->sp;
+	struct dirset ds = { NULL, 0 };
+	int64_t now = now_ms();
+	struct rec r;
+	int rv = -1;
+
+	if (how == AS_REDRIVE)
+		rec_redrive(j, &r, now, "hand", NULL);
+	else
+		rec_drop(j, &r, now, "hand", NULL);
+	if (job_record(j, &r) == -1 || job_commit(j) == -1)
+		return -1;
+	if (how == AS_REDRIVE)
+		rv = publish_new(sp, sp->dirfd, rel, j->id, r.eligible, &ds);
+	else if (strcmp(rel + strlen("done/"), j->id) == 0)
+		rv = dirset_add(&ds, "done");	/* already done/ID */
+	else
+		rv = move_noreplace(sp->dirfd, rel, sp->donefd, j->id) == -1 ||
+		    dirset_add(&ds, "done") == -1 ? -1 : 0;
+	if (rv == 0)
+		rv = dirset_sync(sp, &ds);
+	dirset_free(&ds);
+	if (rv == 0)
+		rv = audit_add(&f->ab, sp, j->id, &r, r.ev);
+	return rv;
+}
+
+/* Move the job's file from rel back where its record puts it. */
+static int
+put_back(struct fsck *f, struct job *j, const char *rel)
+{
+	struct spool *sp = f->sp;
+	struct dirset ds = { NULL, 0 };
+	struct place pl;
+	int rv;
+
+	if (j->cur.loc == SPOOL_NEW)
+		rv = publish_new(sp, sp->dirfd, rel, j->id, j->cur.eligible,
+		    &ds);
+	else if (place_of(sp, j->id, &j->cur, &pl) == -1)
+		rv = -1;
+	else {
+		rv = move_noreplace(sp->dirfd, rel, pl.dirfd, pl.name) == -1 ||
+		    dirset_add(&ds, spool_state_name(j->cur.loc)) == -1 ?
+		    -1 : 0;
+		place_done(&pl);
+	}
+	if (rv == 0)
+		rv = dirset_sync(sp, &ds);
+	dirset_free(&ds);
+	return rv;
+}
+
+/*
+ * The job's file is not where its record says, and the record took
+ * effect: moved or removed by hand (or lost).  One file of its name
+ * elsewhere is the job's: adopted or put back.  None: the job is damaged
+ * until a person records its removal.  Several: a person chooses.
+ */
+static int
+settle_missing(struct fsck *f, struct job *j, const char *where,
+    struct ent *ents, size_t n)
+{
+	static const char *const done[] = {
+		[PUT_BACK] = "put back", [AS_REDRIVE] = "adopted as a redrive "
+		"by hand", [AS_DROP] = "adopted as a drop by hand"
+	};
+	static const char *const todo[] = {
+		[PUT_BACK] = "spool-fsck --repair puts it back",
+		[AS_REDRIVE] = "spool-fsck --repair adopts it as a redrive",
+		[AS_DROP] = "spool-fsck --repair adopts it as a drop"
+	};
+	const char *rel = NULL, *why;
+	const char *state = spool_state_name(j->cur.loc);
+	struct stat st;
+	enum hand how;
+	size_t i, found = 0;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(ENT_REL(f, &ents[i]), where) != 0 && fstatat(
+		    f->sp->dirfd, ENT_REL(f, &ents[i]), &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+			rel = ENT_REL(f, &ents[i]);
+			found++;
+		}
+	if (found == 0) {
+		problem(f, j->id, 0, "its file is missing from %s/: if it was "
+		    "removed on purpose, record that with spool-purge --missing "
+		    "--by WHO --note TICKET %s", state, j->id);
+		return 0;
+	}
+	if (found > 1) {
+		problem(f, j->id, 0, "its file is missing from %s/, and %zu "
+		    "files of its name are elsewhere: move the right one back to "
+		    "%s, then spool-fsck --repair", state, found, where);
+		return 0;
+	}
+	for (i = 0; strcmp(ENT_REL(f, &ents[i]), rel) != 0; i++)
+		continue;
+	how = meant(f, j, rel, ents[i].state, &why);
+	if (f->repair && (how == PUT_BACK ? put_back(f, j, rel) :
+	    adopt(f, j, rel, how)) == -1)
+		return -1;
+	problem(f, j->id, f->repair, "moved by hand from %s/ to %s: %s%s%s",
+	    state, rel, f->repair ? done[how] : todo[how], why != NULL ?
+	    "; " : "", why != NULL ? why : "");
+	return 0;
+}
+
+/* What the audit log last said of one job. */
+struct history {
+	const char *id;
+	struct spool_audit last, claim;	/* the last line, the last claim's */
+};
+
+static int
+history_line(void *arg, const char *line, size_t len)
+{
+	struct history *h = arg;
+	struct spool_audit a;
+
+	if (spool_audit_parse(line, len, &a) == -1 ||
+	    strcmp(a.id, h->id) != 0)
+		return 0;
+	if (h->last.event == SPOOL_EV_NONE || a.time >= h->last.time)
+		h->last = a;
+	if ((a.event == SPOOL_EV_CLAIM || a.event == SPOOL_EV_RECLAIM) &&
+	    (h->claim.event == SPOOL_EV_NONE || a.time >= h->claim.time))
+		h->claim = a;
+	return 0;
+}
+
+/*
+ * A job whose sidecar is lost, emptied or unreadable, and whose one file
+ * is rel, in a directory of state: its sidecar is made again from that
+ * file's place and name, what the audit log last said of it where it
+ * still reaches, and the spool's defaults.  Its tokens stay above every
+ * token ever issued: the next comes from the counter.  Its outcome since
+ * the last line it left is unknown: a lease ends now, and a leased or
+ * parked job is marked as possibly having had its side effect.  j is the
+ * sidecar, open and locked (made empty, or just made).
+ */
+static int
+rebuild(struct fsck *f, struct job *j, const char *rel, int state)
+{
+	struct spool *sp = f->sp;
+	char name[SPOOL_ID_MAX + 32];
+	struct history h;
+	const char *base = strrchr(rel, '/') + 1;
+	int64_t now = now_ms();
+	struct rec r;
+	int fd, rv;
+
+	memset(&h, 0, sizeof(h));
+	h.id = j->id;
+	if (spool_audit_scan(sp, history_line, &h) == -1)
+		return -1;
+	memset(&r, 0, sizeof(r));
+	r.t = now;
+	r.ev = SPOOL_EV_REBUILD;
+	r.loc = state;
+	r.tok = h.last.token;
+	r.att = h.last.attempt;
+	r.cyc = h.last.cycle > 0 ? h.last.cycle : 1;
+	r.max = sp->max_attempts;
+	r.ttl = sp->deadline_ms;
+	r.deadline = now + sp->deadline_ms;
+	r.created = now;
+	if (state == SPOOL_NEW && parse_new_name(base, name, &r.eligible) == -1)
+		r.eligible = now;
+	if (state == SPOOL_LEASED) {
+		if (parse_leased_name(base, name, &r.tok) == -1)
+			r.tok = h.last.token;
+		r.until = now;
+		if (h.claim.event != SPOOL_EV_NONE)
+			memcpy(r.owner, h.claim.actor, sizeof(r.owner));
+	}
+	if (state == SPOOL_DEAD && h.last.event == SPOOL_EV_PARK) {
+		r.reason = h.last.reason;
+		r.cls = h.last.class;
+	}
+	r.se = state == SPOOL_LEASED || state == SPOOL_DEAD;
+	fd = sys_openat(sp->dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK, 0);
+	if (fd == -1)
+		return -1;
+	rv = payload_sum(fd, &r.size, &r.sum);
+	(void)close_fd(fd);	/* read-only */
+	if (rv == -1 || job_record(j, &r) == -1 || job_commit(j) == -1 ||
+	    sync_dir(sp->metafd, ".") == -1 ||
+	    audit_add(&f->ab, sp, j->id, &r, SPOOL_EV_REBUILD) == -1)
+		return -1;
+	/* A lease that ends now: claims must look in leased/ at once. */
+	if (state == SPOOL_LEASED && sys_unlinkat(sp->dirfd, "next-expiry",
+	    0) == -1 && errno != ENOENT)
+		return -1;
+	return 0;
+}
+
+/* Has the audit log a line of this ID?  (f->keys is sorted by ID.) */
+static int
+audit_knows(const struct fsck *f, uint64_t idh)
+{
+	size_t lo = 0, hi = f->nkeys, mid;
+
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		if (f->keys[mid].idh < idh)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < f->nkeys && f->keys[lo].idh == idh;
+}
+
+/*
+ * The files of id, whose sidecar is lost, empty or unreadable (held: the
+ * empty one, open and locked; else NULL).  One file, with a name of its
+ * state's form, of an ID the audit log knows: a job whose sidecar is
+ * made again.  Otherwise no job owns it for sure (a file dropped in by
+ * hand, several files of one ID): a person chooses, and each file waits
+ * in quarantine/ with the command that makes it a job.
+ */
+static int
+orphans(struct fsck *f, const char *id, struct ent *ents, size_t n,
+    struct job *held)
+{
+	struct spool *sp = f->sp;
+	const char *rel;
+	struct stat st;
+	struct job j;
+	size_t i;
+	int rv;
+
+	if (n == 1 && !ents[0].misplaced &&
+	    audit_knows(f, hash_id(id, strlen(id)))) {
+		rel = ENT_REL(f, &ents[0]);
+		if (!f->repair) {
+			problem(f, rel, 0, "a job file whose sidecar is lost or "
+			    "empty: spool-fsck --repair makes it again");
+			return 0;
+		}
+		if (held == NULL && job_open(sp, id, 1, 0, &j, NULL) == -1)
+			return -1;
+		rv = rebuild(f, held != NULL ? held : &j, rel, ents[0].state);
+		if (held == NULL)
+			job_close(&j);
+		if (rv == -1)
+			return -1;
+		problem(f, rel, 1, "a job file whose sidecar is lost or empty: "
+		    "made again from the file and the audit log (rebuilt)");
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		rel = ENT_REL(f, &ents[i]);
+		if (fstatat(sp->dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		if (f->repair && quarantine(f, rel) == -1)
+			return -1;
+		if (n > 1)
+			problem(f, rel, f->repair, "one of %zu files of ID %s, "
+			    "which has no sidecar%s: to make the right one the "
+			    "job, spool-enqueue --id %s FILE", n, id, f->repair ?
+			    " (quarantined)" : "", id);
+		else
+			problem(f, rel, f->repair, "a file no job owns (no "
+			    "sidecar, and no audit line of ID %s)%s: to make it "
+			    "a job, spool-enqueue --id %s FILE", id, f->repair ?
+			    " (quarantined)" : "", id);
+	}
+	return 0;
+}
+
+/*
+ * A sidecar that is not a record log: garbled, or no regular file.  A
+ * garbled one goes to quarantine/, where a person may read what is left
+ * of it, and the job's sidecar is made again from its file; anything else
+ * in its place (a directory, a symlink) is left to a person.
+ */
+static int
+damaged_sidecar(struct fsck *f, const char *id, struct ent *ents, size_t n)
+{
+	char rel[SPOOL_ID_MAX + 8];
+	struct stat st;
+
+	(void)snprintf(rel, sizeof(rel), "meta/%s", id);
+	if (fstatat(f->sp->dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISREG(st.st_mode) || n == 0) {
+		problem(f, id, 0, "sidecar meta/%s is not a readable record "
+		    "log (or not a regular file): move it away, then "
+		    "spool-fsck --repair", id);
+		return 0;
+	}
+	if (f->repair && (quarantine(f, rel) == -1 ||
+	    sync_dir(f->sp->metafd, ".") == -1))
+		return -1;
+	problem(f, id, f->repair, "sidecar meta/%s is not a readable record "
+	    "log%s", id, f->repair ? " (quarantined)" : ": spool-fsck "
+	    "--repair moves it to quarantine/ and makes it again");
+	return f->repair ? orphans(f, id, ents, n, NULL) : 0;
+}
+
 /* One job: its sidecar, its files, its tokens, its audit lines. */
 static int
 check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 {
 	struct spool *sp = f->sp;
-	struct place pl;
 	char where[NAME_MAX_SPOOL + 8];
 	struct stat st;
 	struct job j;
-	struct rec v;
+	struct rec v, cur0, prev0;
 	uint64_t idh = hash_id(id, strlen(id)), amax;
 	const char *rel;
 	size_t i;
-	int cut;
+	int cut, missing = 0, rv;
 
 	if (job_read(sp, id, f->repair ? LOCK_EX : LOCK_SH, &j) == -1) {
 		if (errno == ENOENT)
 			return 0;	/* a stray sidecar name vanished */
 		if (errno != EUCLEAN)
 			return -1;
-		problem(f, id, 0, "sidecar meta/%s is not a readable record "
-		    "log (or not a regular file)", id);
-		return 0;
+		return damaged_sidecar(f, id, ents, n);
 	}
+	/* Emptied (or torn before its first line): as good as lost. */
+	if (j.valid == 0 && n > 0) {
+		rv = orphans(f, id, ents, n, &j);
+		job_close(&j);
+		return rv;
+	}
+	if (j.hi > f->maxtok)
+		f->maxtok = j.hi;
+	cur0 = j.cur;
+	prev0 = j.prev;
 	if (job_locate(sp, &j) == -1) {
 		if (errno != EUCLEAN)
 			goto fail;
-		problem(f, id, 0, "its file is not where its sidecar says "
-		    "(%s), or is not a regular file", spool_state_name(j.cur.loc));
+		missing = 1;	/* in neither place its last two records say */
+	} else if (j.voidtail && record_logged(f, idh, &cur0))
+		missing = 1;	/* it was there, and went */
+	if (missing) {
+		j.cur = cur0;
+		j.prev = prev0;
+		j.voidtail = 0;
+		if (where_of(sp, id, &j.cur, where, sizeof(where)) == -1 ||
+		    settle_missing(f, &j, where, ents, n) == -1)
+			goto fail;
 		job_close(&j);
 		return 0;
 	}
@@ -442,20 +986,24 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 	}
 	if (f->repair && job_settle(sp, &j, &f->ab) == -1)
 		goto fail;
+	if (sp->format >= 2 && j.cur.ev == SPOOL_EV_PURGE && n == 0) {
+		/* A purge cut short before it removed the sidecar. */
+		if (f->repair && sys_unlinkat(sp->metafd, id, 0) == -1 &&
+		    errno != ENOENT)
+			goto fail;
+		f->forgot |= f->repair;
+		problem(f, id, f->repair, "purged, but its sidecar is still in "
+		    "meta/%s", f->repair ? " (removed)" : "");
+		job_close(&j);
+		return 0;
+	}
+	if (f->restored && (j.cur.loc == SPOOL_LEASED || j.cur.loc ==
+	    SPOOL_DEAD) && mark_restored(f, &j) == -1)
+		goto fail;
+	if (check_payload(f, &j) == -1)
+		goto fail;
 	/* Every file of the job but the one its sidecar names is a stray. */
-	where[0] = '\0';
-	if (j.cur.loc != SPOOL_ABSENT && place_of(sp, id, &j.cur, &pl) == 0) {
-		if (j.cur.loc == SPOOL_NEW) {
-			memcpy(where, "new/", 4);
-			(void)bucket_rel(where + 4, sizeof(where) - 4,
-			    j.cur.eligible);
-			(void)snprintf(where + strlen(where), sizeof(where) -
-			    strlen(where), "/%s", pl.name);
-		} else
-			(void)snprintf(where, sizeof(where), "%s/%s",
-			    spool_state_name(j.cur.loc), pl.name);
-		place_done(&pl);
-	} else if (j.cur.loc != SPOOL_ABSENT && errno != ENOENT)
+	if (where_of(sp, id, &j.cur, where, sizeof(where)) == -1)
 		goto fail;	/* not knowing where it is, quarantine nothing */
 	for (i = 0; i < n; i++) {
 		rel = ENT_REL(f, &ents[i]);
@@ -468,8 +1016,12 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 		    "whose sidecar puts it %s%s%s", id, where[0] ? "at " :
 		    "nowhere", where, f->repair ? " (quarantined)" : "");
 	}
+	/*
+	 * A token the sidecar lost.  In format 2 it is no danger once the
+	 * spool-wide counter is above it, which check_tokens sees to.
+	 */
 	amax = audit_max_tok(f, idh);
-	if (amax > j.hi)
+	if (amax > j.hi && sp->format < 2)
 		problem(f, id, 0, "the audit log names token %" PRIu64 ", above "
 		    "the sidecar's highest, %" PRIu64, amax, j.hi);
 	check_audit(f, &j, idh, cut);
@@ -525,9 +1077,9 @@ static int
 check_top(struct fsck *f, struct spool *sp)
 {
 	static const char *const ours[] = {
-		".", "..", "format", "config", "next-expiry", "paused", "tmp",
-		"new", "leased", "done", "dead", "meta", "audit", "quarantine",
-		"hosts"
+		".", "..", "format", "config", "next-expiry", "paused", "tokens",
+		"tmp", "new", "leased", "done", "dead", "meta", "audit",
+		"quarantine", "hosts"
 	};
 	struct dirent *de;
 	DIR *d;
@@ -548,15 +1100,80 @@ check_top(struct fsck *f, struct spool *sp)
 	return e != 0 ? -1 : 0;
 }
 
+/*
+ * The counter (format 2): every token anything names must be below its
+ * next; a lost or garbled counter is made again as after a restore, since
+ * the tokens of jobs purged since the audit logs began are nowhere else.
+ */
+static int
+check_tokens(struct fsck *f)
+{
+	struct spool *sp = f->sp;
+	char text[256];
+	struct tokens c;
+	uint64_t floor;
+	int fd, e, ok = 0;
+	ssize_t n = -1;
+
+	if (sp->format < 2)
+		return 0;
+	fd = sys_openat(sp->dirfd, "tokens", O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK, 0);
+	if (fd != -1) {
+		n = sys_pread(fd, text, sizeof(text) - 1, 0);
+		e = errno;
+		(void)close_fd(fd);	/* read-only */
+		if (n == -1) {
+			errno = e;
+			return -1;
+		}
+		ok = tokens_parse(text, (size_t)n, &c) == 0;
+	} else if (errno != ENOENT && errno != ELOOP)
+		return -1;
+	if (!ok) {
+		floor = f->maxtok + 1 + RESTORE_JUMP;
+		if (f->repair && tokens_raise(sp, floor) == -1)
+			return -1;
+		problem(f, "tokens", f->repair, "the token counter is missing or "
+		    "damaged%s", f->repair ? " (made again above every token "
+		    "the spool names, as after a restore)" : "");
+		return 0;
+	}
+	if (f->restored) {
+		floor = (c.next > f->maxtok ? c.next : f->maxtok + 1) +
+		    RESTORE_JUMP;
+		/*
+		 * The leases marked ended now; the hint may say later (it
+		 * is only a hint: a claim without it reads leased/).
+		 */
+		if (tokens_raise(sp, floor) == -1 || (sys_unlinkat(sp->dirfd,
+		    "next-expiry", 0) == -1 && errno != ENOENT))
+			return -1;
+		problem(f, "tokens", 1, "restored from a backup: tokens start "
+		    "again at %" PRIu64 " (fixed)", floor);
+		return 0;
+	}
+	if (f->maxtok >= c.next) {
+		if (f->repair && tokens_raise(sp, f->maxtok + 1) == -1)
+			return -1;
+		problem(f, "tokens", f->repair, "token %" PRIu64 " is named, "
+		    "but the counter says every token is below %" PRIu64 "%s",
+		    f->maxtok, c.next, f->repair ? " (raised)" : "");
+	}
+	return 0;
+}
+
 int
-spool_fsck(struct spool *sp, int repair,
+spool_fsck(struct spool *sp, int flags,
     void (*say)(void *arg, const char *what, const char *problem, int fixed),
     void *arg)
 {
+	int repair = (flags & (SPOOL_FSCK_REPAIR | SPOOL_FSCK_RESTORED)) != 0;
 	struct fsck f;
 	size_t *metas = NULL, *m;
 	size_t nmeta = 0, capmeta = 0, i, k, e0;
-	const char *rel, *id;
+	char orphan[SPOOL_ID_MAX + 1];
+	const char *id;
 	struct dirent *de;
 	DIR *d;
 	int c, e;
@@ -564,7 +1181,13 @@ spool_fsck(struct spool *sp, int repair,
 	memset(&f, 0, sizeof(f));
 	f.sp = sp;
 	f.repair = repair;
+	f.restored = (flags & SPOOL_FSCK_RESTORED) != 0;
+	f.verify = (flags & SPOOL_FSCK_VERIFY) != 0;
 	f.say = say;
+	if (f.restored && sp->format < 2) {
+		errno = EPROTO;		/* tokens counted per ID: upgrade first */
+		return -1;
+	}
 	f.arg = arg;
 	if (check_top(&f, sp) == -1)
 		return -1;
@@ -615,18 +1238,15 @@ spool_fsck(struct spool *sp, int repair,
 		id = i < nmeta ? f.names + metas[i] : NULL;
 		if (k < f.nents && (id == NULL ||
 		    cmp_ent_id(&f, &f.ents[k], id) < 0)) {
-			/* Files of an ID with no sidecar: nobody's job. */
+			/* Files of an ID with no sidecar: its sidecar lost. */
 			while (k < f.nents && f.ents[k].idlen ==
 			    f.ents[e0].idlen && memcmp(ENT_ID(&f, &f.ents[k]),
 			    ENT_ID(&f, &f.ents[e0]), f.ents[e0].idlen) == 0)
 				k++;
-			for (; e0 < k; e0++) {
-				rel = ENT_REL(&f, &f.ents[e0]);
-				if (repair && quarantine(&f, rel) == -1)
-					goto fail;
-				problem(&f, rel, repair, "a job file with no "
-				    "sidecar%s", repair ? " (quarantined)" : "");
-			}
+			memcpy(orphan, ENT_ID(&f, &f.ents[e0]), f.ents[e0].idlen);
+			orphan[f.ents[e0].idlen] = '\0';
+			if (orphans(&f, orphan, f.ents + e0, k - e0, NULL) == -1)
+				goto fail;
 			continue;
 		}
 		while (k < f.nents && cmp_ent_id(&f, &f.ents[k], id) == 0)
@@ -641,7 +1261,9 @@ spool_fsck(struct spool *sp, int repair,
 		problem(&f, f.strays[i], repair, "not a job's name%s", repair ?
 		    " (quarantined)" : "");
 	}
-	if (check_tmp(&f) == -1 || audit_flush(sp, &f.ab) == -1)
+	if (check_tmp(&f) == -1 || check_tokens(&f) == -1 ||
+	    (f.forgot && sync_dir(sp->metafd, ".") == -1) ||
+	    audit_flush(sp, &f.ab) == -1)
 		goto fail;
 	c = f.unfixed > 0;
 	goto out;

@@ -116,10 +116,11 @@ replay(struct spool_job_info *in, const char *buf, size_t len, int lastvoid,
 				return -1;
 			wasleased = r.loc == SPOOL_LEASED;
 			/*
-			 * A renew keeps the job where it was: the time it
-			 * entered its state is that of its last other record.
+			 * A renew or a restore keeps the job where it was: the
+			 * time it entered its state is that of its last other
+			 * record.
 			 */
-			if (r.ev != SPOOL_EV_RENEW)
+			if (r.ev != SPOOL_EV_RENEW && r.ev != SPOOL_EV_RESTORE)
 				in->since = r.t;
 			if (r.by[0] != '\0') {
 				(void)snprintf(in->by, sizeof(in->by), "%s", r.by);
@@ -136,13 +137,31 @@ replay(struct spool_job_info *in, const char *buf, size_t len, int lastvoid,
 	return 0;
 }
 
+/* Does tmp/ hold a payload of id, an enqueue's not yet published? */
+static int
+in_tmp(struct spool *sp, const char *id)
+{
+	struct dirent *de;
+	size_t len = strlen(id);
+	DIR *d;
+	int found = 0;
+
+	if ((d = dir_list(sp->tmpfd)) == NULL)
+		return 1;	/* cannot tell: not damage */
+	while (!found && (errno = 0, de = dir_next(d)) != NULL)
+		found = strncmp(de->d_name, id, len) == 0 &&
+		    de->d_name[len] == ',';
+	(void)closedir(d);	/* read-only */
+	return found;
+}
+
 int
 spool_job_info(struct spool *sp, const char *id, int history,
     struct spool_job_info *in)
 {
 	struct job j;
 	const struct rec *c;
-	int e;
+	int e, ev0;
 
 	memset(in, 0, sizeof(*in));
 	if (!spool_valid_id(id)) {
@@ -152,10 +171,17 @@ spool_job_info(struct spool *sp, const char *id, int history,
 	/* A shared lock: a look that overlaps a move must not see it half. */
 	if (job_read(sp, id, LOCK_SH, &j) == -1)
 		return -1;
+	ev0 = j.cur.ev;
 	if (job_locate(sp, &j) == -1)
 		goto fail;
 	if (j.cur.loc == SPOOL_ABSENT) {
-		errno = ENOENT;		/* a sidecar, but no job (yet) */
+		/*
+		 * No job: none yet, or a first enqueue that died before its
+		 * rename (its payload is still in tmp/).  A last record whose
+		 * file is gone otherwise (a hand's rm) is damage.
+		 */
+		errno = j.voidtail && (ev0 != SPOOL_EV_ENQUEUE ||
+		    !in_tmp(sp, id)) ? EUCLEAN : ENOENT;
 		goto fail;
 	}
 	c = &j.cur;
@@ -185,6 +211,8 @@ spool_job_info(struct spool *sp, const char *id, int history,
 	(void)snprintf(in->detail, sizeof(in->detail), "%s", c->detail);
 	in->side_effect = c->se;
 	in->dropped = c->ev == SPOOL_EV_DROP;
+	in->payload_size = c->sum != 0 ? c->size : 0;
+	in->payload_xxh3 = c->sum;
 	if (replay(in, j.text, j.textlen, j.voidtail, history) == -1)
 		goto fail;
 	job_close(&j);
@@ -260,6 +288,8 @@ spool_list(struct spool *sp, enum spool_state state,
 		return list_dir(sp->donefd, 0, &l);
 	case SPOOL_DEAD:
 		return list_dir(sp->deadfd, 0, &l);
+	case SPOOL_ABSENT:
+		return list_dir(sp->metafd, 0, &l);	/* every sidecar */
 	default:
 		errno = EINVAL;
 		return -1;

@@ -23,7 +23,9 @@
 #define HOST_MAX	SPOOL_HOST_MAX
 
 struct spool {
+	int format;		/* 1 or 2: spool-layout.md, "Formats" */
 	int dirfd;		/* the spool's top directory */
+	int tokfd;		/* the tokens file, once a claim needs it */
 	int tmpfd, newfd, leasedfd, donefd, deadfd, metafd, auditfd;
 	char *path;		/* absolute path of the top directory */
 	int group;		/* shared by a group: setgid, group-writable */
@@ -57,6 +59,8 @@ struct rec {
 	char detail[SPOOL_DETAIL_MAX + 1];
 	char by[SPOOL_ID_MAX + 1], note[SPOOL_ID_MAX + 1];
 	uint64_t prev;		/* reclaim: the token it superseded */
+	uint64_t size, sum;	/* the payload's bytes and XXH3-64; sum 0:
+				   not known (an older record) */
 };
 
 /* A job opened for change: its sidecar locked and folded. */
@@ -123,6 +127,22 @@ struct dirent *dir_next(DIR *d);
 /* valid.c: the names of states and reasons as the sidecar spells them */
 int state_from_name(const char *s, size_t len);
 int reason_from_name(const char *s);
+
+/* payload.c: a payload's size and checksum */
+int payload_copy(int from, int to, uint64_t *size, uint64_t *sum);
+int payload_sum(int fd, uint64_t *size, uint64_t *sum);
+int payload_matches(int fd, const struct rec *r, int full);
+
+/* tokens.c: the spool-wide token counter (format 2) */
+struct tokens {
+	uint64_t next;		/* every token handed out is below it */
+	uint64_t last;		/* the last token taken, if boot is ours */
+	char boot[64];		/* the boot ID of the machine that took it */
+};
+int tokens_parse(const char *text, size_t len, struct tokens *c);
+int tokens_text(char *buf, size_t size, uint64_t next);
+int token_take(struct spool *sp, uint64_t hi, uint64_t *tok);
+int tokens_raise(struct spool *sp, uint64_t floor);
 
 /* hosts.c: this host's entry in hosts/ (multi-host mode) */
 int host_register(struct spool *sp);
@@ -216,6 +236,12 @@ int batch_items(struct spool *sp, const struct spool_operator *op,
 void refuse(struct spool_result *res, int refusal, const struct job *j);
 int changed_since(struct spool_item *it, const struct job *j);
 void failed(struct spool_result *res, int err, int changed);
+
+/* redrive.c, drop.c: the records of a redrive and a drop */
+void rec_redrive(const struct job *j, struct rec *r, int64_t now,
+    const char *by, const char *note);
+void rec_drop(const struct job *j, struct rec *r, int64_t now,
+    const char *by, const char *note);
 
 /* finish.c: the refusal a finish or renew with this token gets, if any */
 int lease_refusal(const struct job *j, uint64_t token,

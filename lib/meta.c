@@ -262,6 +262,24 @@ job_clear(struct job *j, const char *id)
 }
 
 /*
+ * Is the sidecar we locked still meta/ID?  A purge removes the name of a
+ * purged job's sidecar under its lock (format 2): a process that waited
+ * for that lock holds a file nobody will look at again, and must open the
+ * name anew.  1 if it is, 0 if not, -1 on error.
+ */
+static int
+still_named(struct spool *sp, const struct job *j)
+{
+	struct stat a, b;
+
+	if (fstat(j->fd, &a) == -1)
+		return -1;
+	if (fstatat(sp->metafd, j->id, &b, AT_SYMLINK_NOFOLLOW) == -1)
+		return errno == ENOENT ? 0 : -1;
+	return a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+}
+
+/*
  * Open, lock and read the sidecar of id, and settle the job.  create makes
  * the sidecar if there is none (enqueue); otherwise ENOENT means no job.
  * nonblock: EWOULDBLOCK if another process holds the job (claimers skip it).
@@ -271,8 +289,9 @@ job_open(struct spool *sp, const char *id, int create, int nonblock,
     struct job *j, struct abuf *ab)
 {
 	const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-	int e;
+	int e, named;
 
+again:
 	job_clear(j, id);
 	j->fd = sys_openat(sp->metafd, id, flags, 0);
 	if (j->fd == -1 && errno == ENOENT && create) {
@@ -289,14 +308,21 @@ job_open(struct spool *sp, const char *id, int create, int nonblock,
 		return -1;
 	}
 	if ((j->created && file_mode(sp, j->fd, 0660) == -1) ||
-	    lock_fd(j->fd, nonblock) == -1 || read_fold(j) == -1 ||
-	    job_settle(sp, j, ab) == -1) {
-		e = errno;
+	    lock_fd(j->fd, nonblock) == -1 || (named = still_named(sp, j)) ==
+	    -1)
+		goto fail;
+	if (!named) {
 		job_close(j);
-		errno = e;
-		return -1;
+		goto again;
 	}
+	if (read_fold(j) == -1 || job_settle(sp, j, ab) == -1)
+		goto fail;
 	return 0;
+fail:
+	e = errno;
+	job_close(j);
+	errno = e;
+	return -1;
 }
 
 /*
@@ -307,8 +333,9 @@ job_open(struct spool *sp, const char *id, int create, int nonblock,
 int
 job_read(struct spool *sp, const char *id, int lock, struct job *j)
 {
-	int e;
+	int e, named = 1;
 
+again:
 	job_clear(j, id);
 	j->fd = sys_openat(sp->metafd, id, (lock == LOCK_EX ? O_RDWR :
 	    O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
@@ -317,7 +344,19 @@ job_read(struct spool *sp, const char *id, int lock, struct job *j)
 			errno = EUCLEAN;	/* a symlink is not a sidecar */
 		return -1;
 	}
-	if ((lock != 0 && sys_flock(j->fd, lock) == -1) || read_fold(j) == -1)
+	/*
+	 * Only a writer must hold the sidecar that is meta/ID: a reader of
+	 * one a purge just unlinked reads its purge record, and says the
+	 * job is gone, which it is.
+	 */
+	if (lock != 0 && (sys_flock(j->fd, lock) == -1 || (lock == LOCK_EX &&
+	    (named = still_named(sp, j)) == -1)))
+		goto fail;
+	if (!named) {
+		job_close(j);
+		goto again;
+	}
+	if (read_fold(j) == -1)
 		goto fail;
 	return 0;
 fail:

@@ -26,8 +26,8 @@ static const char *const subdirs[] = {
 
 /* The only names a spool's top directory holds. */
 static const char *const topnames[] = {
-	"format", "config", "next-expiry", "paused", "tmp", "new", "leased",
-	"done", "dead", "meta", "audit", "quarantine", "hosts"
+	"format", "config", "next-expiry", "paused", "tokens", "tmp", "new",
+	"leased", "done", "dead", "meta", "audit", "quarantine", "hosts"
 };
 
 static const char default_config[] =
@@ -195,8 +195,12 @@ open_top(const char *dir)
 	return fd;
 }
 
+/*
+ * The spool's format, 1 or 2 (spool-layout.md, "Formats"); -1 with
+ * ENODATA if dirfd is not a spool, EPROTO if it is of another format.
+ */
 static int
-check_format(int dirfd)
+read_format(int dirfd)
 {
 	char buf[64];
 
@@ -205,11 +209,10 @@ check_format(int dirfd)
 			errno = ENODATA;	/* not a spool */
 		return -1;
 	}
-	if (strcmp(buf, "1\n") != 0) {
-		errno = EPROTO;
-		return -1;
-	}
-	return 0;
+	if (strcmp(buf, "1\n") == 0 || strcmp(buf, "2\n") == 0)
+		return buf[0] - '0';
+	errno = EPROTO;
+	return -1;
 }
 
 struct spool *
@@ -233,12 +236,13 @@ spool_open(const char *dir)
 	fds[6] = &sp->auditfd;
 	for (i = 0; i < NSUBDIRS; i++)
 		*fds[i] = -1;
+	sp->tokfd = -1;
 	/*
 	 * The spool itself is never reached through a symlink in its last
 	 * component: whoever can swap it could point every write elsewhere.
 	 */
 	sp->dirfd = open_top(dir);
-	if (sp->dirfd == -1 || check_format(sp->dirfd) == -1)
+	if (sp->dirfd == -1 || (sp->format = read_format(sp->dirfd)) == -1)
 		goto fail;
 	for (i = 0; i < NSUBDIRS; i++) {
 		*fds[i] = sys_openat(sp->dirfd, subdirs[i],
@@ -278,11 +282,12 @@ fail:
 void
 spool_close(struct spool *sp)
 {
-	int fds[8];
+	int fds[9];
 	size_t i;
 
 	if (sp == NULL)
 		return;
+	fds[8] = sp->tokfd;
 	fds[0] = sp->dirfd;
 	fds[1] = sp->tmpfd;
 	fds[2] = sp->newfd;
@@ -293,7 +298,7 @@ spool_close(struct spool *sp)
 	fds[7] = sp->auditfd;
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] != -1)
-			(void)close_fd(fds[i]);	/* directories */
+			(void)close_fd(fds[i]);	/* read, or synced */
 	free(sp->path);
 	free(sp);
 }
@@ -403,7 +408,7 @@ spool_init(const char *dir, const char *groupname)
 	struct group *gr = NULL;
 	char buf[64];
 	size_t i;
-	int made, fd, tmpfd = -1, e;
+	int made, fd, tmpfd = -1, format = 2, e;
 
 	memset(&sp, 0, sizeof(sp));
 	sp.group = groupname != NULL;
@@ -416,13 +421,12 @@ spool_init(const char *dir, const char *groupname)
 		return -1;
 	if ((sp.dirfd = open_top(dir)) == -1)
 		return -1;
-	if (read_small(sp.dirfd, "format", buf, sizeof(buf)) == 0) {
-		if (strcmp(buf, "1\n") != 0) {
-			errno = EPROTO;
+	/* A spool already, of either format, is completed as it is. */
+	if ((format = read_format(sp.dirfd)) == -1) {
+		if (errno != ENODATA || check_empty_or_ours(sp.dirfd) == -1)
 			goto fail;
-		}
-	} else if (errno != ENOENT || check_empty_or_ours(sp.dirfd) == -1)
-		goto fail;
+		format = 2;
+	}
 	if (gr != NULL && (fchown(sp.dirfd, (uid_t)-1, gr->gr_gid) == -1 ||
 	    fchmod(sp.dirfd, 02770) == -1))
 		goto fail;
@@ -447,11 +451,16 @@ spool_init(const char *dir, const char *groupname)
 	if (faccessat(sp.dirfd, "config", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
 	    write_top_file(&sp, "config", default_config, 0) == -1)
 		goto fail;
+	/* A new spool's counter: no token has been handed out. */
+	if (format == 2 && faccessat(sp.dirfd, "tokens", F_OK,
+	    AT_SYMLINK_NOFOLLOW) == -1 && (tokens_text(buf, sizeof(buf),
+	    1) == -1 || write_top_file(&sp, "tokens", buf, 0) == -1))
+		goto fail;
 	/* The format file last: until it is there, this is not a spool. */
 	if (sync_dir(sp.dirfd, ".") == -1)
 		goto fail;
 	if (faccessat(sp.dirfd, "format", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
-	    write_top_file(&sp, "format", "1\n", 0) == -1)
+	    write_top_file(&sp, "format", "2\n", 0) == -1)
 		goto fail;
 	if (made && sync_parent(dir) == -1)
 		goto fail;

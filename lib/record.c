@@ -21,7 +21,8 @@ enum type {
 	F_FLAG,			/* int 0 or 1; any number other than 0 is 1 */
 	F_WORD,			/* char[], a word (valid() if it is given) */
 	F_DETAIL,		/* char[], percent-encoded */
-	F_NAME			/* int, a name of one of the closed sets */
+	F_NAME,			/* int, a name of one of the closed sets */
+	F_PAYLOAD		/* size and sum: SIZE:XXH3, 16 hex digits */
 };
 
 struct field {
@@ -48,6 +49,7 @@ static const struct field fields[] = {
 	{ "dl", F_I64, AT(deadline), 1, NULL, NULL, NULL },
 	{ "ttl", F_I64, AT(ttl), 1, NULL, NULL, NULL },
 	{ "created", F_I64, AT(created), 1, NULL, NULL, NULL },
+	{ "payload", F_PAYLOAD, AT(size), 0, NULL, NULL, NULL },
 	{ "trace", F_WORD, AT(trace), 0, NULL, NULL, NULL },
 	{ "own", F_WORD, AT(owner), 0, spool_valid_owner, NULL, NULL },
 	{ "until", F_I64, AT(until), 0, NULL, NULL, NULL },
@@ -119,6 +121,32 @@ decode(const char *s, size_t len, char *dst, size_t size)
 	return 0;
 }
 
+/* payload=SIZE:SUM, SUM 16 lowercase hex digits and not 0. */
+static int
+set_payload(const char *v, size_t vlen, struct rec *r)
+{
+	const char *colon = memchr(v, ':', vlen);
+	int64_t size;
+	uint64_t sum = 0;
+	size_t i;
+	int h;
+
+	if (colon == NULL || num(v, (size_t)(colon - v), &size) == -1 ||
+	    v + vlen - colon - 1 != 16)
+		return -1;
+	for (i = 1; i <= 16; i++) {
+		if ((h = hexval(colon[i])) == -1 || (colon[i] >= 'A' &&
+		    colon[i] <= 'F'))
+			return -1;
+		sum = sum << 4 | (uint64_t)h;
+	}
+	if (sum == 0)
+		return -1;
+	r->size = (uint64_t)size;
+	r->sum = sum;
+	return 0;
+}
+
 /* The value v (vlen bytes) of field f, into the record at base. */
 static int
 set_field(const struct field *f, const char *v, size_t vlen, char *base)
@@ -160,11 +188,13 @@ set_field(const struct field *f, const char *v, size_t vlen, char *base)
 			return -1;
 		*(int *)(void *)dst = i;
 		return 0;
+	case F_PAYLOAD:
+		return set_payload(v, vlen, (struct rec *)(void *)base);
 	}
 	return -1;
 }
 
-/* ev: a sidecar's events are enqueue ... purge, and void. */
+/* ev: a sidecar's events are enqueue ... purge, void, restore, rebuild. */
 static int
 set_event(const char *v, size_t vlen, struct rec *r)
 {
@@ -175,7 +205,8 @@ set_event(const char *v, size_t vlen, struct rec *r)
 	memcpy(name, v, vlen);
 	name[vlen] = '\0';
 	r->ev = spool_event_from_name(name);
-	return r->ev > SPOOL_EV_NONE && r->ev <= SPOOL_EV_PURGE ? 0 : -1;
+	return (r->ev > SPOOL_EV_NONE && r->ev <= SPOOL_EV_PURGE) ||
+	    r->ev == SPOOL_EV_RESTORE || r->ev == SPOOL_EV_REBUILD ? 0 : -1;
 }
 
 /* at: new:ELIGIBLE, or the name of another state (absent: a purge). */
@@ -291,6 +322,12 @@ put_field(struct buf *b, const struct field *f, const char *base)
 	case F_WORD:
 		if (src[0] != '\0' || f->always)
 			put(b, " %s=%s", f->key, src);
+		break;
+	case F_PAYLOAD:
+		if (((const struct rec *)(const void *)base)->sum != 0)
+			put(b, " %s=%" PRIu64 ":%016" PRIx64, f->key,
+			    ((const struct rec *)(const void *)base)->size,
+			    ((const struct rec *)(const void *)base)->sum);
 		break;
 	case F_DETAIL:
 		if (src[0] == '\0')

@@ -3,23 +3,69 @@
  * in dead/ now may go, so of two operators redriving one job, the second
  * finds it gone from dead/ and is refused.  The token is kept (never
  * lowered), attempts start again, the deadline is fresh, the cycle counts.
+ * The payload must be the bytes recorded (spool-redrive --edited says to
+ * send them as they are now, and records their size and checksum).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
+/*
+ * The bytes dead/ID holds now: their size and checksum.  A redrive hands
+ * back exactly what was enqueued, so they are read whole.
+ */
+static int
+parked_payload(struct spool *sp, const struct job *j, uint64_t *size,
+    uint64_t *sum)
+{
+	int fd, rv, e;
+
+	fd = sys_openat(sp->deadfd, j->id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK, 0);
+	if (fd == -1 && errno == EACCES)
+		errno = EUCLEAN;	/* its mode changed by hand: damaged */
+	if (fd == -1)
+		return -1;
+	rv = payload_sum(fd, size, sum);
+	e = errno;
+	(void)close_fd(fd);	/* read-only */
+	errno = e;
+	return rv;
+}
+
+/*
+ * The record of a redrive at now: back in new/, eligible at once,
+ * attempts from 0, a fresh deadline, one more cycle, the token kept.
+ */
+void
+rec_redrive(const struct job *j, struct rec *r, int64_t now, const char *by,
+    const char *note)
+{
+	rec_next(j, r, SPOOL_EV_REDRIVE, now);
+	r->loc = SPOOL_NEW;
+	r->eligible = now;
+	r->att = 0;
+	r->cyc = j->cur.cyc + 1;
+	r->deadline = now + j->cur.ttl;
+	r->se = 0;
+	(void)snprintf(r->by, sizeof(r->by), "%s", by);
+	(void)snprintf(r->note, sizeof(r->note), "%s", note != NULL ? note :
+	    "");
+}
+
 static int
 redrive_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 {
 	struct spool_item *it = (struct spool_item *)b->arg + i;
 	const struct spool_operator *op = b->op;
+	uint64_t size, sum;
 	struct rec r;
 
-	(void)sp;
 	if (j->cur.loc != SPOOL_DEAD || (j->cur.se && !op->reconciled)) {
 		refuse(&it->res, j->cur.loc != SPOOL_DEAD ?
 		    SPOOL_NO_NOT_PARKED : SPOOL_NO_UNRECONCILED, j);
@@ -27,15 +73,16 @@ redrive_one(struct spool *sp, struct job *j, size_t i, struct batch *b)
 	}
 	if (changed_since(it, j))
 		return 0;
-	rec_next(j, &r, SPOOL_EV_REDRIVE, b->now);
-	r.loc = SPOOL_NEW;
-	r.eligible = b->now;
-	r.att = 0;
-	r.cyc = j->cur.cyc + 1;
-	r.deadline = b->now + j->cur.ttl;
-	r.se = 0;
-	(void)snprintf(r.by, sizeof(r.by), "%s", op->by);
-	(void)snprintf(r.note, sizeof(r.note), "%s", op->note);
+	if (parked_payload(sp, j, &size, &sum) == -1)
+		return -1;
+	if (j->cur.sum != 0 && (size != j->cur.size || sum != j->cur.sum) &&
+	    !op->edited) {
+		refuse(&it->res, SPOOL_NO_EDITED, j);
+		return 0;
+	}
+	rec_redrive(j, &r, b->now, op->by, op->note);
+	r.size = size;
+	r.sum = sum;
 	j->event = SPOOL_EV_REDRIVE;
 	it->res.state = SPOOL_NEW;
 	it->res.token = r.tok;

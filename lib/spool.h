@@ -47,7 +47,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SPOOL_FORMAT	1	/* on-disk format this library reads and writes */
+#define SPOOL_FORMAT	2	/* on-disk format this library makes; it reads
+				   and writes format 1 too (spool_upgrade) */
 #define SPOOL_ID_MAX	128	/* longest ID, note, owner or trace, in bytes */
 #define SPOOL_DETAIL_MAX 200	/* longest detail kept, in bytes */
 #define SPOOL_HOST_MAX	64	/* longest host ID, in bytes */
@@ -109,7 +110,9 @@ enum spool_refusal {
 	SPOOL_NO_UNRECONCILED,	/* redrive: side effect may have happened */
 	SPOOL_NO_NOT_QUEUED,	/* cancel: the job is not in new/ or leased/ */
 	SPOOL_NO_NOT_DONE,	/* purge: the job is not in done/ */
-	SPOOL_NO_CHANGED	/* item.before: it moved after it was selected */
+	SPOOL_NO_CHANGED,	/* item.before: it moved after it was selected */
+	SPOOL_NO_EDITED,	/* redrive: its payload is not the one recorded */
+	SPOOL_NO_NOT_MISSING	/* purge --missing: the job's file is there */
 };
 
 /* What became of one item of a batch call. */
@@ -165,14 +168,26 @@ void spool_settings(struct spool *sp, struct spool_settings *s);
 int spool_clock(int64_t *maxerror_ms);
 
 /*
- * Create the spool layout at dir, or complete a layout that an interrupted
- * init left.  Idempotent.  Refuses (EEXIST) a directory that holds anything
- * that is not part of a spool, (EPROTO) a spool of another format, and
- * (EMLINK) a dir that is a symlink.
+ * Create the spool layout at dir, of format 2, or complete a layout that an
+ * interrupted init left (a spool of format 1 stays so).  Idempotent.
+ * Refuses (EEXIST) a directory that holds anything that is not part of a
+ * spool, (EPROTO) a spool of another format, and (EMLINK) a dir that is a
+ * symlink.
  * group: NULL, or a group name; then the directories are setgid and owned by
  * that group and every file the spool creates is group-writable.
  */
 int spool_init(const char *dir, const char *group);
+
+/*
+ * Upgrade a spool of format 1 to format 2 (spool-layout.md, "Formats"):
+ * the spool-wide token counter is made, starting above every token its
+ * sidecars and leases hold, then the format file says 2.  Versions that
+ * know only format 1 refuse the spool afterwards (EPROTO), so every host
+ * runs this version first.  Until then this version works a format-1
+ * spool as format 1 did: tokens counted per ID, sidecars kept for ever.
+ * 0 on a spool of format 2 already.  Errors as spool_open's.
+ */
+int spool_upgrade(const char *dir);
 
 /* Enqueue. */
 struct spool_job {
@@ -208,7 +223,9 @@ struct spool_claim_opts {
 
 struct spool_lease {
 	char id[SPOOL_ID_MAX + 1];
-	uint64_t token;		/* fencing token, strictly increasing per ID */
+	uint64_t token;		/* fencing token: never handed out twice, and
+				   strictly increasing per ID (spool(7),
+				   "Fencing tokens") */
 	int attempt;		/* 1 for the first delivery of a cycle */
 	int cycle;		/* 1 for the first cycle */
 	int64_t lease_until;	/* ms since the epoch */
@@ -281,6 +298,10 @@ struct spool_operator {
 	const char *by;		/* who: spool_valid_note() */
 	const char *note;	/* why: a ticket, spool_valid_note() */
 	int reconciled;		/* the operator checked the side effect */
+	int edited;		/* redrive: send the payload as it is now, even
+				   if it was changed by hand since it was
+				   enqueued (its new size and checksum are
+				   recorded) */
 };
 
 struct spool_item {
@@ -294,8 +315,12 @@ struct spool_item {
 /*
  * Put parked jobs back in new/, unchanged, eligible at once: attempts reset,
  * a fresh deadline, one more cycle, token kept.  Refused unless the job is in
- * dead/ now (SPOOL_NO_NOT_PARKED), and for a job flagged as possibly having
- * had its side effect unless op->reconciled (SPOOL_NO_UNRECONCILED).
+ * dead/ now (SPOOL_NO_NOT_PARKED), for a job flagged as possibly having
+ * had its side effect unless op->reconciled (SPOOL_NO_UNRECONCILED), and
+ * for a job whose payload is not the bytes its record's size and checksum
+ * describe unless op->edited (SPOOL_NO_EDITED).  The payload is read
+ * whole to be checked; one whose record has no checksum (enqueued by an
+ * earlier version) gets one.
  */
 int spool_redrive(struct spool *sp, const struct spool_operator *op,
     struct spool_item *items, size_t n);
@@ -318,9 +343,15 @@ int spool_cancel(struct spool *sp, const struct spool_operator *op,
 
 /*
  * Remove finished jobs (from SPOOL_DONE, op may be NULL) or, only with an
- * operator, parked ones (from SPOOL_DEAD): the payload goes, the sidecar
- * stays with a purge record, so the ID's tokens never go back.  An ID in
- * another state is refused (SPOOL_NO_NOT_DONE, SPOOL_NO_NOT_PARKED).
+ * operator, parked ones (from SPOOL_DEAD): the payload goes, then, once
+ * the purge is logged, the sidecar (format 2; format 1 keeps it, ending in
+ * a purge record).  The token counter keeps a later job of the same ID
+ * from reusing a token.  An ID in another state is refused
+ * (SPOOL_NO_NOT_DONE, SPOOL_NO_NOT_PARKED).  from SPOOL_ABSENT, with an
+ * operator, records the removal of jobs whose file a person removed by
+ * hand (spool(7), EDITING THE SPOOL BY HAND): their file must be where
+ * none of their last two records put it (SPOOL_NO_NOT_MISSING otherwise),
+ * and they are purged as if it had been there.
  */
 int spool_purge(struct spool *sp, const struct spool_operator *op,
     enum spool_state from, struct spool_item *items, size_t n);
@@ -352,7 +383,9 @@ enum spool_event {
 	SPOOL_EV_VOID, SPOOL_EV_DROP, SPOOL_EV_CANCEL, SPOOL_EV_PURGE,
 	SPOOL_EV_RECLAIM,	/* a claim that took over an expired lease */
 	SPOOL_EV_SUPERSEDE,	/* a done file removed by a new cycle */
-	SPOOL_EV_PAUSE, SPOOL_EV_RESUME
+	SPOOL_EV_PAUSE, SPOOL_EV_RESUME,
+	SPOOL_EV_RESTORE,	/* spool-fsck --restored marked the job */
+	SPOOL_EV_REBUILD	/* spool-fsck --repair made a lost sidecar again */
 };
 
 /* One audit line, parsed.  A "-" in the line is "" (or 0) here. */
@@ -431,6 +464,8 @@ struct spool_job_info {
 	int dropped;		/* in done/ by a drop, not by running */
 	char by[SPOOL_ID_MAX + 1], note[SPOOL_ID_MAX + 1];
 	int64_t acted;		/* the last operator action on it (by, note) */
+	uint64_t payload_size;	/* the payload's bytes and XXH3-64 checksum, */
+	uint64_t payload_xxh3;	/* as recorded; 0 if the record has none */
 	struct spool_delivery *deliveries;	/* every cycle's, in order */
 	size_t ndeliveries;
 };
@@ -446,24 +481,43 @@ int spool_job_info(struct spool *sp, const char *id, int history,
 void spool_job_info_free(struct spool_job_info *info);
 
 /*
+ * Is the payload of id the bytes its record describes?  1 if it is (or if
+ * the record, written by an earlier version, has no checksum), 0 if not;
+ * -1 with errno (ENOENT: no such job; EUCLEAN: damaged).  full: read it
+ * whole and check its checksum; else its size only.
+ */
+int spool_payload_check(struct spool *sp, const char *id, int full);
+
+/*
  * Call fn(arg, id, file) for each job's file in state (file: its name),
  * in no set order; a job moving meanwhile may be seen twice or not at all,
  * and a crash may leave a second file of a job until the next command on
  * it: the file that spool_job_info() names is the job's.  fn returns 0 to
- * go on, anything else to stop (and spool_list returns it).
+ * go on, anything else to stop (and spool_list returns it).  state
+ * SPOOL_ABSENT lists instead every ID that has a sidecar (file: its name
+ * in meta/), whatever its state: a job whose file is nowhere too.
  */
 int spool_list(struct spool *sp, enum spool_state state,
     int (*fn)(void *arg, const char *id, const char *file), void *arg);
 
 /*
  * Check every invariant of spool-layout.md; say(arg, what, problem, fixed)
- * is called once per violation (what: a job ID or a path).  With repair,
- * complete or roll back what crashes interrupted, append the missing audit
- * lines, move files no job owns to quarantine/ (never delete a payload).
- * Returns 0 if the spool is consistent (after repair), 1 if not, -1 if it
- * could not be checked.
+ * is called once per violation (what: a job ID or a path).  flags:
+ * SPOOL_FSCK_REPAIR completes or rolls back what crashes interrupted,
+ * appends the missing audit lines, moves files no job owns to quarantine/
+ * (never deletes a payload).  SPOOL_FSCK_RESTORED (with repair) is for a
+ * spool brought back from a backup or a snapshot (spool(7), BACKUPS): the
+ * token counter jumps past every token handed out since the backup, and
+ * each leased or parked job is marked for a person to reconcile; EPROTO
+ * on a spool of format 1.  Every payload's size is checked against its
+ * record; SPOOL_FSCK_VERIFY reads every payload and checks its checksum
+ * too.  Returns 0 if the spool is consistent (after repair), 1 if not, -1
+ * if it could not be checked.
  */
-int spool_fsck(struct spool *sp, int repair,
+#define SPOOL_FSCK_REPAIR	1
+#define SPOOL_FSCK_RESTORED	2
+#define SPOOL_FSCK_VERIFY	4
+int spool_fsck(struct spool *sp, int flags,
     void (*say)(void *arg, const char *what, const char *problem, int fixed),
     void *arg);
 

@@ -160,13 +160,14 @@ static const char *const states[] = {
 static const char *const events[] = {
 	"-", "enqueue", "claim", "renew", "ok", "retry", "release", "park",
 	"redrive", "void", "drop", "cancel", "purge", "reclaim", "supersede",
-	"pause", "resume"
+	"pause", "resume", "restore", "rebuild"
 };
 
 static const char *const refusals[] = {
 	"refused", "duplicate ID", "no such job", "stale token",
 	"not leased", "not parked", "side effect not reconciled",
-	"not queued", "not done", "changed since it was selected"
+	"not queued", "not done", "changed since it was selected",
+	"payload changed", "not missing"
 };
 
 static int

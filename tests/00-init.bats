@@ -20,8 +20,11 @@ teardown() {
 ./meta
 ./new
 ./tmp
+./tokens
 EOF
-	assert_file "$SPOOL_DIR/format" "1
+	assert_file "$SPOOL_DIR/format" "2
+"
+	assert_file "$SPOOL_DIR/tokens" "next=1 last=0 boot=-
 "
 	grep -qx 'lease=30s' "$SPOOL_DIR/config"
 }
@@ -52,7 +55,7 @@ EOF
 }
 
 @test "every command refuses an unknown format, and a directory that is not a spool" {
-	echo 2 >"$SPOOL_DIR/format"
+	echo 3 >"$SPOOL_DIR/format"
 	before=$(snapshot)
 	for cmd in "spool-init" "spool-enqueue" "spool-claim" "spool-renew j1 1" \
 	    "spool-finish j1 1 ok" "spool-redrive --by a --note b j1"; do

@@ -47,7 +47,7 @@ EOT
 	[ "$stderr" = "" ]
 	spool-enqueue --id j2 <<<"y" >/dev/null
 	run -0 --separate-stderr env -u SPOOL_DIR spool-claim -d ./spool --owner w1
-	diff -u <(lease_line j2 1 1) <(printf '%s\n' "$output")
+	diff -u <(lease_line j2 2 1) <(printf '%s\n' "$output")
 	[ "$stderr" = "" ]
 }
 
@@ -72,14 +72,14 @@ EOT
 		at_ms $((T + k * 100)) spool-enqueue --id j$k <<<"job $k" >/dev/null
 	done
 	run -0 --separate-stderr at_ms $((T + 1000)) spool-claim --owner w1 -n 3
-	diff -u <(lease_line j1 1 1; lease_line j2 1 1; lease_line j3 1 1) \
+	diff -u <(lease_line j1 1 1; lease_line j2 2 1; lease_line j3 3 1) \
 	    <(printf '%s\n' "$output")
 	[ "$stderr" = "" ]
 	[ "$(ids_in leased)" = "$(printf '%s\n' j1 j2 j3)" ]
 	[ "$(ids_in new)" = "$(printf '%s\n' j4 j5)" ]
 
 	run -0 --separate-stderr at_ms $((T + 1000)) spool-claim --owner w1 -n 10
-	diff -u <(lease_line j4 1 1; lease_line j5 1 1) <(printf '%s\n' "$output")
+	diff -u <(lease_line j4 4 1; lease_line j5 5 1) <(printf '%s\n' "$output")
 	[ "$stderr" = "" ]
 	[ -z "$(ids_in new)" ]
 
@@ -107,9 +107,10 @@ EOT
 	at_ms 1000 spool-enqueue --id c --delay 2000ms </dev/null >/dev/null
 	at_ms 1000 spool-enqueue --id a </dev/null >/dev/null
 	at_ms 1000 spool-enqueue --id b --delay 1000ms </dev/null >/dev/null
-	for id in a b c; do
+	for tok in 1 2 3; do
+		id=$(printf '%s' abc | cut -c$tok)
 		run -0 --separate-stderr at_ms 5000 spool-claim --owner w1
-		diff -u <(lease_line $id 1 1) <(printf '%s\n' "$output")
+		diff -u <(lease_line $id $tok 1) <(printf '%s\n' "$output")
 		[ "$stderr" = "" ]
 	done
 	run -1 at_ms 5000 spool-claim --owner w1
@@ -120,7 +121,7 @@ EOT
 	at_ms 2000 spool-enqueue --id t2000 </dev/null >/dev/null
 	at_ms 1000 spool-enqueue --id t1000 </dev/null >/dev/null
 	run -0 --separate-stderr at_ms 5000 spool-claim --owner w1 -n 3
-	diff -u <(lease_line t1000 1 1; lease_line t2000 1 1; lease_line t3000 1 1) \
+	diff -u <(lease_line t1000 1 1; lease_line t2000 2 1; lease_line t3000 3 1) \
 	    <(printf '%s\n' "$output")
 	[ "$stderr" = "" ]
 }
@@ -137,8 +138,8 @@ EOT
 	    "new/00000001/000/001/l1,268435472" \
 	    "new/00000001/001/000/m1,268500992")" ]
 	run -0 --separate-stderr at_ms 300000000 spool-claim --owner w1 -n 10
-	diff -u <(lease_line top0 1 1; lease_line top1 1 1; lease_line l1 1 1;
-	    lease_line m1 1 1) <(printf '%s\n' "$output")
+	diff -u <(lease_line top0 1 1; lease_line top1 2 1; lease_line l1 3 1;
+	    lease_line m1 4 1) <(printf '%s\n' "$output")
 	[ "$stderr" = "" ]
 }
 
@@ -285,7 +286,7 @@ EOT
 	[ "$stderr" = "" ]
 	[ "$(state_of first)" = new ]
 	run -0 at_ms $((T + 200)) spool-claim --owner w2
-	diff -u <(lease_line first 1 1) <(printf '%s\n' "$output")
+	diff -u <(lease_line first 2 1) <(printf '%s\n' "$output")
 }
 
 @test "expired leases are taken over before new jobs" {
@@ -295,7 +296,7 @@ EOT
 	run -0 at_ms $((T + 300)) spool-claim --owner w2
 	diff -u <(lease_line old 2 2) <(printf '%s\n' "$output")
 	run -0 at_ms $((T + 300)) spool-claim --owner w2
-	diff -u <(lease_line young 1 1) <(printf '%s\n' "$output")
+	diff -u <(lease_line young 3 1) <(printf '%s\n' "$output")
 }
 
 @test "concurrent claimers deliver each job exactly once" {
@@ -321,7 +322,9 @@ EOT
 	done
 	cat "$BATS_TEST_TMPDIR"/out.* | cut -f1 | LC_ALL=C sort >"$BATS_TEST_TMPDIR/got"
 	diff -u <(seq 1 30 | sed 's/^/j/' | LC_ALL=C sort) "$BATS_TEST_TMPDIR/got"
-	[ "$(cat "$BATS_TEST_TMPDIR"/out.* | cut -f2,3 | sort -u)" = "$(printf '1\t1')" ]
+	# Attempt 1 each; tokens 1 to 30 from the one counter, each once.
+	[ "$(cat "$BATS_TEST_TMPDIR"/out.* | cut -f3 | sort -u)" = 1 ]
+	diff -u <(seq 1 30) <(cat "$BATS_TEST_TMPDIR"/out.* | cut -f2 | sort -n)
 	[ -z "$(ids_in new)" ]
 	[ "$(ids_in leased | wc -l)" -eq 30 ]
 	check_invariants

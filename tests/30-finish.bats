@@ -13,12 +13,15 @@ eligible_of() {
 	echo "${name#"$1",}"
 }
 
-# enqueue_claim ID [ENQUEUE OPTIONS...]: enqueue ID at T and claim it as w1.
+# enqueue_claim ID [ENQUEUE OPTIONS...]: enqueue ID at T and claim it as w1;
+# TOK is its token (one spool-wide counter: 1 for the test's first claim).
 enqueue_claim() {
-	local id=$1
+	local id=$1 line
 	shift
 	at_ms $T spool-enqueue --id "$id" "$@" <<<"payload of $id" >/dev/null
-	[ "$(at_ms $T spool-claim --owner w1 | cut -f1-3)" = "$(printf '%s\t1\t1' "$id")" ]
+	line=$(at_ms $T spool-claim --owner w1)
+	TOK=$(cut -f2 <<<"$line")
+	[ "$(cut -f1,3 <<<"$line")" = "$(printf '%s\t1' "$id")" ]
 }
 
 T=1000000
@@ -123,7 +126,8 @@ EOT
 	done
 	[ "$(at_ms $T spool-claim --owner w1 -n 8 | wc -l)" -eq 8 ]
 	for k in 1 2 3 4 5 6 7 8; do
-		run -0 at_ms $((T + 10)) spool-finish j$k 1 retry
+		tok=$(lease_token j$k)
+		run -0 at_ms $((T + 10)) spool-finish j$k "$tok" retry
 		[ "$output" = j$k ]
 		e=$(eligible_of j$k)
 		[ "$e" -ge $((T + 510)) ]
@@ -147,9 +151,9 @@ EOT
 		at_ms $T spool-enqueue --id j$k </dev/null >/dev/null
 	done
 	at_ms $T spool-claim --owner w1 --lease 300ms -n 4 >/dev/null
-	[ "$(at_ms $((T + 300)) spool-claim --owner w2 -n 4 | cut -f2,3 | sort -u)" = "$(printf '2\t2')" ]
+	[ "$(at_ms $((T + 300)) spool-claim --owner w2 -n 4 | cut -f3 | sort -u)" = 2 ]
 	for k in 1 2 3 4; do
-		run -0 at_ms $((T + 400)) spool-finish j$k 2 retry
+		run -0 at_ms $((T + 400)) spool-finish j$k "$(lease_token j$k)" retry
 		[ "$output" = j$k ]
 		e=$(eligible_of j$k)
 		echo "j$k: eligible $e, want $((T + 1400)) .. $((T + 2400))"
@@ -191,7 +195,7 @@ EOT
 
 	# A delay that stays inside the deadline retries.
 	enqueue_claim j2 --deadline 2s
-	run -0 at_ms $((T + 100)) spool-finish --delay 1s j2 1 retry
+	run -0 at_ms $((T + 100)) spool-finish --delay 1s j2 "$TOK" retry
 	[ "$(state_of j2)" = new ]
 	[ "$(eligible_of j2)" = $((T + 1100)) ]
 }
@@ -258,9 +262,9 @@ EOT
 		enqueue_claim j-$outcome
 		delay=()
 		[ $outcome = retry ] && delay=(--delay 1s)
-		run -0 at_ms $((T + 100)) spool-finish "${delay[@]}" j-$outcome 1 $outcome
+		run -0 at_ms $((T + 100)) spool-finish "${delay[@]}" j-$outcome "$TOK" $outcome
 		before=$(snapshot)
-		run -0 --separate-stderr at_ms $((T + 200)) spool-finish "${delay[@]}" j-$outcome 1 $outcome
+		run -0 --separate-stderr at_ms $((T + 200)) spool-finish "${delay[@]}" j-$outcome "$TOK" $outcome
 		[ "$output" = j-$outcome ]
 		[ "$stderr" = "" ]
 		[ "$(snapshot)" = "$before" ]
@@ -342,13 +346,13 @@ EOT
 	at_ms $((T + 60)) spool-enqueue --id d </dev/null >/dev/null
 	[ "$(at_ms $((T + 60)) spool-claim --owner w1 -n 3 | cut -f1 | tr '\n' ' ')" = "a b c " ]
 	at_ms $((T + 60)) spool-claim --owner w1 --lease 300ms >/dev/null
-	at_ms $((T + 360)) spool-claim --owner w2 >/dev/null	# d: token 2
+	at_ms $((T + 360)) spool-claim --owner w2 >/dev/null	# d: token 5
 	run -100 --separate-stderr at_ms $((T + 400)) spool-finish - <<EOT
 a 1 ok
-b 1 retry
+b 2 retry
 this is not a finish
-d 1 ok
-c 1 permanent
+d 4 ok
+c 3 permanent
 EOT
 	diff -u - <(printf '%s\n' "$output") <<EOT
 a
@@ -357,7 +361,7 @@ c
 EOT
 	diff -u - <(printf '%s\n' "$stderr") <<EOT
 spool-finish: stdin line 3: want ID TOKEN OUTCOME
-spool-finish: d: stale token: the current token is 2 and the job is in leased/
+spool-finish: d: stale token: the current token is 5 and the job is in leased/
 EOT
 	[ "$(state_of a)" = done ]
 	[ "$(state_of b)" = new ]
@@ -366,8 +370,8 @@ EOT
 	check_invariants
 	diff -u - <(audit_events | tail -n 3) <<EOT
 ok a 1 1 1 w1 - - -
-retry b 1 1 1 w1 - - -
-park c 1 1 1 w1 permanent - -
+retry b 2 1 1 w1 - - -
+park c 3 1 1 w1 permanent - -
 EOT
 }
 
@@ -376,11 +380,11 @@ EOT
 	at_ms $T spool-enqueue --id b </dev/null >/dev/null
 	at_ms $T spool-claim --owner w1 -n 2 >/dev/null
 	run -1 --separate-stderr at_ms $((T + 1)) spool-finish - <<EOT
-a 1 ok
+a $(lease_token a) ok
 b 7 ok
 EOT
 	[ "$output" = a ]
-	[ "$stderr" = "spool-finish: b: stale token: the current token is 1 and the job is in leased/" ]
+	[ "$stderr" = "spool-finish: b: stale token: the current token is $(lease_token b) and the job is in leased/" ]
 }
 
 @test "finish - naming one job twice handles it twice, in order" {
@@ -395,8 +399,8 @@ EOT
 
 	enqueue_claim j2
 	run -0 --separate-stderr at_ms $((T + 100)) spool-finish - <<EOT
-j2 1 ok
-j2 1 ok
+j2 $TOK ok
+j2 $TOK ok
 EOT
 	diff -u - <(printf '%s\n' "$output") <<EOT
 j2

@@ -90,15 +90,15 @@ EOT
 
 	at_ms $T spool-enqueue --id new1 </dev/null >/dev/null
 	at_ms $T spool-claim --owner w1 >/dev/null
-	at_ms $T spool-finish --delay 1m new1 1 retry >/dev/null
-	run -1 --separate-stderr at_ms $((T + 1)) spool-renew new1 1
+	at_ms $T spool-finish --delay 1m new1 2 retry >/dev/null
+	run -1 --separate-stderr at_ms $((T + 1)) spool-renew new1 2
 	[ "$output" = "" ]
 	[ "$stderr" = "spool-renew: new1: not leased: the job is in new/" ]
 
 	at_ms $T spool-enqueue --id dead1 </dev/null >/dev/null
 	at_ms $T spool-claim --owner w1 >/dev/null
-	at_ms $T spool-finish dead1 1 permanent >/dev/null
-	run -1 --separate-stderr at_ms $((T + 1)) spool-renew dead1 1
+	at_ms $T spool-finish dead1 3 permanent >/dev/null
+	run -1 --separate-stderr at_ms $((T + 1)) spool-renew dead1 3
 	[ "$output" = "" ]
 	[ "$stderr" = "spool-renew: dead1: not leased: the job is in dead/" ]
 	[ "$(state_of done1)" = done ]

@@ -10,8 +10,8 @@ park() {
 	local id=$1
 	shift
 	at_ms $T spool-enqueue --id "$id" "$@" <<<"payload of $id" >/dev/null
-	[ "$(at_ms $T spool-claim --owner w1 | cut -f1-2)" = "$(printf '%s\t1' "$id")" ]
-	at_ms $((T + 10)) spool-finish "$id" 1 permanent >/dev/null
+	[ "$(at_ms $T spool-claim --owner w1 | cut -f1)" = "$id" ]
+	at_ms $((T + 10)) spool-finish "$id" "$(lease_token "$id")" permanent >/dev/null
 	[ "$(state_of "$id")" = dead ]
 }
 
@@ -148,7 +148,7 @@ EOT
 	check_invariants
 	diff -u - <(audit_events | grep '^redrive') <<EOT
 redrive a 1 0 2 ops - - INC-4411
-redrive b 1 0 2 ops - - INC-4411
+redrive b 2 0 2 ops - - INC-4411
 EOT
 }
 
@@ -199,10 +199,10 @@ EOT
 	before=$(snapshot)
 	run -100 --separate-stderr spool-redrive --by ops j1
 	[ "$output" = "" ]
-	[ "$stderr" = "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] ID ..." ]
+	[ "$stderr" = "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] ID ..." ]
 	run -100 --separate-stderr spool-redrive --note INC-1 j1
 	[ "$output" = "" ]
-	[ "$stderr" = "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] ID ..." ]
+	[ "$stderr" = "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] ID ..." ]
 	run -100 --separate-stderr spool-redrive --by ops --note 'disk full on db-3' j1
 	[ "$output" = "" ]
 	[[ $stderr = "spool-redrive: --note: bad value ("* ]]

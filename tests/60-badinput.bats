@@ -27,17 +27,17 @@ watched=()	# paths besides the spool that no case may change
 input=		# a file for the command's stdin (default /dev/null)
 unchanged=	# the snapshot the last case left
 
-# j4 done, j3 parked, j2 leased (token 1, owner w1), j1 queued, j5 queued
+# j4 done, j3 parked, j2 leased (token 3, owner w1), j1 queued, j5 queued
 # for later: a spool in which "unchanged" means something.
 jobs_in_every_state() {
 	spool-enqueue --id j4 <<<"four" >/dev/null
 	[ "$(spool-claim --owner w1 | cut -f1,2)" = "$(printf 'j4\t1')" ]
 	spool-finish j4 1 ok >/dev/null
 	spool-enqueue --id j3 <<<"three" >/dev/null
-	[ "$(spool-claim --owner w1 | cut -f1,2)" = "$(printf 'j3\t1')" ]
-	spool-finish --class invalid-input j3 1 permanent >/dev/null
+	[ "$(spool-claim --owner w1 | cut -f1,2)" = "$(printf 'j3\t2')" ]
+	spool-finish --class invalid-input j3 2 permanent >/dev/null
 	spool-enqueue --id j2 <<<"two" >/dev/null
-	[ "$(spool-claim --owner w1 | cut -f1,2)" = "$(printf 'j2\t1')" ]
+	[ "$(spool-claim --owner w1 | cut -f1,2)" = "$(printf 'j2\t3')" ]
 	spool-enqueue --id j1 <<<"one" >/dev/null
 	spool-enqueue --id j5 --delay 1h <<<"five" >/dev/null
 	[ "$(state_of j1)$(state_of j2)$(state_of j3)$(state_of j4)" = \
@@ -52,8 +52,8 @@ args_for() {
 	spool-init) args=() ;;
 	spool-enqueue) args=(--id j9) ;;
 	spool-claim) args=(--owner w9) ;;
-	spool-renew) args=(j2 1) ;;
-	spool-finish) args=(j2 1 ok) ;;
+	spool-renew) args=(j2 3) ;;
+	spool-finish) args=(j2 3 ok) ;;
 	spool-redrive) args=(--by ops --note INC-1 j3) ;;
 	esac
 }
@@ -61,7 +61,7 @@ args_for() {
 # The usage line of COMMAND: its SYNOPSIS.
 usage_line() {
 	case $1 in
-	spool-init) echo "usage: spool-init [-d DIR] [--group GROUP]" ;;
+	spool-init) echo "usage: spool-init [-d DIR] [--group GROUP | --upgrade]" ;;
 	spool-enqueue) echo "usage: spool-enqueue [-d DIR] [--id ID]" \
 	    "[--max-attempts N] [--deadline DUR] [--delay DUR] [--trace ID]" \
 	    "[FILE ...]" ;;
@@ -72,7 +72,7 @@ usage_line() {
 	    "[--detail TEXT] [--delay DUR] ID TOKEN" \
 	    "ok|retry|permanent|release | -" ;;
 	spool-redrive) echo "usage: spool-redrive [-d DIR] --by WHO" \
-	    "--note TICKET [--reconciled] ID ..." ;;
+	    "--note TICKET [--reconciled] [--edited] ID ..." ;;
 	esac
 }
 
@@ -156,16 +156,16 @@ no_case_failed() {
 	u=$(usage_line spool-renew)
 	refused 100 "$u" spool-renew
 	refused 100 "$u" spool-renew j2
-	refused 100 "$u" spool-renew j2 1 stray
-	refused 100 "$u" spool-renew j2 1 --lease
+	refused 100 "$u" spool-renew j2 3 stray
+	refused 100 "$u" spool-renew j2 3 --lease
 	u=$(usage_line spool-finish)
 	refused 100 "$u" spool-finish
 	refused 100 "$u" spool-finish j2
-	refused 100 "$u" spool-finish j2 1
-	refused 100 "$u" spool-finish j2 1 ok stray
+	refused 100 "$u" spool-finish j2 3
+	refused 100 "$u" spool-finish j2 3 ok stray
 	refused 100 "$u" spool-finish - stray
 	for o in --class --detail --delay; do
-		refused 100 "$u" spool-finish j2 1 retry "$o"
+		refused 100 "$u" spool-finish j2 3 retry "$o"
 	done
 	u=$(usage_line spool-redrive)
 	refused 100 "$u" spool-redrive
@@ -217,20 +217,20 @@ no_case_failed() {
 		refused 100 "spool-claim: --lease: $m $DURATIONS" \
 		    spool-claim --owner w9 --lease "$d"
 		refused 100 "spool-renew: --lease: $m $DURATIONS" \
-		    spool-renew --lease "$d" j2 1
+		    spool-renew --lease "$d" j2 3
 		refused 100 "spool-enqueue: --deadline: $m $DURATIONS" \
 		    spool-enqueue --id j9 --deadline "$d"
 		refused 100 "spool-enqueue: --delay: $m $DURATIONS0" \
 		    spool-enqueue --id j9 --delay "$d"
 		refused 100 "spool-finish: --delay: $m $DURATIONS0" \
-		    spool-finish --delay "$d" j2 1 retry
+		    spool-finish --delay "$d" j2 3 retry
 	done
 	for d in 0 0ms 0s; do
 		m="bad duration '$d'"
 		refused 100 "spool-claim: --lease: $m $DURATIONS" \
 		    spool-claim --owner w9 --lease "$d"
 		refused 100 "spool-renew: --lease: $m $DURATIONS" \
-		    spool-renew --lease "$d" j2 1
+		    spool-renew --lease "$d" j2 3
 		refused 100 "spool-enqueue: --deadline: $m $DURATIONS" \
 		    spool-enqueue --id j9 --deadline "$d"
 	done
@@ -243,7 +243,7 @@ no_case_failed() {
 	run -0 --separate-stderr spool-enqueue --id j9 --delay 0 </dev/null
 	[ "$output" = j9 ]
 	[ "$stderr" = "" ]
-	run -0 --separate-stderr spool-finish --delay 0 j2 1 retry
+	run -0 --separate-stderr spool-finish --delay 0 j2 3 retry
 	[ "$output" = j2 ]
 	[ "$stderr" = "" ]
 	[ "$(state_of j2)" = new ]
@@ -266,24 +266,24 @@ no_case_failed() {
 	for o in "" OK Ok done fail ok, "ok " " ok" park - \
 	    $'ok\nspool-finish: j2: forged'; do
 		refused 100 "spool-finish: j2: bad outcome '${o//$'\n'/*}' $OUTCOMES" \
-		    spool-finish -- j2 1 "$o"
+		    spool-finish -- j2 3 "$o"
 	done
 	for c in "" Transient "transient " fatal ok permanent lease_expired \
 	    - none side-effect $'timeout\nx'; do
 		refused 100 "spool-finish: --class: unknown class '${c//$'\n'/*}' (see spool(7))" \
-		    spool-finish --class "$c" j2 1 retry
+		    spool-finish --class "$c" j2 3 retry
 	done
 	# Each class of spool(7) is known: refused for ok and release only.
 	for c in $CLASSES; do
 		for o in ok release; do
 			refused 100 "spool-finish: j2: --class is for retry and permanent" \
-			    spool-finish --class "$c" j2 1 "$o"
+			    spool-finish --class "$c" j2 3 "$o"
 		done
 	done
 	for d in 0 1s; do
 		for o in ok permanent; do
 			refused 100 "spool-finish: j2: --delay is for retry and release" \
-			    spool-finish --delay "$d" j2 1 "$o"
+			    spool-finish --delay "$d" j2 3 "$o"
 		done
 	done
 	no_case_failed
@@ -296,21 +296,21 @@ no_case_failed() {
 		printf '%s\n' "$1" >"$input"
 		refused 100 "$2" spool-finish "${@:3}" -
 	}
-	stdin_line "j2 1 bogus" "spool-finish: j2: bad outcome 'bogus' $OUTCOMES"
-	stdin_line $'j2 1 ok\r' "spool-finish: j2: bad outcome 'ok?' $OUTCOMES"
+	stdin_line "j2 3 bogus" "spool-finish: j2: bad outcome 'bogus' $OUTCOMES"
+	stdin_line $'j2 3 ok\r' "spool-finish: j2: bad outcome 'ok?' $OUTCOMES"
 	stdin_line "j2 0 ok" "spool-finish: j2: bad token '0' $TOKENS"
 	stdin_line "j2 -1 ok" "spool-finish: j2: bad token '-1' $TOKENS"
 	stdin_line "j2 abc ok" "spool-finish: j2: bad token 'abc' $TOKENS"
-	stdin_line ".j2 1 ok" "spool-finish: .j2: bad ID"
+	stdin_line ".j2 3 ok" "spool-finish: .j2: bad ID"
 	stdin_line "j2/.. 1 ok" "spool-finish: j2/..: bad ID"
 	stdin_line "j1,1 1 ok" "spool-finish: j1,1: bad ID"
 	stdin_line "$long129 1 ok" "spool-finish: $long129: bad ID"
 	stdin_line "" "spool-finish: stdin line 1: want ID TOKEN OUTCOME"
-	stdin_line "j2 1" "spool-finish: stdin line 1: want ID TOKEN OUTCOME"
-	stdin_line "j2 1 ok now" "spool-finish: stdin line 1: want ID TOKEN OUTCOME"
-	stdin_line "j2 1 ok" "spool-finish: j2: --class is for retry and permanent" \
+	stdin_line "j2 3" "spool-finish: stdin line 1: want ID TOKEN OUTCOME"
+	stdin_line "j2 3 ok now" "spool-finish: stdin line 1: want ID TOKEN OUTCOME"
+	stdin_line "j2 3 ok" "spool-finish: j2: --class is for retry and permanent" \
 	    --class transient
-	stdin_line "j2 1 permanent" "spool-finish: j2: --delay is for retry and release" \
+	stdin_line "j2 3 permanent" "spool-finish: j2: --delay is for retry and release" \
 	    --delay 1s
 	no_case_failed
 }
@@ -373,9 +373,9 @@ no_case_failed() {
 
 @test "a spool of an unknown format is refused by every command, exit 100" {
 	jobs_in_every_state
-	copy=$BATS_TEST_TMPDIR/format2
+	copy=$BATS_TEST_TMPDIR/format3
 	cp -a "$SPOOL_DIR" "$copy"
-	printf '2\n' >"$copy/format"
+	printf '3\n' >"$copy/format"
 	watched=("$copy")
 	for cmd in $COMMANDS; do
 		args_for "$cmd"
@@ -402,7 +402,7 @@ no_case_failed() {
 @test "the limits themselves are accepted: 128 bytes, the largest token, -n 256" {
 	jobs_in_every_state
 	run -1 --separate-stderr spool-renew j2 9223372036854775807
-	[ "$stderr" = "spool-renew: j2: stale token: the current token is 1 and the job is in leased/" ]
+	[ "$stderr" = "spool-renew: j2: stale token: the current token is 3 and the job is in leased/" ]
 	run -0 --separate-stderr spool-enqueue --id "$long128" --trace "$long128" \
 	    --max-attempts 1000000 --deadline 36600d </dev/null
 	[ "$output" = "$long128" ]

@@ -37,7 +37,7 @@ opened() {
 }
 
 @test "EPROTO: a format this version does not know, 100" {
-	echo 2 >"$SPOOL_DIR/format"
+	echo 3 >"$SPOOL_DIR/format"
 	opened "$SPOOL_DIR" 100 "$SPOOL_DIR: unknown spool format"
 }
 

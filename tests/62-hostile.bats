@@ -41,9 +41,9 @@ untouched() {
 	outside
 	mv "$SPOOL_DIR/new" "$BATS_TEST_TMPDIR/new.real"
 	ln -s "$OUT" "$SPOOL_DIR/new"
-	run -111 --separate-stderr spool-enqueue --id j1 </dev/null
+	run -100 --separate-stderr spool-enqueue --id j1 </dev/null
 	[ "$stderr" = "spool-enqueue: $SPOOL_DIR: damaged spool: a state directory is missing or not a directory" ]
-	run -111 spool-claim
+	run -100 spool-claim
 	untouched
 }
 
@@ -54,8 +54,8 @@ untouched() {
 	spool-finish j1 1 permanent >/dev/null
 	rm "$SPOOL_DIR/dead/j1"
 	ln -s "$OUT/file" "$SPOOL_DIR/dead/j1"
-	run -111 --separate-stderr spool-redrive --by ops --note INC-1 j1
-	[ "$stderr" = "spool-redrive: j1: damaged job: run spool-fsck" ]
+	run -100 --separate-stderr spool-redrive --by ops --note INC-1 j1
+	[ "$stderr" = "spool-redrive: j1: damaged job: its file or its sidecar is not where it should be: spool-fsck --repair settles it or says how (spool(7), EDITING THE SPOOL BY HAND)" ]
 	run -1 spool-fsck --repair
 	[[ $output == *"dead/j1: not a job's name (quarantined)"* ]]
 	[ -L "$SPOOL_DIR"/quarantine/dead_j1,* ]
@@ -68,8 +68,8 @@ untouched() {
 	spool-enqueue --id b2 </dev/null >/dev/null
 	rm "$SPOOL_DIR/meta/a1"
 	ln -s "$OUT/file" "$SPOOL_DIR/meta/a1"
-	run -111 --separate-stderr spool-enqueue --id a1 </dev/null
-	[ "$stderr" = "spool-enqueue: a1: damaged job: run spool-fsck" ]
+	run -100 --separate-stderr spool-enqueue --id a1 </dev/null
+	[ "$stderr" = "spool-enqueue: a1: damaged job: its file or its sidecar is not where it should be: spool-fsck --repair settles it or says how (spool(7), EDITING THE SPOOL BY HAND)" ]
 	run -0 spool-claim -n 2
 	[ "$(cut -f1 <<<"$output")" = b2 ]
 	run -1 spool-fsck
@@ -87,7 +87,7 @@ untouched() {
 		spool-finish j1 1 permanent >/dev/null
 		rm "$SPOOL_DIR/dead/j1"
 		if [ $kind = fifo ]; then mkfifo "$SPOOL_DIR/dead/j1"; else mkdir "$SPOOL_DIR/dead/j1"; fi
-		run -111 timeout 10 spool-redrive --by ops --note INC-1 j1
+		run -100 timeout 10 spool-redrive --by ops --note INC-1 j1
 		run -1 timeout 10 spool-fsck
 		[[ $output == *"dead/j1: not a job's name"* ]]
 	done

@@ -49,7 +49,7 @@ story() {
 	    <<<"order=1842" >/dev/null
 	at_ms $((T + 1000)) spool-claim --owner w1 --lease 10s >/dev/null
 	at_ms $((T + 2000)) spool-finish --class transient \
-	    --detail 'HTTP 503 "busy" \ retry' --delay 0 order-1842 1 retry \
+	    --detail 'HTTP 503 "busy" \ retry' --delay 0 order-1842 "$(lease_token order-1842)" retry \
 	    >/dev/null
 	at_ms $((T + 3000)) spool-claim --owner w2 --lease 10s >/dev/null
 	at_ms $((T + 20000)) spool-claim --owner w3 --lease 10s >/dev/null
@@ -136,7 +136,7 @@ story() {
 	park p2 transient
 	at_ms $T spool-enqueue --id ok1 <<<"ok1" >/dev/null
 	at_ms $((T + 3000)) spool-claim --owner w >/dev/null
-	at_ms $((T + 4000)) spool-finish ok1 1 ok >/dev/null
+	at_ms $((T + 4000)) spool-finish ok1 "$(lease_token ok1)" ok >/dev/null
 	at_ms $((T + 5000)) spool-drop --by ops --note INC-1 p1 >/dev/null
 	run -0 --separate-stderr spool-ls done
 	[ "$(LC_ALL=C sort <<<"$output")" = "$(printf '%s\n' ok1 p1)" ]
@@ -158,7 +158,7 @@ story() {
 	# exhausted: one attempt allowed, and it was a retry
 	at_ms $T spool-enqueue --id exh1 --max-attempts 1 <<<"x" >/dev/null
 	at_ms $((T + 60000)) spool-claim --owner w >/dev/null
-	at_ms $((T + 61000)) spool-finish --class transient exh1 1 retry \
+	at_ms $((T + 61000)) spool-finish --class transient exh1 "$(lease_token exh1)" retry \
 	    >/dev/null
 	[ "$(state_of exh1)" = dead ]
 	run -0 at_ms $((T + 62000)) spool-ls --reason exhausted
@@ -197,7 +197,7 @@ story() {
 	at_ms $T spool-enqueue --id x-9 --max-attempts 1 <<<"x" >/dev/null
 	at_ms $((T + 50000)) spool-claim --owner w9 >/dev/null
 	at_ms $((T + 51000)) spool-finish --class unknown-side-effect \
-	    --detail 'charged?' x-9 1 retry >/dev/null
+	    --detail 'charged?' x-9 "$(lease_token x-9)" retry >/dev/null
 	at_ms $((T + 52000)) spool-enqueue --id zz <<<"x" >/dev/null
 	at_ms $((T + 53000)) spool-cancel --by oncall --note INC-7 zz >/dev/null
 	run -0 --separate-stderr at_ms $((T + 3600000 + 125000)) spool-ls -l
@@ -223,25 +223,25 @@ EOF
 	at_ms $T spool-enqueue --id odd --max-attempts 1 <<<"x" >/dev/null
 	at_ms $((T + 5000)) spool-claim --owner w5 >/dev/null
 	at_ms $((T + 6000)) spool-finish --class transient \
-	    --detail 'say "no" \n \\ {}' odd 1 retry >/dev/null
+	    --detail 'say "no" \n \\ {}' odd "$(lease_token odd)" retry >/dev/null
 	run -0 --separate-stderr at_ms $((T + 40000)) spool-ls --json
 	[ "$stderr" = "" ]
 	[ "$(wc -l <<<"$output")" -eq 2 ]
-	keys='["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted"]'
+	keys='["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","payload_size","payload_xxh3"]'
 	while IFS= read -r line; do
 		jq -e . <<<"$line" >/dev/null
 		[ "$(jq -c keys_unsorted <<<"$line")" = "$keys" ]
 	done <<<"$output"
 	diff -u - <(jq -sc 'sort_by(.id)[]' <<<"$output") <<EOF
-{"id":"odd","state":"dead","disposition":"parked","since":$((T + 6000)),"age_ms":34000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"token":1,"attempts":1,"max_attempts":1,"deliveries":1,"cycles":1,"reason":"exhausted","class":"transient","detail":"say \\"no\\" \\\\n \\\\\\\\ {}","side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null}
-{"id":"plain","state":"dead","disposition":"parked","since":$((T + 2000)),"age_ms":38000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"token":1,"attempts":1,"max_attempts":5,"deliveries":1,"cycles":1,"reason":"permanent","class":"transient","detail":null,"side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null}
+{"id":"odd","state":"dead","disposition":"parked","since":$((T + 6000)),"age_ms":34000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"token":6,"attempts":1,"max_attempts":1,"deliveries":1,"cycles":1,"reason":"exhausted","class":"transient","detail":"say \\"no\\" \\\\n \\\\\\\\ {}","side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null,"payload_size":2,"payload_xxh3":"$(printf 'x\n' | xxh_of -)"}
+{"id":"plain","state":"dead","disposition":"parked","since":$((T + 2000)),"age_ms":38000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"token":5,"attempts":1,"max_attempts":5,"deliveries":1,"cycles":1,"reason":"permanent","class":"transient","detail":null,"side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null,"payload_size":17,"payload_xxh3":"$(printf 'payload of plain\n' | xxh_of -)"}
 EOF
 	# The detail comes back byte for byte.
 	[ "$(jq -r 'select(.id == "odd") | .detail' <<<"$output")" = 'say "no" \n \\ {}' ]
 	run -0 at_ms $((T + 40000)) spool-ls --json leased
 	jq -e . <<<"$output" >/dev/null
 	diff -u - <(jq -c . <<<"$output") <<EOF
-{"id":"order-1842","state":"leased","disposition":"redriven","since":$((T + 31000)),"age_ms":9000,"created":$T,"deadline":$((T + 30000 + 604800000)),"eligible":null,"lease_until":$((T + 91000)),"owner":"w4","trace":"tr-77","token":4,"attempts":1,"max_attempts":3,"deliveries":1,"cycles":2,"reason":null,"class":null,"detail":null,"side_effect":false,"redriven":true,"dropped":false,"by":"ops","note":"INC-4411","acted":$((T + 30000))}
+{"id":"order-1842","state":"leased","disposition":"redriven","since":$((T + 31000)),"age_ms":9000,"created":$T,"deadline":$((T + 30000 + 604800000)),"eligible":null,"lease_until":$((T + 91000)),"owner":"w4","trace":"tr-77","token":4,"attempts":1,"max_attempts":3,"deliveries":1,"cycles":2,"reason":null,"class":null,"detail":null,"side_effect":false,"redriven":true,"dropped":false,"by":"ops","note":"INC-4411","acted":$((T + 30000)),"payload_size":11,"payload_xxh3":"$(printf 'order=1842\n' | xxh_of -)"}
 EOF
 }
 
@@ -277,6 +277,7 @@ created      2026-11-30T00:53:20.000Z
 deadline     2026-12-07T00:53:50.000Z
 lease        w4 until 2026-11-30T00:54:51.000Z
 trace        tr-77
+payload      11 bytes, xxh3 b4a2c67cb3f79df1
 token        4
 attempts     1 of 3
 cycles       2 (this one began with a redrive)
@@ -310,7 +311,7 @@ EOF
 	[ "$stderr" = "" ]
 	[ "$(wc -l <<<"$output")" -eq 1 ]
 	jq -e . <<<"$output" >/dev/null
-	[ "$(jq -c 'keys_unsorted' <<<"$output")" = '["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","history","audit"]' ]
+	[ "$(jq -c 'keys_unsorted' <<<"$output")" = '["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","payload_size","payload_xxh3","history","audit"]' ]
 	diff -u - <(jq -c '.history[]' <<<"$output") <<EOF
 {"cycle":1,"attempt":1,"token":1,"owner":"w1","claimed":$((T + 1000)),"ended":$((T + 2000)),"end":"retry","class":"transient","detail":"HTTP 503 \\"busy\\" \\\\ retry"}
 {"cycle":1,"attempt":2,"token":2,"owner":"w2","claimed":$((T + 3000)),"ended":$((T + 20000)),"end":"expired","class":"lease-expired","detail":null}
@@ -336,7 +337,7 @@ EOF
 	at_ms $T spool-enqueue --id rot-1 <<<"x" >/dev/null
 	at_ms $((T + 1000)) spool-claim --owner w1 >/dev/null
 	mv "$SPOOL_DIR/audit/testhost.log" "$SPOOL_DIR/audit/testhost.log.1"
-	at_ms $((T + 2000)) spool-finish --class transient rot-1 1 retry >/dev/null
+	at_ms $((T + 2000)) spool-finish --class transient rot-1 "$(lease_token rot-1)" retry >/dev/null
 	mv "$SPOOL_DIR/audit/testhost.log" "$SPOOL_DIR/audit/testhost.log.0"
 	at_ms $((T + 5000)) spool-claim --owner w2 >/dev/null
 	# Another host's log, interleaved in time.

@@ -34,30 +34,30 @@ busy() {
 	park r-done transient $((T + 20000))
 	at_ms $((T + 23000)) spool-redrive --by ops --note INC-1 r-done >/dev/null
 	at_ms $((T + 24000)) spool-claim --owner w1 >/dev/null
-	at_ms $((T + 25000)) spool-finish r-done 2 ok >/dev/null
+	at_ms $((T + 25000)) spool-finish r-done "$(lease_token r-done)" ok >/dev/null
 	park r-parked transient $((T + 30000))
 	at_ms $((T + 33000)) spool-redrive --by ops --note INC-1 r-parked >/dev/null
 	at_ms $((T + 34000)) spool-claim --owner w1 >/dev/null
-	at_ms $((T + 35000)) spool-finish --class dependency-down r-parked 2 \
-	    permanent >/dev/null
+	at_ms $((T + 35000)) spool-finish --class dependency-down r-parked \
+	    "$(lease_token r-parked)" permanent >/dev/null
 	park r-dropped transient $((T + 40000))
 	at_ms $((T + 43000)) spool-redrive --by ops --note INC-1 r-dropped >/dev/null
 	at_ms $((T + 44000)) spool-claim --owner w1 >/dev/null
-	at_ms $((T + 45000)) spool-finish r-dropped 2 permanent >/dev/null
+	at_ms $((T + 45000)) spool-finish r-dropped "$(lease_token r-dropped)" permanent >/dev/null
 	at_ms $((T + 46000)) spool-drop --by ops --note INC-2 r-dropped >/dev/null
 	at_ms $((T + 50000)) spool-enqueue --id d-exh --max-attempts 1 <<<"x" >/dev/null
 	at_ms $((T + 51000)) spool-claim --owner w1 >/dev/null
-	at_ms $((T + 52000)) spool-finish d-exh 1 retry >/dev/null
+	at_ms $((T + 52000)) spool-finish d-exh "$(lease_token d-exh)" retry >/dev/null
 	at_ms $((T + 60000)) spool-enqueue --id ok1 <<<"x" >/dev/null
 	at_ms $((T + 61000)) spool-claim --owner w1 >/dev/null
-	at_ms $((T + 62000)) spool-finish ok1 1 ok >/dev/null
+	at_ms $((T + 62000)) spool-finish ok1 "$(lease_token ok1)" ok >/dev/null
 	at_ms $((T + 70000)) spool-drop --by ops --note INC-3 d-drop >/dev/null
 	at_ms $((T + 80000)) spool-enqueue --id held <<<"x" >/dev/null
 	at_ms $((T + 81000)) spool-claim --owner w9 --lease 1h >/dev/null
-	at_ms $((T + 90000)) spool-renew held 1 >/dev/null
+	at_ms $((T + 90000)) spool-renew held "$(lease_token held)" >/dev/null
 	at_ms $((T + 100000)) spool-enqueue --id se1 <<<"x" >/dev/null
 	at_ms $((T + 101000)) spool-claim --owner w1 >/dev/null
-	at_ms $((T + 102000)) spool-finish --class unknown-side-effect se1 1 retry \
+	at_ms $((T + 102000)) spool-finish --class unknown-side-effect se1 "$(lease_token se1)" retry \
 	    >/dev/null
 	at_ms $((T + 105000)) spool-enqueue --id q1 <<<"x" >/dev/null
 	at_ms $((T + 106000)) spool-cancel --by oncall --note INC-4 q1 >/dev/null
@@ -70,7 +70,8 @@ busy() {
 
 # What plain spool-stat prints with the given values; "name=value" words.
 plain() {
-	local names="paused new ready leased done dropped dead damaged cycles2
+	local names="paused new ready leased done dropped dead damaged
+	    quarantined hand_edits cycles2
 	    lag oldest_dead oldest_lease redriven_queued redriven_done
 	    redriven_parked redriven_dropped dead_permanent dead_exhausted
 	    dead_deadline dead_side_effect dead_cancelled dead_class_none
@@ -106,7 +107,7 @@ plain() {
 	run -0 --separate-stderr at_ms $T spool-stat --json
 	[ "$stderr" = "" ]
 	diff -u - <(printf '%s\n' "$output") <<EOF
-{"now":$T,"paused":false,"new":0,"ready":0,"leased":0,"done":0,"dropped":0,"dead":0,"damaged":0,"cycles2":0,"lag":0,"oldest_dead":0,"oldest_lease":0,"redriven_queued":0,"redriven_done":0,"redriven_parked":0,"redriven_dropped":0,"dead_by_reason":{"permanent":0,"exhausted":0,"deadline":0,"side-effect":0,"cancelled":0},"dead_by_class":{"none":0,"transient":0,"rate-limited":0,"dependency-down":0,"invalid-input":0,"permission":0,"cancelled":0,"unknown-side-effect":0,"crashed":0,"timeout":0,"lease-expired":0},"audit_events":{"enqueue":0,"claim":0,"reclaim":0,"renew":0,"ok":0,"retry":0,"release":0,"park":0,"supersede":0,"redrive":0,"drop":0,"cancel":0,"purge":0,"pause":0,"resume":0},"last_action":null}
+{"now":$T,"paused":false,"new":0,"ready":0,"leased":0,"done":0,"dropped":0,"dead":0,"damaged":0,"quarantined":0,"hand_edits":0,"cycles2":0,"lag":0,"oldest_dead":0,"oldest_lease":0,"redriven_queued":0,"redriven_done":0,"redriven_parked":0,"redriven_dropped":0,"dead_by_reason":{"permanent":0,"exhausted":0,"deadline":0,"side-effect":0,"cancelled":0},"dead_by_class":{"none":0,"transient":0,"rate-limited":0,"dependency-down":0,"invalid-input":0,"permission":0,"cancelled":0,"unknown-side-effect":0,"crashed":0,"timeout":0,"lease-expired":0},"audit_events":{"enqueue":0,"claim":0,"reclaim":0,"renew":0,"ok":0,"retry":0,"release":0,"park":0,"supersede":0,"redrive":0,"drop":0,"cancel":0,"purge":0,"pause":0,"resume":0,"restore":0,"rebuild":0},"last_action":null}
 EOF
 	jq -e . <<<"$output" >/dev/null
 }
@@ -131,6 +132,12 @@ spool_dropped_jobs{$s} 0
 # HELP spool_damaged_jobs Jobs whose sidecar and file disagree: run spool-fsck.
 # TYPE spool_damaged_jobs gauge
 spool_damaged_jobs{$s} 0
+# HELP spool_quarantined_files Files spool-fsck --repair moved to quarantine/: look at each.
+# TYPE spool_quarantined_files gauge
+spool_quarantined_files{$s} 0
+# HELP spool_hand_edits_total Moves made by hand in the spool that spool-fsck --repair adopted, in the audit logs kept.
+# TYPE spool_hand_edits_total counter
+spool_hand_edits_total{$s} 0
 # HELP spool_multi_cycle_jobs Jobs in their second cycle or later.
 # TYPE spool_multi_cycle_jobs gauge
 spool_multi_cycle_jobs{$s} 0
@@ -189,6 +196,8 @@ spool_audit_events_total{$s,event="cancel"} 0
 spool_audit_events_total{$s,event="purge"} 0
 spool_audit_events_total{$s,event="pause"} 0
 spool_audit_events_total{$s,event="resume"} 0
+spool_audit_events_total{$s,event="restore"} 0
+spool_audit_events_total{$s,event="rebuild"} 0
 EOF
 	run -0 --separate-stderr promtool check metrics <<<"$output"
 	[ "$output" = "" ]

@@ -129,7 +129,7 @@ EOT
 	park p2 --class invalid-input
 	at_ms $T spool-enqueue --id x1 --max-attempts 1 </dev/null >/dev/null
 	at_ms $T spool-claim --owner w1 >/dev/null
-	at_ms $T spool-finish --class dependency-down --delay 0 x1 1 retry >/dev/null
+	at_ms $T spool-finish --class dependency-down --delay 0 x1 "$(lease_token x1)" retry >/dev/null
 	[ "$(last_rec x1 reason)" = reason=exhausted ]
 	at_ms $T spool-enqueue --id c1 </dev/null >/dev/null
 	at_ms $T spool-cancel --by ops --note INC-0 c1 >/dev/null
@@ -206,7 +206,7 @@ EOT
 @test "bulk forms are checked: one of - or --all, filters only with --all" {
 	park a
 	before=$(snapshot)
-	bulk_usage="usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--dry-run] [--rate N/s] - | --all [--reason R] [--class C] [--older-than DUR]"
+	bulk_usage="usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] [--dry-run] [--rate N/s] - | --all [--reason R] [--class C] [--older-than DUR]"
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all a
 	[ "$stderr" = "$bulk_usage" ]
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --rate 5/s a
@@ -297,7 +297,7 @@ interrupt() {
 	at_ms $T spool-enqueue --id order-1844 "$BATS_TEST_TMPDIR/payload" >/dev/null
 	at_ms $T spool-claim --owner w1 >/dev/null
 	at_ms $T spool-finish --class invalid-input --detail 'amount missing' \
-	    order-1844 1 permanent >/dev/null
+	    order-1844 "$(lease_token order-1844)" permanent >/dev/null
 	at_ms $T spool-enqueue --id q </dev/null >/dev/null
 	meta=$(cat "$SPOOL_DIR/meta/order-1844")
 	run -100 --separate-stderr at_ms $((T + 10)) spool-drop --by ops --note INC-4415 \
@@ -501,11 +501,11 @@ EOT
 	[ "$stderr" = "" ]
 	[ -z "$(ids_in dead)" ]
 	diff -u - <(audit_events | grep '^purge') <<EOT
-purge d1 1 1 1 - - - -
-purge d2 1 1 1 - - - -
-purge p2 1 1 1 - permanent - -
+purge d1 3 1 1 - - - -
+purge d2 4 1 1 - - - -
+purge p2 2 1 1 - permanent - -
 purge p1 1 1 1 ops permanent - INC-2
-purge p3 1 1 1 ops permanent - INC-2
+purge p3 5 1 1 ops permanent - INC-2
 EOT
 	check_invariants
 }
@@ -537,8 +537,8 @@ d5
 fresh
 x
 EOT
-	# The sidecars stay, ending in a purge record.
-	[ "$(last_rec d1 ev at)" = $'ev=purge\nat=absent' ]
+	# The sidecars go too (format 2): the audit log keeps the history.
+	[ ! -e "$SPOOL_DIR/meta/d1" ]
 	run -0 spool-purge done --older-than 1h --keep 2
 	[ "$output" = d4 ]
 	# Young jobs stay whatever --keep says; a dropped job is not "done".
@@ -569,11 +569,11 @@ EOT
 	[ "$(ls "$SPOOL_DIR/tmp")" = "recent,4121.2" ]
 }
 
-@test "a purged ID can be enqueued again and its next claim gets a higher token" {
+@test "a purged ID can be enqueued again: a new first cycle, and a higher token" {
 	at_ms $T spool-enqueue --id j1 </dev/null >/dev/null
 	at_ms $T spool-claim --owner w1 --lease 1s >/dev/null
 	at_ms $((T + 1000)) spool-claim --owner w2 >/dev/null
-	at_ms $((T + 1001)) spool-finish j1 2 ok >/dev/null
+	at_ms $((T + 1001)) spool-finish j1 "$(lease_token j1)" ok >/dev/null
 	run -0 spool-purge done j1
 	[ "$output" = j1 ]
 	[ ! -e "$SPOOL_DIR/done/j1" ]
@@ -583,7 +583,7 @@ EOT
 	run -0 spool-claim --owner w3
 	[ "$(cut -f1-3 <<<"$output")" = "$(printf 'j1\t3\t1')" ]
 	[ "$(cat "$(cut -f4 <<<"$output")")" = again ]
-	[ "$(last_rec j1 cyc)" = cyc=2 ]
+	[ "$(last_rec j1 cyc)" = cyc=1 ]
 }
 
 @test "pause: claims answer 'spool paused' while enqueue goes on; resume restores" {
@@ -673,7 +673,7 @@ waits_for_lock() {
 	[ "$(state_of b)" = dead ]
 	[ "$(last_rec b ev cyc cls)" = $'ev=park\ncyc=2\ncls=invalid-input' ]
 	diff -u - <(audit_events | grep '^redrive') <<EOT
-redrive b 1 0 2 alice - - INC-2
+redrive b 2 0 2 alice - - INC-2
 redrive a 1 0 2 ops - - INC-1
 EOT
 	# The next run, a new selection, sees b as it is now.

@@ -86,8 +86,8 @@ EOT
 	run -0 spool-redrive --by ops --note INC-1 a
 	run -0 spool-drop --by ops --note INC-1 b
 	run -0 spool-claim --owner w2
-	[ "$(cut -f1,2 <<<"$output")" = "$(printf 'a\t2')" ]
-	run -0 spool-finish a 2 ok
+	[ "$(cut -f1,3 <<<"$output")" = "$(printf 'a\t1')" ]
+	run -0 spool-finish a "$(lease_token a)" ok
 	diff -u - <(ids_in done) <<EOT
 a
 b

@@ -38,9 +38,9 @@ incident() {
 	done
 	at_ms 60000 spool-claim --owner worker-1 -n 5 >/dev/null
 	at_ms 60410 spool-finish --class unknown-side-effect \
-	    --detail 'timeout after POST /charges' order-1844 1 retry >/dev/null
+	    --detail 'timeout after POST /charges' order-1844 "$(lease_token order-1844)" retry >/dev/null
 	at_ms 60520 spool-finish --class invalid-input --detail 'amount missing' \
-	    order-1845 1 permanent >/dev/null
+	    order-1845 "$(lease_token order-1845)" permanent >/dev/null
 	for k in 1 2 3 4 5; do
 		[ $k -eq 1 ] || at_ms $((k * 60000)) spool-claim \
 		    --owner worker-$((k % 2 + 1)) -n 3 >/dev/null
@@ -48,7 +48,7 @@ incident() {
 			at_ms $((k * 60000 + n * 100)) spool-finish \
 			    --class dependency-down \
 			    --detail 'ledger: 503 Service Unavailable' \
-			    order-184$n $k retry >/dev/null
+			    order-184$n "$(lease_token order-184$n)" retry >/dev/null
 		done
 	done
 	diff -u - <(ids_in dead) <<EOT

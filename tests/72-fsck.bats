@@ -11,8 +11,8 @@ populate() {
 	for i in 1 2 3; do spool-enqueue --id j$i <<<"payload $i" >/dev/null; done
 	spool-claim -n 3 --owner w >/dev/null
 	spool-enqueue --id j4 <<<"payload 4" >/dev/null
-	spool-finish j1 1 ok >/dev/null
-	spool-finish j2 1 permanent >/dev/null
+	spool-finish j1 "$(lease_token j1)" ok >/dev/null
+	spool-finish j2 "$(lease_token j2)" permanent >/dev/null
 }
 
 # check_repair EXPECTED: spool-fsck reports EXPECTED lines (exit 1), then
@@ -32,18 +32,19 @@ populate() {
 	run -0 spool-fsck --repair
 	[ "$output" = "j4: its last transition was cut short before its move (marked void)" ]
 	fsck_clean
-	[ "$(tail -1 "$SPOOL_DIR/meta/j4" | cut -d' ' -f2,3)" = "ev=void tok=1" ]
+	# j1 to j3 took tokens 1 to 3; the claim that died burnt 4.
+	[ "$(tail -1 "$SPOOL_DIR/meta/j4" | cut -d' ' -f2,3)" = "ev=void tok=4" ]
 }
 
 @test "a finish cut short before its audit line: the line is appended" {
 	populate
-	SPOOL_TEST_CRASH=finish-moved spool-finish j3 1 ok >/dev/null 2>&1 || true
+	SPOOL_TEST_CRASH=finish-moved spool-finish j3 "$(lease_token j3)" ok >/dev/null 2>&1 || true
 	run -1 spool-fsck
 	[[ $output =~ ^j3:\ no\ audit\ line\ for\ its\ ok\ at\ [0-9]+\ ms$ ]]
 	run -0 spool-fsck --repair
 	[[ $output == *"(appended)" ]]
 	fsck_clean
-	[ "$(audit_events | tail -1)" = "ok j3 1 1 1 w - - -" ]
+	[ "$(audit_events | tail -1)" = "ok j3 3 1 1 w - - -" ]
 }
 
 @test "a job's file in two states: the one its sidecar does not name is quarantined" {
@@ -57,16 +58,15 @@ populate() {
 	[ "$(cat "$SPOOL_DIR"/quarantine/dead_j1,*)" = "payload 1" ]
 }
 
-@test "a lease file whose name disagrees with its sidecar" {
+@test "a lease file renamed by hand: put back where its sidecar says" {
 	populate
-	mv "$SPOOL_DIR/leased/j3,1" "$SPOOL_DIR/leased/j3,7"
+	mv "$SPOOL_DIR/leased/j3,3" "$SPOOL_DIR/leased/j3,7"
 	run -1 spool-fsck
-	diff -u - <(echo "$output") <<'EOT'
-j3: its file is not where its sidecar says (leased), or is not a regular file
-EOT
-	# the file is not this job's as its sidecar knows it: no repair guesses
-	run -1 spool-fsck --repair
-	[ -f "$SPOOL_DIR/leased/j3,7" ]
+	[ "$output" = "j3: moved by hand from leased/ to leased/j3,7: spool-fsck --repair puts it back" ]
+	run -0 spool-fsck --repair
+	[ "$output" = "j3: moved by hand from leased/ to leased/j3,7: put back" ]
+	fsck_clean
+	[ "$(ls "$SPOOL_DIR/leased")" = "j3,3" ]
 }
 
 @test "a file with no sidecar, a stray name, and junk at each level" {
@@ -76,9 +76,9 @@ EOT
 	echo junk >"$SPOOL_DIR/new/j9"
 	run -1 spool-fsck
 	diff -u - <(sort <<<"$output") <<'EOT'
-dead/nobody: a job file with no sidecar
+dead/nobody: a file no job owns (no sidecar, and no audit line of ID nobody): to make it a job, spool-enqueue --id nobody FILE
 leased/not a lease: not a job's name
-new/j9: not a job's name
+new/j9: a file no job owns (no sidecar, and no audit line of ID j9): to make it a job, spool-enqueue --id j9 FILE
 EOT
 	run -0 spool-fsck --repair
 	fsck_clean
@@ -99,8 +99,25 @@ EOT
 	kill %1
 }
 
-@test "a token in the audit log above the sidecar's: reported, left to a person" {
+@test "a token in the audit log above the counter's next: --repair raises it" {
 	populate
+	# Above the sidecar's highest but below the counter's next: no danger.
+	echo "2026-11-30T08:00:00.000Z claim j4 9 1 1 w - - - h:1" >>"$SPOOL_DIR/audit/testhost.log"
+	fsck_clean
+	echo "2026-11-30T08:00:00.001Z claim j4 2000 1 1 w - - - h:1" >>"$SPOOL_DIR/audit/testhost.log"
+	run -1 spool-fsck
+	[ "$output" = "tokens: token 2000 is named, but the counter says every token is below 1025" ]
+	run -0 spool-fsck --repair
+	[ "$output" = "tokens: token 2000 is named, but the counter says every token is below 1025 (raised)" ]
+	fsck_clean
+	[ "$(cat "$SPOOL_DIR/tokens")" = "next=2001 last=2000 boot=-" ]
+	run -0 spool-claim --owner w
+	[ "$(cut -f1,2 <<<"$output")" = "$(printf 'j4\t2001')" ]
+}
+
+@test "format 1: a token in the audit log above the sidecar's is reported, left to a person" {
+	populate
+	echo 1 >"$SPOOL_DIR/format"
 	echo "2026-11-30T08:00:00.000Z claim j4 9 1 1 w - - - h:1" >>"$SPOOL_DIR/audit/testhost.log"
 	run -1 spool-fsck
 	[ "$output" = "j4: the audit log names token 9, above the sidecar's highest, 0" ]
@@ -115,8 +132,8 @@ EOT
 	run -1 spool-fsck
 	diff -u - <(echo "$output") <<'EOT'
 extra: not part of a spool (left alone)
-j1: sidecar meta/j1 is not a readable record log (or not a regular file)
-j2: its file is not where its sidecar says (dead), or is not a regular file
+j1: sidecar meta/j1 is not a readable record log: spool-fsck --repair moves it to quarantine/ and makes it again
+j2: its file is missing from dead/: if it was removed on purpose, record that with spool-purge --missing --by WHO --note TICKET j2
 EOT
 	run -1 spool-fsck --repair
 	[ -e "$SPOOL_DIR/extra" ]
@@ -124,7 +141,7 @@ EOT
 
 @test "bad usage, not a spool" {
 	run -100 --separate-stderr spool-fsck --bogus
-	[ "$stderr" = "usage: spool-fsck [-d DIR] [--repair]" ]
+	[ "$stderr" = "usage: spool-fsck [-d DIR] [--repair | --restored] [--verify]" ]
 	run -100 --separate-stderr spool-fsck -d "$BATS_TEST_TMPDIR"
 	[[ $stderr == *"not a spool"* ]]
 }
@@ -132,7 +149,7 @@ EOT
 @test "audit lines in a rotated log since removed are not missing; a crash's are" {
 	SPOOL_TEST_NOW=1796025600000 populate
 	mv "$SPOOL_DIR/audit/testhost.log" "$SPOOL_DIR/audit/testhost.log-20261130"
-	SPOOL_TEST_NOW=1796025601000 spool-finish j3 1 ok >/dev/null
+	SPOOL_TEST_NOW=1796025601000 spool-finish j3 "$(lease_token j3)" ok >/dev/null
 	# Rotated and still there: read as any log.
 	fsck_clean
 	# Rotated and removed, as logrotate's "rotate N" does.
@@ -142,7 +159,7 @@ EOT
 	SPOOL_TEST_NOW=1796025602000 spool-enqueue --id j5 </dev/null >/dev/null
 	SPOOL_TEST_NOW=1796025602000 spool-claim --owner w -n 2 >/dev/null
 	SPOOL_TEST_NOW=1796025603000 SPOOL_TEST_CRASH=finish-moved \
-	    spool-finish j5 1 ok >/dev/null 2>&1 || true
+	    spool-finish j5 "$(lease_token j5)" ok >/dev/null 2>&1 || true
 	run -1 spool-fsck
 	[ "$output" = "j5: no audit line for its ok at 1796025603000 ms" ]
 	run -0 spool-fsck --repair

@@ -155,9 +155,11 @@ claimed() {
 	[ "$(at $((T + 10000)) spool-claim --owner w1 -n "$1" | wc -l)" -eq "$1" ]
 }
 
-# finished ID TOKEN OUTCOME [OPTION...]: finish natively at T + 10000.
+# finished ID OUTCOME [OPTION...]: finish ID's current lease natively at
+# T + 10000.
 finished() {
-	at $((T + 10000)) spool-finish "${@:4}" "$1" "$2" "$3" >/dev/null
+	at $((T + 10000)) spool-finish "${@:3}" "$1" "$(lease_token "$1")" "$2" \
+	    >/dev/null
 }
 
 @test "spool-init: made, already a spool, not a spool" {
@@ -214,15 +216,17 @@ EOT
 	vg usage spool-claim -n 0
 	vg_wait
 	vg_status claim 0
+	# j1 and j2 took tokens 1 and 2; j2 parks and takes none, so the
+	# reclaim of j1 takes 3 and j3 (new/ is walked after) 4.
 	diff -u - <(sort "$V/claim.out") <<EOT
-j1	2	2	$(realpath "$SPOOL_DIR")/leased/j1,2
-j3	1	1	$(realpath "$SPOOL_DIR")/leased/j3,1
+j1	3	2	$(realpath "$SPOOL_DIR")/leased/j1,3
+j3	4	1	$(realpath "$SPOOL_DIR")/leased/j3,4
 EOT
 	[ ! -s "$V/claim.err" ]
 	vg_is usage 100 "" "spool-claim: -n: bad number '0' (1 to 256)"
 	diff -u - <(last_rec j1 ev tok prev) <<EOT
 ev=claim
-tok=2
+tok=3
 prev=1
 EOT
 	diff -u - <(last_rec j2 ev at reason cls se) <<EOT
@@ -261,23 +265,24 @@ EOT
 		enq "$id"
 	done
 	enq spent --max-attempts 1
+	# Claimed in the order enqueued: tokens 1 (ok) to 7 (spent).
 	claimed 7
 	export SPOOL_TEST_NOW=$((T + 20000))
-	printf 'in1 1 ok\nspent 1 retry\nstale 9 ok\nnosuch 1 ok\n' \
+	printf 'in1 6 ok\nspent 7 retry\nstale 9 ok\nnosuch 1 ok\n' \
 	    >"$BATS_TEST_TMPDIR/lines"
 	vg ok spool-finish ok 1 ok
-	vg retry spool-finish --class transient --delay 0 retry 1 retry
-	vg perm spool-finish --class invalid-input --detail 'bad row 7' perm 1 permanent
-	vg release spool-finish release 1 release
+	vg retry spool-finish --class transient --delay 0 retry 2 retry
+	vg perm spool-finish --class invalid-input --detail 'bad row 7' perm 3 permanent
+	vg release spool-finish release 4 release
 	VG_IN=$BATS_TEST_TMPDIR/lines vg stdin spool-finish -
-	vg usage spool-finish stale 1 maybe
+	vg usage spool-finish stale 5 maybe
 	vg_wait
 	vg_is ok 0 "ok" ""
 	vg_is retry 0 "retry" ""
 	vg_is perm 0 "perm" ""
 	vg_is release 0 "release" ""
 	vg_is stdin 1 "in1
-spent" "spool-finish: stale: stale token: the current token is 1 and the job is in leased/
+spent" "spool-finish: stale: stale token: the current token is 5 and the job is in leased/
 spool-finish: nosuch: no such job"
 	vg_is usage 100 "" "spool-finish: stale: bad outcome 'maybe' (ok, retry, permanent or release)"
 	diff -u - <(states ok retry perm release in1 spent stale) <<EOT
@@ -311,17 +316,17 @@ EOT
 		enq "$id"
 	done
 	claimed 4
-	finished p1 1 permanent
-	finished p2 1 permanent
-	finished flagged 1 retry --class unknown-side-effect
-	finished ok 1 ok
+	finished p1 permanent
+	finished p2 permanent
+	finished flagged retry --class unknown-side-effect
+	finished ok ok
 	export SPOOL_TEST_NOW=$((T + 20000))
 	vg ids spool-redrive --by ops --note INC-1 p1 ok flagged
 	vg usage spool-redrive p2
 	vg_wait
 	vg_is ids 1 "p1" "spool-redrive: ok: not parked: the job is in done/
 spool-redrive: flagged: its side effect may have happened: reconcile it, then redrive with --reconciled"
-	vg_is usage 100 "" "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] ID ..."
+	vg_is usage 100 "" "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] ID ..."
 	vg dry spool-redrive --by ops --note INC-2 --dry-run --all
 	vg_wait
 	vg_is dry 1 "p2" "spool-redrive: flagged: its side effect may have happened: reconcile it, then redrive with --reconciled
@@ -346,13 +351,13 @@ EOT
 		enq "$id"
 	done
 	claimed 7
-	finished parked 1 permanent
-	finished queued 1 release
-	finished done 1 ok
-	finished q2 1 release
-	finished d2 1 ok
-	finished parked2 1 permanent
-	finished parked3 1 permanent
+	finished parked permanent
+	finished queued release
+	finished done ok
+	finished q2 release
+	finished d2 ok
+	finished parked2 permanent
+	finished parked3 permanent
 	export SPOOL_TEST_NOW=$((T + 20000))
 	vg drop spool-drop --by ops --note INC-1 parked queued
 	vg dropusage spool-drop parked
@@ -377,10 +382,15 @@ q2 dead
 d2 -
 parked3 -
 EOT
-	[ "$(last_rec d2 ev)" = "ev=purge" ]
-	[ "$(last_rec parked3 ev by note)" = "ev=purge
-by=ops
-note=INC-3" ]
+	# A purge removes the sidecar (format 2); the audit log keeps the
+	# purge, with its token (claimed in the order enqueued: d2 5,
+	# parked3 7) and the operator.
+	[ ! -e "$SPOOL_DIR/meta/d2" ]
+	[ ! -e "$SPOOL_DIR/meta/parked3" ]
+	diff -u - <(audit_events | grep '^purge ' | LC_ALL=C sort) <<EOT
+purge d2 5 1 1 - - - -
+purge parked3 7 1 1 ops permanent - INC-3
+EOT
 	# By age: dead/ (parked2, q2) kept to its newest one.
 	export SPOOL_TEST_NOW=$((T + 3600000))
 	vg old spool-purge dead --by ops --note INC-4 --older-than 1s --keep 1
@@ -416,13 +426,13 @@ resume ops INC-6" ]
 		enq "$id"
 	done
 	claimed 5
-	finished done 1 ok
-	finished dead 1 permanent --class invalid-input --detail 'bad row 7'
-	finished dropped 1 permanent
+	finished done ok
+	finished dead permanent --class invalid-input --detail 'bad row 7'
+	finished dropped permanent
 	at $((T + 11000)) spool-drop --by ops --note INC-1 dropped >/dev/null
-	finished new 1 release
+	finished new release
 	claimed 1	# the first due: bad
-	finished bad 1 ok
+	finished bad ok
 	export SPOOL_TEST_NOW=$((T + 3600000))
 	vg lsl spool-ls -l dead
 	vg lsjson spool-ls --json leased
@@ -462,9 +472,9 @@ resume ops INC-6" ]
 		enq "$id"
 	done
 	claimed 4
-	finished new 1 release
-	finished done 1 ok
-	finished dead 1 permanent
+	finished new release
+	finished done ok
+	finished dead permanent
 	export SPOOL_TEST_NOW=$((T + 3600000))
 	vg text spool-stat
 	vg json spool-stat --json
@@ -491,16 +501,16 @@ resume ops INC-6" ]
 		enq "$id"
 	done
 	claimed 3
-	finished j1 1 ok
+	finished j1 ok
 	vg clean spool-fsck
 	vg usage spool-fsck extra
 	vg_wait
 	vg_is clean 0 "" ""
-	vg_is usage 100 "" "usage: spool-fsck [-d DIR] [--repair]"
+	vg_is usage 100 "" "usage: spool-fsck [-d DIR] [--repair | --restored] [--verify]"
 	# A finish cut short after its record, a stray name, a file of no job,
 	# an enqueue's leftover in tmp/.
-	SPOOL_TEST_CRASH=record-written at $((T + 10000)) spool-finish j2 1 ok \
-	    >/dev/null 2>&1 || true
+	run -137 env SPOOL_TEST_CRASH=record-written SPOOL_TEST_NOW=$((T + 10000)) \
+	    spool-finish j2 "$(lease_token j2)" ok
 	echo x >"$SPOOL_DIR/done/not a job"
 	echo x >"$SPOOL_DIR/done/nobody"
 	echo x >"$SPOOL_DIR/tmp/left,999999999"

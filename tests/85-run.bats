@@ -374,19 +374,24 @@ EOF
 	[ "$(state_of a)" = done ]
 	[ "$(state_of b)" = new ]
 	[ "$(state_of c)" = new ]
-	# a may end before or after b and c are released.
-	diff -u - <(audit_events | head -n 6) <<'EOF'
+	# One claim took b and c, tokens 2 and 3 in the order it found them
+	# (due in the same 16 ms, they come in directory order).
+	tb=$(recs b claim tok)
+	tc=$(recs c claim tok)
+	[ "$(printf '%s\n' "$tb" "$tc" | sort -n | paste -sd' ')" = "2 3" ]
+	diff -u - <(audit_events | head -n 6) <<EOF
 enqueue a 0 0 1 - - - -
 claim a 1 1 1 w1 - - -
 enqueue b 0 0 1 - - - -
 enqueue c 0 0 1 - - - -
-claim b 1 1 1 w1 - - -
-claim c 1 1 1 w1 - - -
+$(printf 'claim b %s 1 1 w1 - - -\nclaim c %s 1 1 w1 - - -\n' "$tb" "$tc" |
+    sort -k3n)
 EOF
-	diff -u - <(audit_events | sed 1,6d | LC_ALL=C sort) <<'EOF'
+	# a may end before or after b and c are released.
+	diff -u - <(audit_events | sed 1,6d | LC_ALL=C sort) <<EOF
 ok a 1 1 1 w1 - - -
-release b 1 0 1 w1 - - -
-release c 1 0 1 w1 - - -
+release b $tb 0 1 w1 - - -
+release c $tc 0 1 w1 - - -
 EOF
 	[ "$(last_rec b detail)" = "detail=not%20started:%20the%20worker%20is%20stopping" ]
 	# Neither handler ran.
@@ -417,7 +422,9 @@ EOF
 	[ "$(ids_in done | wc -l)" -eq 8 ]
 	[ "$(wc -l <"$T/started")" -eq 8 ]
 	[ "$(cut -d' ' -f2 "$T/started" | sort -u | wc -l)" -eq 8 ]
-	[ "$(cut -d' ' -f3 "$T/started" | sort -u)" = 1 ]
+	# Each started once, on its first claim: the eight claims took the
+	# spool's first eight tokens, one each.
+	[ "$(cut -d' ' -f3 "$T/started" | sort -n | paste -sd' ')" = "1 2 3 4 5 6 7 8" ]
 	[ -z "$(audit_events | grep '^reclaim')" ]
 	fsck_clean
 }

@@ -46,43 +46,52 @@ EOF
 	traced spool-enqueue "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
 	traced spool-enqueue --delay 1h --id later "$BATS_TEST_TMPDIR/b"
 	spool-claim -n 3 >/dev/null
-	spool-finish j1 1 ok >/dev/null
+	spool-finish j1 "$(lease_token j1)" ok >/dev/null
 	traced spool-enqueue --id j1 "$BATS_TEST_TMPDIR/b"
 }
 
 @test "claim, reclaim, and a park met by a claim" {
-	spool-enqueue --id j1 </dev/null >/dev/null
+	now=$(date +%s%3N)
+	# j1 a second older, so that the first claim takes it, not short.
+	SPOOL_TEST_NOW=$((now - 1000)) spool-enqueue --id j1 </dev/null >/dev/null
 	spool-enqueue --id short --deadline 1s </dev/null >/dev/null
 	traced spool-claim --lease 1s
-	now=$(date +%s%3N)
 	SPOOL_TEST_NOW=$((now + 5000)) traced spool-claim -n 2
 	grep -q ' ev=park .*reason=deadline' "$SPOOL_DIR/meta/short"
-	grep -q ' ev=claim .*prev=1' "$SPOOL_DIR/meta/j1"
+	# The park took no token: the reclaim of j1 takes the next, 2.
+	diff -u - <(last_rec j1 ev tok prev cls) <<'EOF'
+ev=claim
+tok=2
+prev=1
+cls=lease-expired
+EOF
 }
 
 @test "finish with every outcome, one at a time and as a batch" {
 	local i
 	for i in 1 2 3 4 5 6; do spool-enqueue --id j$i </dev/null >/dev/null; done
 	spool-claim -n 6 >/dev/null
-	traced spool-finish j1 1 ok
-	traced spool-finish --delay 0 j2 1 retry
-	traced spool-finish j3 1 permanent
-	traced spool-finish j4 1 release
-	traced spool-finish - <<<$'j5 1 ok\nj6 1 permanent'
+	traced spool-finish j1 "$(lease_token j1)" ok
+	traced spool-finish --delay 0 j2 "$(lease_token j2)" retry
+	traced spool-finish j3 "$(lease_token j3)" permanent
+	traced spool-finish j4 "$(lease_token j4)" release
+	traced spool-finish - <<<"j5 $(lease_token j5) ok
+j6 $(lease_token j6) permanent"
 }
 
 @test "renew, and redrive of several jobs" {
 	spool-enqueue --id j1 </dev/null >/dev/null
 	spool-enqueue --id j2 </dev/null >/dev/null
 	spool-claim -n 2 >/dev/null
-	spool-finish j1 1 permanent >/dev/null
-	spool-finish j2 1 permanent >/dev/null
+	spool-finish j1 "$(lease_token j1)" permanent >/dev/null
+	spool-finish j2 "$(lease_token j2)" permanent >/dev/null
 	traced spool-redrive --by ops --note INC-1 j1 j2
 	spool-claim >/dev/null
+	id=$(ls "$SPOOL_DIR/leased" | cut -d, -f1)
 	# renew moves nothing: check its record and audit line by hand
 	ASAN_OPTIONS=detect_leaks=0 strace -y -o "$BATS_TEST_TMPDIR/trace" \
 	    -e trace=write,pwrite64,fdatasync \
-	    spool-renew "$(ls "$SPOOL_DIR/leased" | cut -d, -f1)" 2
+	    spool-renew "$id" "$(lease_token "$id")"
 	diff -u - <(sed 's/(\([0-9]*\)<[^>]*\/\([a-z]*\)\/[^>]*>.*/ \2/' \
 	    "$BATS_TEST_TMPDIR/trace" | grep -v '^+++') <<'EOF'
 pwrite64 meta

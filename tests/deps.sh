@@ -1,7 +1,7 @@
 #!/bin/sh
 # Make sure what a target needs is here: install it when run as root on
 # Debian, otherwise say exactly what to install.
-#	tests/deps.sh build	a C compiler and libuuid: make, make demo,
+#	tests/deps.sh build	a C compiler, libuuid and libxxhash: make, make demo,
 #				make install
 #	tests/deps.sh		that, and every tool the tests use: make check
 #	tests/deps.sh deb	that, and the Debian packaging tools:
@@ -14,6 +14,7 @@ esac
 missing=
 command -v cc >/dev/null 2>&1 || missing="$missing gcc libc6-dev"
 [ -f /usr/include/uuid/uuid.h ] || missing="$missing uuid-dev"
+[ -f /usr/include/xxhash.h ] || missing="$missing libxxhash-dev"
 if [ "$mode" != build ]; then
 	command -v bats >/dev/null 2>&1 || missing="$missing bats"
 	command -v strace >/dev/null 2>&1 || missing="$missing strace"
@@ -26,6 +27,8 @@ if [ "$mode" != build ]; then
 	[ -n "$(find /usr/lib/llvm-*/lib/clang -name 'libclang_rt.fuzzer*.a' 2>/dev/null)" ] ||
 	    missing="$missing libclang-rt-14-dev"
 	command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
+	# An XXH3 of its own, to check the payloads' checksums against.
+	command -v xxhsum >/dev/null 2>&1 || missing="$missing xxhash"
 	# A FUSE file system that multi-host mode must refuse (tests/88-multihost.bats).
 	command -v bindfs >/dev/null 2>&1 || missing="$missing bindfs"
 	# Programs built against an install (tests/92-install.bats), and the

@@ -88,6 +88,18 @@ lease_line() {
 	    "$(realpath "$SPOOL_DIR")" "$1" "$2"
 }
 
+# The token of ID's current lease, from its name in leased/.
+lease_token() {
+	find "$SPOOL_DIR/leased" -name "$1,*" -printf '%f\n' | sed 's/.*,//'
+}
+
+# xxh_of FILE (- for stdin): its XXH3-64, as xxhsum, independent of the
+# library, computes it.
+xxh_of() {
+	if [ "$1" = - ]; then xxhsum -H3; else xxhsum -H3 <"$1"; fi |
+	    sed 's/.* = //'
+}
+
 # The named fields of ID's last sidecar record, "key=value" a line ("key="
 # when the record does not have it).
 last_rec() {

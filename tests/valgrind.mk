@@ -26,7 +26,7 @@ $(VG_DIR)/obj/bin-%.o: bin/%.c bin/common.h lib/spool.h
 VG_CMDOBJ = $(patsubst bin/%.o,$(VG_DIR)/obj/bin-%.o,$(CMDOBJ))
 
 $(VG_BINS): $(VG_DIR)/%: $(VG_DIR)/obj/bin-%.o $(VG_CMDOBJ) $(VG_LIBOBJ)
-	$(VG_CC) -o $@ $^ -luuid
+	$(VG_CC) -o $@ $^ -luuid -lxxhash
 
 valgrind-build: $(VG_BINS)
 

@@ -59,7 +59,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(copy);
 		return 0;
 	}
-	check(r.ev > SPOOL_EV_NONE && r.ev <= SPOOL_EV_PURGE);
+	check((r.ev > SPOOL_EV_NONE && r.ev <= SPOOL_EV_PURGE) ||
+	    r.ev == SPOOL_EV_RESTORE || r.ev == SPOOL_EV_REBUILD);
 	check(r.loc >= SPOOL_ABSENT && r.loc <= SPOOL_DEAD);
 	n = rec_format(line, LINE_MAX_REC, &r);
 	check(n > 0);

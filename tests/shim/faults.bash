@@ -126,8 +126,9 @@ st_damaged() {
 	# j4: done, then a new cycle killed before it removed done/j4
 	at "$T0" spool-enqueue --id j4 <"$P1" >/dev/null &&
 	    at "$T0" spool-claim >/dev/null &&
-	    at "$T0" spool-finish j4 1 ok >/dev/null || return 1
-	# j5: leased; a second name for its file in new/ (link+unlink cut short)
+	    at "$T0" spool-finish j4 2 ok >/dev/null || return 1
+	# j5: leased (token 3: one counter, j6 took 1 and j4 2); a second
+	# name for its file in new/ (link+unlink cut short)
 	at "$T0" spool-enqueue --id j5 <"$P1" >/dev/null || return 1
 	old=$(path_of j5)
 	at "$T0" spool-claim >/dev/null || return 1
@@ -141,7 +142,7 @@ st_damaged() {
 	# (a day old, so that no process that took the dead one's pid since
 	# makes it look like an enqueue at work)
 	touch -d @$((T0 / 1000 - 90000)) "$SPOOL_DIR"/tmp/j3,* || return 1
-	mkdir -p "$(dirname "$old")" && ln "$SPOOL_DIR/leased/j5,1" "$old" &&
+	mkdir -p "$(dirname "$old")" && ln "$SPOOL_DIR/leased/j5,3" "$old" &&
 	    echo stray >"$SPOOL_DIR/new/garbage"
 }
 

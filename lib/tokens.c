@@ -1,0 +1,349 @@
+/*
+ * Fencing tokens come from one spool-wide counter, the file "tokens":
+ *
+ *	next=N last=P boot=B
+ *
+ * Every token ever handed out is below N, and N is made durable before a
+ * token at or above it is handed out: it is reserved a block at a time,
+ * so a claim costs a flush only once in TOKEN_BLOCK claims.  P is the last
+ * token taken, written without a sync: it is trusted only by the machine
+ * that wrote it, in the same boot (B, the kernel's boot ID), whose page
+ * cache cannot have lost it.  Anyone else, or the same machine after a
+ * crash, takes N - 1 as the last: the rest of a block is skipped, never
+ * repeated.  A claim takes max(last, the job's highest token) + 1, so a
+ * job's tokens rise even if the file were behind its sidecar.  The format
+ * is in spool-layout.md, "Tokens".
+ */
+#define _GNU_SOURCE
+#include <sys/file.h>
+
+#include <dirent.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define TOKEN_BLOCK	1024	/* tokens reserved by one flush */
+
+/* The kernel's ID of this boot; "" if it cannot be read (never trusted). */
+static const char *
+boot_id(void)
+{
+	static char id[64];
+	static int done;
+	const char *s;
+	ssize_t n;
+	int fd;
+
+	if ((s = getenv("SPOOL_TEST_BOOT_ID")) != NULL)
+		return s;
+	if (done)
+		return id;
+	done = 1;
+	fd = sys_openat(AT_FDCWD, "/proc/sys/kernel/random/boot_id",
+	    O_RDONLY | O_CLOEXEC, 0);
+	if (fd == -1)
+		return id;
+	n = read_full(fd, id, sizeof(id) - 1);
+	(void)close_fd(fd);	/* read-only */
+	id[n > 0 ? n : 0] = '\0';
+	id[strcspn(id, "\n")] = '\0';
+	if (!spool_valid_id(id))
+		id[0] = '\0';
+	return id;
+}
+
+static int
+digits(const char *s, size_t n, uint64_t *v)
+{
+	uint64_t x = 0;
+	size_t i;
+
+	if (n == 0 || n > 18)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		x = x * 10 + (uint64_t)(s[i] - '0');
+	}
+	*v = x;
+	return 0;
+}
+
+/* "next=N last=P boot=B\n"; keys it does not know are skipped. */
+int
+tokens_parse(const char *text, size_t len, struct tokens *c)
+{
+	const char *p = text, *end, *sp, *eq;
+	int have_next = 0;
+
+	memset(c, 0, sizeof(*c));
+	if (len == 0 || text[len - 1] != '\n')
+		return -1;	/* torn, or not ours */
+	end = text + len - 1;
+	for (; p < end; p = sp + 1) {
+		if ((sp = memchr(p, ' ', (size_t)(end - p))) == NULL)
+			sp = end;
+		if ((eq = memchr(p, '=', (size_t)(sp - p))) == NULL)
+			return -1;
+		if (eq - p == 4 && memcmp(p, "next", 4) == 0) {
+			if (digits(eq + 1, (size_t)(sp - eq - 1), &c->next) == -1)
+				return -1;
+			have_next = 1;
+		} else if (eq - p == 4 && memcmp(p, "last", 4) == 0) {
+			if (digits(eq + 1, (size_t)(sp - eq - 1), &c->last) == -1)
+				return -1;
+		} else if (eq - p == 4 && memcmp(p, "boot", 4) == 0) {
+			if ((size_t)(sp - eq - 1) >= sizeof(c->boot))
+				return -1;
+			memcpy(c->boot, eq + 1, (size_t)(sp - eq - 1));
+			c->boot[sp - eq - 1] = '\0';
+		}
+	}
+	return have_next && c->next > 0 && c->last < c->next ? 0 : -1;
+}
+
+static int
+format(char *buf, size_t size, const struct tokens *c)
+{
+	int n = snprintf(buf, size, "next=%" PRIu64 " last=%" PRIu64
+	    " boot=%s\n", c->next, c->last, c->boot[0] != '\0' ? c->boot :
+	    "-");
+
+	return n < 0 || (size_t)n >= size ? -1 : n;
+}
+
+/*
+ * The first content of a spool's tokens file: every token is below next.
+ * The boot is "-": no machine trusts last, which is next - 1.
+ */
+int
+tokens_text(char *buf, size_t size, uint64_t next)
+{
+	struct tokens c;
+
+	memset(&c, 0, sizeof(c));
+	c.next = next;
+	c.last = next - 1;
+	return format(buf, size, &c);
+}
+
+static int
+open_tokens(struct spool *sp)
+{
+	if (sp->tokfd != -1)
+		return 0;
+	sp->tokfd = sys_openat(sp->dirfd, "tokens", O_RDWR | O_CLOEXEC |
+	    O_NOFOLLOW | O_NONBLOCK, 0);
+	if (sp->tokfd == -1 && (errno == ENOENT || errno == ELOOP))
+		errno = EUCLEAN;	/* lost: spool-fsck --repair */
+	return sp->tokfd == -1 ? -1 : 0;
+}
+
+/*
+ * The next token for a job whose highest token so far is hi.  A spool of
+ * format 1 has no counter: its tokens count per ID, as they always did.
+ */
+int
+token_take(struct spool *sp, uint64_t hi, uint64_t *tok)
+{
+	char text[256];
+	struct tokens c;
+	const char *boot;
+	uint64_t last;
+	ssize_t n;
+	int len, reserve, e, rv = -1;
+
+	if (sp->format == 1) {
+		*tok = hi + 1;
+		return 0;
+	}
+	if (open_tokens(sp) == -1 || lock_fd(sp->tokfd, 0) == -1)
+		return -1;
+	if ((n = sys_pread(sp->tokfd, text, sizeof(text) - 1, 0)) == -1)
+		goto out;
+	if (tokens_parse(text, (size_t)n, &c) == -1) {
+		errno = EUCLEAN;
+		goto out;
+	}
+	boot = boot_id();
+	last = boot[0] != '\0' && strcmp(c.boot, boot) == 0 ? c.last :
+	    c.next - 1;
+	*tok = (last > hi ? last : hi) + 1;
+	if (*tok >= INT64_MAX - TOKEN_BLOCK) {
+		errno = EOVERFLOW;
+		goto out;
+	}
+	c.last = *tok;
+	(void)snprintf(c.boot, sizeof(c.boot), "%s", boot);
+	if ((reserve = *tok >= c.next))
+		c.next = *tok + TOKEN_BLOCK;
+	if ((len = format(text, sizeof(text), &c)) == -1)
+		goto out;
+	/*
+	 * A reservation is durable before the lock is let go: another
+	 * process may hand out a token of the block as soon as it sees it.
+	 */
+	if (write_at(sp->tokfd, text, (size_t)len, 0) == -1 ||
+	    ((size_t)len < (size_t)n && sys_ftruncate(sp->tokfd, len) == -1) ||
+	    (reserve && sync_fd(sp->tokfd) == -1))
+		goto out;
+	rv = 0;
+out:
+	e = errno;
+	(void)sys_flock(sp->tokfd, LOCK_UN);
+	errno = e;
+	return rv;
+}
+
+/*
+ * Make next at least floor, durably, and trust no one's last: after it,
+ * every machine takes floor - 1 as the last token.  The file is rewritten
+ * in place under its lock, as claims write it; made anew if it is lost.
+ */
+int
+tokens_raise(struct spool *sp, uint64_t floor)
+{
+	char text[256];
+	struct tokens c;
+	ssize_t n;
+	int len, e, rv = -1;
+
+	if (open_tokens(sp) == -1) {
+		if (errno != EUCLEAN || tokens_text(text, sizeof(text),
+		    floor) == -1)
+			return -1;
+		return write_top_file(sp, "tokens", text, 0);
+	}
+	if (lock_fd(sp->tokfd, 0) == -1)
+		return -1;
+	if ((n = sys_pread(sp->tokfd, text, sizeof(text) - 1, 0)) == -1)
+		goto out;
+	if (tokens_parse(text, (size_t)n, &c) == 0 && c.next > floor)
+		floor = c.next;
+	if ((len = tokens_text(text, sizeof(text), floor)) == -1)
+		goto out;
+	if (write_at(sp->tokfd, text, (size_t)len, 0) == -1 ||
+	    ((size_t)len < (size_t)n && sys_ftruncate(sp->tokfd, len) == -1) ||
+	    sync_fd(sp->tokfd) == -1)
+		goto out;
+	rv = 0;
+out:
+	e = errno;
+	(void)sys_flock(sp->tokfd, LOCK_UN);
+	errno = e;
+	return rv;
+}
+
+/* The highest token a sidecar or a lease's name holds, into *max. */
+static int
+highest_held(struct spool *sp, uint64_t *max)
+{
+	char id[SPOOL_ID_MAX + 1];
+	struct dirent *de;
+	struct job j;
+	uint64_t tok;
+	DIR *d;
+	int rv = 0;
+
+	*max = 0;
+	if ((d = dir_list(sp->metafd)) == NULL)
+		return -1;
+	while (rv == 0 && (errno = 0, de = dir_next(d)) != NULL) {
+		if (!spool_valid_id(de->d_name))
+			continue;
+		if (job_read(sp, de->d_name, LOCK_SH, &j) == -1) {
+			/* Gone meanwhile; or damaged, which fsck reports. */
+			if (errno != ENOENT && errno != EUCLEAN)
+				rv = -1;
+			continue;
+		}
+		if (j.hi > *max)
+			*max = j.hi;
+		job_close(&j);
+	}
+	if (rv == 0 && errno != 0)
+		rv = -1;
+	(void)closedir(d);	/* read-only */
+	if (rv == -1 || (d = dir_list(sp->leasedfd)) == NULL)
+		return -1;
+	while ((errno = 0, de = dir_next(d)) != NULL)
+		if (parse_leased_name(de->d_name, id, &tok) == 0 && tok > *max)
+			*max = tok;
+	rv = errno != 0 ? -1 : 0;
+	(void)closedir(d);	/* read-only */
+	return rv;
+}
+
+/*
+ * Format 2 keeps no sidecar of a purged job: remove those format 1 kept
+ * (each under its lock, as a purge does), then make their removal durable.
+ */
+static int
+forget_purged_sidecars(struct spool *sp)
+{
+	struct dirent *de;
+	struct job j;
+	DIR *d;
+	int rv = 0, forgot = 0;
+
+	if ((d = dir_list(sp->metafd)) == NULL)
+		return -1;
+	while (rv == 0 && (errno = 0, de = dir_next(d)) != NULL) {
+		if (!spool_valid_id(de->d_name))
+			continue;
+		if (job_open(sp, de->d_name, 0, 0, &j, NULL) == -1) {
+			if (errno != ENOENT && errno != EUCLEAN)
+				rv = -1;
+			continue;
+		}
+		if (j.cur.ev == SPOOL_EV_PURGE) {
+			if (sys_unlinkat(sp->metafd, j.id, 0) == -1)
+				rv = -1;
+			forgot = 1;
+		}
+		job_close(&j);
+	}
+	if (rv == 0 && errno != 0)
+		rv = -1;
+	(void)closedir(d);	/* read-only */
+	return rv == 0 && forgot ? sync_dir(sp->metafd, ".") : rv;
+}
+
+/*
+ * Format 1 to 2: the counter starts above every token the sidecars and
+ * leases hold, and TOKENS_RACE more, for claims of format 1 that a command
+ * of the old version makes while the scan runs; then the format says 2;
+ * then the sidecars of purged jobs go.  Each step is durable before the
+ * next, and a rerun redoes what is left.
+ */
+#define TOKENS_RACE	((uint64_t)1 << 20)
+
+int
+spool_upgrade(const char *dir)
+{
+	struct spool *sp;
+	char text[256];
+	uint64_t max;
+	int rv = -1, e;
+
+	if ((sp = spool_open(dir)) == NULL)
+		return -1;
+	if (sp->format == 1 && highest_held(sp, &max) == 0 &&
+	    tokens_text(text, sizeof(text), max + 1 + TOKENS_RACE) != -1 &&
+	    write_top_file(sp, "tokens", text, 1) == 0 &&
+	    write_top_file(sp, "format", "2\n", 1) == 0)
+		sp->format = 2;
+	if (sp->format == 2 && forget_purged_sidecars(sp) == 0)
+		rv = 0;
+	e = errno;
+	spool_close(sp);
+	errno = e;
+	return rv;
+}

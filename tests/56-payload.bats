@@ -1,0 +1,91 @@
+#!/usr/bin/env bats
+# A payload's size and checksum (spool-layout.md, "The sidecar", payload=):
+# recorded at enqueue, shown by spool-show, checked by spool-fsck (the size
+# always, the checksum with --verify) and by a redrive, which hands back
+# exactly the bytes enqueued unless told --edited.  Records written before
+# checksums were kept are unverified, never damaged.
+
+load helpers
+
+T=1796026336000
+
+# The payload= field of ID's last record.
+payload_of() {
+	last_rec "$1" payload | sed 's/^payload=//'
+}
+
+# park ID: enqueue ID with its payload on stdin, claim it, finish permanent.
+park() {
+	at_ms "$T" spool-enqueue --id "$1" >/dev/null
+	at_ms "$T" spool-claim --owner w1 >/dev/null
+	at_ms "$T" spool-finish "$1" "$(lease_token "$1")" permanent >/dev/null
+}
+
+@test "enqueue records the payload's size and XXH3-64; spool-show prints them" {
+	printf 'hello\n' | at_ms "$T" spool-enqueue --id j1 >/dev/null
+	: | at_ms "$T" spool-enqueue --id empty >/dev/null
+	[ "$(payload_of j1)" = "6:$(printf 'hello\n' | xxh_of -)" ]
+	[ "$(payload_of empty)" = "0:$(xxh_of /dev/null)" ]
+	run -0 spool-show j1
+	[ "$(grep '^payload' <<<"$output")" = "payload      6 bytes, xxh3 99fc819aaba2462a" ]
+	run -0 spool-show --json j1
+	[ "$(jq -c '[.payload_size, .payload_xxh3]' <<<"$output")" = '[6,"99fc819aaba2462a"]' ]
+	# Every later record carries it.
+	at_ms "$T" spool-claim --owner w1 -n 2 >/dev/null
+	[ "$(payload_of j1)" = 6:99fc819aaba2462a ]
+	fsck_clean
+}
+
+@test "a payload cut to 0 bytes is found by spool-fsck, and --repair leaves it to a person" {
+	printf 'hello\n' | at_ms "$T" spool-enqueue --id j1 >/dev/null
+	: >"$(path_of j1)"
+	run -1 spool-fsck
+	[ "$output" = "j1: its payload is 0 bytes, its record says 6: changed by hand, or torn; park it with spool-cancel, check it, then spool-redrive --edited or spool-drop" ]
+	before=$(snapshot)
+	run -1 spool-fsck --repair
+	[ "$(snapshot)" = "$before" ]
+}
+
+@test "a byte changed in place: the size agrees, --verify finds it" {
+	printf 'amount=100\n' | park j1
+	printf 'amount=900\n' >"$(path_of j1)"
+	fsck_clean
+	run -1 spool-fsck --verify
+	[ "$output" = "j1: its payload is not the bytes its checksum says: changed by hand, or damaged; check it, then spool-redrive --edited or spool-drop" ]
+}
+
+@test "a redrive hands back the bytes enqueued: an edited payload needs --edited" {
+	printf 'amount=100\n' | park j1
+	printf 'amount=900\n' >"$(path_of j1)"
+	before=$(snapshot)
+	run -1 --separate-stderr at_ms $((T + 1)) spool-redrive --by ops --note INC-1 j1
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-redrive: j1: its payload is not the one enqueued (changed by hand?): check it, then redrive with --edited to send it as it is" ]
+	[ "$(snapshot)" = "$before" ]
+	# The dry run says so too, having read it.
+	run -1 --separate-stderr bash -c "echo j1 | SPOOL_TEST_NOW=$((T + 1)) spool-redrive --by ops --note INC-1 --dry-run -"
+	[ "$(head -n 1 <<<"$stderr")" = "spool-redrive: j1: its payload is not the one enqueued (changed by hand?): check it, then redrive with --edited to send it as it is" ]
+	[ "$(snapshot)" = "$before" ]
+	run -0 --separate-stderr at_ms $((T + 2)) spool-redrive --by ops --note INC-2 --edited j1
+	[ "$output" = j1 ]
+	[ "$(payload_of j1)" = "$(printf 'amount=900\n' | tee "$BATS_TEST_TMPDIR/new" | wc -c):$(xxh_of "$BATS_TEST_TMPDIR/new")" ]
+	[ "$(last_rec j1 ev by note)" = "$(printf 'ev=redrive\nby=ops\nnote=INC-2')" ]
+	[ "$(audit_events | tail -n 1)" = "redrive j1 1 0 2 ops - - INC-2" ]
+	fsck_clean
+	spool-fsck --verify
+}
+
+@test "records of format 1 have no checksum: unverified, never damaged; a redrive adds one" {
+	rm -rf "$SPOOL_DIR"
+	mkdir "$BATS_TEST_TMPDIR/old"
+	tar -C "$BATS_TEST_TMPDIR/old" -xzf "$BATS_TEST_DIRNAME/fixtures/format1-spool.tar.gz"
+	mv "$BATS_TEST_TMPDIR/old/spool" "$SPOOL_DIR"
+	export SPOOL_HOST=oldhost
+	run -0 spool-show dead-1
+	[ "$(grep '^payload' <<<"$output")" = "payload      unverified: enqueued before records kept a size and checksum" ]
+	run -0 spool-fsck --verify
+	[ "$output" = "" ]
+	run -0 at_ms $((T + 3600100)) spool-redrive --by ops --note INC-3 dead-1
+	[ "$(payload_of dead-1)" = "9:$(printf 'dead one\n' | xxh_of -)" ]
+	spool-fsck --verify
+}
