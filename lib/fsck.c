@@ -682,8 +682,9 @@ settle_missing(struct fsck *f, struct job *j, const char *where,
     struct ent *ents, size_t n)
 {
 	static const char *const done[] = {
-		[PUT_BACK] = "put back", [AS_REDRIVE] = "adopted as a redrive "
-		"by hand", [AS_DROP] = "adopted as a drop by hand"
+		[PUT_BACK] = "put back",
+		[AS_REDRIVE] = "adopted as a redrive by hand",
+		[AS_DROP] = "adopted as a drop by hand"
 	};
 	static const char *const todo[] = {
 		[PUT_BACK] = "spool-fsck --repair puts it back",

@@ -375,7 +375,8 @@ EOT
 	vg_is purgedead 0 "parked3" ""
 	vg_is purgeusage 100 "" "usage: spool-purge [-d DIR] [--dry-run] done | dropped --older-than DUR [--keep N]
        spool-purge [-d DIR] [--dry-run] dead --by WHO --note TICKET --older-than DUR [--keep N]
-       spool-purge [-d DIR] [--dry-run] [--by WHO --note TICKET] done | dead ID ... | -"
+       spool-purge [-d DIR] [--dry-run] [--by WHO --note TICKET] done | dead ID ... | -
+       spool-purge [-d DIR] [--dry-run] --missing --by WHO --note TICKET ID ... | -"
 	diff -u - <(states parked q2 d2 parked3) <<EOT
 parked done
 q2 dead
@@ -461,8 +462,8 @@ resume ops INC-6" ]
 	vg_wait
 	vg_same lsbad spool-ls -l done
 	vg_same showbad spool-show bad
-	vg_status lsbad 111
-	vg_status showbad 111
+	vg_status lsbad 100
+	vg_status showbad 100
 	grep -q '^spool-ls: bad: ' "$V/lsbad.err"
 	grep -q '^done ' "$V/lsbad.out"
 }
@@ -523,7 +524,7 @@ resume ops INC-6" ]
 	vg_wait
 	vg_status repair 0
 	diff -u - <(LC_ALL=C sort "$V/repair.out" "$V/repair.err") <<EOT
-done/nobody: a job file with no sidecar (quarantined)
+done/nobody: a file no job owns (no sidecar, and no audit line of ID nobody) (quarantined): to make it a job, spool-enqueue --id nobody FILE
 done/not a job: not a job's name (quarantined)
 j2: its last transition was cut short before its move (marked void)
 tmp: left,999999999: left by an interrupted enqueue, never published (removed)
