@@ -484,7 +484,9 @@ EOF
 	[ "$(next_event)" = "start 2" ]
 	wait_worker 0
 	[ "$(state_of j1)" = done ]
-	diff -u - <(audit_events) <<'EOF'
+	# On a loaded machine w1 may renew before the kill: the renewal is
+	# its right, and not what this test is about.
+	diff -u - <(audit_events | grep -v '^renew j1 1 1 1 w1 ') <<'EOF'
 enqueue j1 0 0 1 - - - -
 claim j1 1 1 1 w1 - - -
 reclaim j1 2 2 1 w2 - lease-expired 1
