@@ -37,10 +37,10 @@ busy_prom() {
 	export SPOOL_TEST_CLOCK=unsynced
 	at_ms $((T - 18000000)) spool-enqueue --id p1 <<<p1 >/dev/null
 	at_ms $((T - 17999000)) spool-claim >/dev/null
-	at_ms $((T - 17998000)) spool-finish p1 1 permanent >/dev/null
+	at_ms $((T - 17998000)) spool-finish p1 "$(lease_token p1)" permanent >/dev/null
 	at_ms $((T - 1000000)) spool-enqueue --id p2 <<<p2 >/dev/null
 	at_ms $((T - 999000)) spool-claim >/dev/null
-	at_ms $((T - 998000)) spool-finish p2 1 permanent >/dev/null
+	at_ms $((T - 998000)) spool-finish p2 "$(lease_token p2)" permanent >/dev/null
 	at_ms $((T - 997000)) spool-redrive --by ops --note INC-1 p2 >/dev/null
 	at_ms $((T - 996000)) spool-claim >/dev/null
 	at_ms $((T - 600000)) spool-enqueue --id r1 <<<r1 >/dev/null
@@ -55,7 +55,7 @@ prom_names() {
 @test "promtool accepts the alert rules" {
 	run -0 --separate-stderr promtool check rules "$CONTRIB/spool-alerts.yml"
 	[ "$output" = "$(printf '%s\n' "Checking $CONTRIB/spool-alerts.yml" \
-	    "  SUCCESS: 7 rules found")" ]
+	    "  SUCCESS: 8 rules found")" ]
 	[ "$stderr" = "" ]
 }
 
@@ -81,7 +81,7 @@ prom_names() {
 	# collector's own.
 	sed -n 's/^ *expr: //p' "$CONTRIB/spool-alerts.yml" | promql_metrics \
 	    >"$BATS_TEST_TMPDIR/used"
-	[ "$(wc -l <"$BATS_TEST_TMPDIR/used")" -eq 7 ]
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/used")" -eq 8 ]
 	{ prom_names "$BATS_TEST_TMPDIR/prom"; echo node_textfile_mtime_seconds; } |
 	    LC_ALL=C sort >"$BATS_TEST_TMPDIR/known"
 	run -0 --separate-stderr comm -23 "$BATS_TEST_TMPDIR/used" "$BATS_TEST_TMPDIR/known"
