@@ -352,12 +352,11 @@ audit_event(const struct rec *r)
 	return r->ev;
 }
 
-/* The highest token the audit log names for the ID; 0 if none. */
-static uint64_t
-audit_max_tok(struct fsck *f, uint64_t idh)
+/* The first of the ID's audit lines in f->keys (sorted by ID), or past. */
+static size_t
+audit_first(const struct fsck *f, uint64_t idh)
 {
 	size_t lo = 0, hi = f->nkeys, mid;
-	uint64_t max = 0;
 
 	while (lo < hi) {
 		mid = (lo + hi) / 2;
@@ -366,7 +365,18 @@ audit_max_tok(struct fsck *f, uint64_t idh)
 		else
 			hi = mid;
 	}
-	for (; lo < f->nkeys && f->keys[lo].idh == idh; lo++)
+	return lo;
+}
+
+/* The highest token the audit log names for the ID; 0 if none. */
+static uint64_t
+audit_max_tok(struct fsck *f, uint64_t idh)
+{
+	size_t lo;
+	uint64_t max = 0;
+
+	for (lo = audit_first(f, idh); lo < f->nkeys && f->keys[lo].idh == idh;
+	    lo++)
 		if (f->keys[lo].tok > max)
 			max = f->keys[lo].tok;
 	return max;
@@ -818,19 +828,12 @@ rebuild(struct fsck *f, struct job *j, const char *rel, int state)
 	return 0;
 }
 
-/* Has the audit log a line of this ID?  (f->keys is sorted by ID.) */
+/* Has the audit log a line of this ID? */
 static int
 audit_knows(const struct fsck *f, uint64_t idh)
 {
-	size_t lo = 0, hi = f->nkeys, mid;
+	size_t lo = audit_first(f, idh);
 
-	while (lo < hi) {
-		mid = (lo + hi) / 2;
-		if (f->keys[mid].idh < idh)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < f->nkeys && f->keys[lo].idh == idh;
 }
 

@@ -195,6 +195,7 @@ int sync_place(struct spool *sp, const struct rec *r);
 int rec_parse(const char *line, size_t len, struct rec *r);
 size_t rec_format(char *buf, size_t len, const struct rec *r);
 int rec_same_place(const struct rec *a, const struct rec *b);
+int dec18(const char *s, size_t len, int64_t *v);
 
 /* meta.c: the sidecar, opened, locked, read, settled and appended to */
 int job_open(struct spool *sp, const char *id, int create, int nonblock,

@@ -67,8 +67,8 @@ static const struct field fields[] = {
 };
 
 /* Up to 18 decimal digits: below 2^63, so no overflow. */
-static int
-num(const char *s, size_t len, int64_t *v)
+int
+dec18(const char *s, size_t len, int64_t *v)
 {
 	int64_t n = 0;
 	size_t i;
@@ -131,7 +131,7 @@ set_payload(const char *v, size_t vlen, struct rec *r)
 	size_t i;
 	int h;
 
-	if (colon == NULL || num(v, (size_t)(colon - v), &size) == -1 ||
+	if (colon == NULL || dec18(v, (size_t)(colon - v), &size) == -1 ||
 	    v + vlen - colon - 1 != 16)
 		return -1;
 	for (i = 1; i <= 16; i++) {
@@ -160,7 +160,7 @@ set_field(const struct field *f, const char *v, size_t vlen, char *base)
 	case F_U64:
 	case F_INT:
 	case F_FLAG:
-		if (num(v, vlen, &n) == -1 || (f->type != F_I64 &&
+		if (dec18(v, vlen, &n) == -1 || (f->type != F_I64 &&
 		    f->type != F_U64 && n > INT_MAX))
 			return -1;
 		if (f->type == F_I64)
@@ -215,7 +215,7 @@ set_place(const char *v, size_t vlen, struct rec *r)
 {
 	if (vlen > 4 && memcmp(v, "new:", 4) == 0) {
 		r->loc = SPOOL_NEW;
-		return num(v + 4, vlen - 4, &r->eligible);
+		return dec18(v + 4, vlen - 4, &r->eligible);
 	}
 	r->loc = state_from_name(v, vlen);
 	return r->loc == -1 || r->loc == SPOOL_NEW ? -1 : 0;
@@ -238,7 +238,7 @@ rec_parse(const char *line, size_t len, struct rec *r)
 		v = eq + 1;
 		vlen = (size_t)(sp - v);
 		if (klen == 1 && p[0] == 't')
-			rv = num(v, vlen, &r->t);
+			rv = dec18(v, vlen, &r->t);
 		else if (klen == 2 && memcmp(p, "ev", 2) == 0)
 			rv = set_event(v, vlen, r);
 		else if (klen == 2 && memcmp(p, "at", 2) == 0)

@@ -59,28 +59,12 @@ boot_id(void)
 	return id;
 }
 
-static int
-digits(const char *s, size_t n, uint64_t *v)
-{
-	uint64_t x = 0;
-	size_t i;
-
-	if (n == 0 || n > 18)
-		return -1;
-	for (i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		x = x * 10 + (uint64_t)(s[i] - '0');
-	}
-	*v = x;
-	return 0;
-}
-
 /* "next=N last=P boot=B\n"; keys it does not know are skipped. */
 int
 tokens_parse(const char *text, size_t len, struct tokens *c)
 {
 	const char *p = text, *end, *sp, *eq;
+	int64_t v;
 	int have_next = 0;
 
 	memset(c, 0, sizeof(*c));
@@ -93,12 +77,14 @@ tokens_parse(const char *text, size_t len, struct tokens *c)
 		if ((eq = memchr(p, '=', (size_t)(sp - p))) == NULL)
 			return -1;
 		if (eq - p == 4 && memcmp(p, "next", 4) == 0) {
-			if (digits(eq + 1, (size_t)(sp - eq - 1), &c->next) == -1)
+			if (dec18(eq + 1, (size_t)(sp - eq - 1), &v) == -1)
 				return -1;
+			c->next = (uint64_t)v;
 			have_next = 1;
 		} else if (eq - p == 4 && memcmp(p, "last", 4) == 0) {
-			if (digits(eq + 1, (size_t)(sp - eq - 1), &c->last) == -1)
+			if (dec18(eq + 1, (size_t)(sp - eq - 1), &v) == -1)
 				return -1;
+			c->last = (uint64_t)v;
 		} else if (eq - p == 4 && memcmp(p, "boot", 4) == 0) {
 			if ((size_t)(sp - eq - 1) >= sizeof(c->boot))
 				return -1;
@@ -147,6 +133,25 @@ open_tokens(struct spool *sp)
 }
 
 /*
+ * Write text (len bytes, over the n read) in place, synced if sync, and let
+ * the lock go.  text NULL: only let it go, keeping errno: the caller failed.
+ */
+static int
+put_tokens(struct spool *sp, const char *text, int len, ssize_t n, int sync)
+{
+	int e, rv = -1;
+
+	if (text != NULL && write_at(sp->tokfd, text, (size_t)len, 0) != -1 &&
+	    ((size_t)len >= (size_t)n || sys_ftruncate(sp->tokfd, len) != -1) &&
+	    (!sync || sync_fd(sp->tokfd) != -1))
+		rv = 0;
+	e = errno;
+	(void)sys_flock(sp->tokfd, LOCK_UN);
+	errno = e;
+	return rv;
+}
+
+/*
  * The next token for a job whose highest token so far is hi.  A spool of
  * format 1 has no counter: its tokens count per ID, as they always did.
  */
@@ -158,7 +163,7 @@ token_take(struct spool *sp, uint64_t hi, uint64_t *tok)
 	const char *boot;
 	uint64_t last;
 	ssize_t n;
-	int len, reserve, e, rv = -1;
+	int len, reserve;
 
 	if (sp->format == 1) {
 		*tok = hi + 1;
@@ -190,16 +195,9 @@ token_take(struct spool *sp, uint64_t hi, uint64_t *tok)
 	 * A reservation is durable before the lock is let go: another
 	 * process may hand out a token of the block as soon as it sees it.
 	 */
-	if (write_at(sp->tokfd, text, (size_t)len, 0) == -1 ||
-	    ((size_t)len < (size_t)n && sys_ftruncate(sp->tokfd, len) == -1) ||
-	    (reserve && sync_fd(sp->tokfd) == -1))
-		goto out;
-	rv = 0;
+	return put_tokens(sp, text, len, n, reserve);
 out:
-	e = errno;
-	(void)sys_flock(sp->tokfd, LOCK_UN);
-	errno = e;
-	return rv;
+	return put_tokens(sp, NULL, 0, 0, 0);
 }
 
 /*
@@ -213,7 +211,7 @@ tokens_raise(struct spool *sp, uint64_t floor)
 	char text[256];
 	struct tokens c;
 	ssize_t n;
-	int len, e, rv = -1;
+	int len;
 
 	if (open_tokens(sp) == -1) {
 		if (errno != EUCLEAN || tokens_text(text, sizeof(text),
@@ -229,16 +227,9 @@ tokens_raise(struct spool *sp, uint64_t floor)
 		floor = c.next;
 	if ((len = tokens_text(text, sizeof(text), floor)) == -1)
 		goto out;
-	if (write_at(sp->tokfd, text, (size_t)len, 0) == -1 ||
-	    ((size_t)len < (size_t)n && sys_ftruncate(sp->tokfd, len) == -1) ||
-	    sync_fd(sp->tokfd) == -1)
-		goto out;
-	rv = 0;
+	return put_tokens(sp, text, len, n, 1);
 out:
-	e = errno;
-	(void)sys_flock(sp->tokfd, LOCK_UN);
-	errno = e;
-	return rv;
+	return put_tokens(sp, NULL, 0, 0, 0);
 }
 
 /* The highest token a sidecar or a lease's name holds, into *max. */
