@@ -193,3 +193,22 @@ mounted() {
 	mounted ext4 rw
 	run -0 spool-ls
 }
+
+@test "fsck leaves a fresh tmp/ file of a PID not on this host: another host's enqueue" {
+	multi 2s
+	spool-ls >/dev/null
+	echo partial >"$SPOOL_DIR/tmp/j9,99999999.1"
+	fsck_clean
+	run -0 spool-fsck --repair
+	[ -e "$SPOOL_DIR/tmp/j9,99999999.1" ]
+	touch -d '25 hours ago' "$SPOOL_DIR/tmp/j9,99999999.1"
+	run -1 spool-fsck
+	[ "$output" = "tmp: j9,99999999.1: left by an interrupted enqueue, never published" ]
+	run -0 spool-fsck --repair
+	[ ! -e "$SPOOL_DIR/tmp/j9,99999999.1" ]
+	# On one host, a PID that is gone says the enqueue is over.
+	sed -i '/^multi-host\|^skew/d' "$SPOOL_DIR/config"
+	echo partial >"$SPOOL_DIR/tmp/j9,99999999.2"
+	run -1 spool-fsck
+	[ "$output" = "tmp: j9,99999999.2: left by an interrupted enqueue, never published" ]
+}
