@@ -238,5 +238,40 @@ fi
 exec nsenter -t "\$pid" -m -u -- "\$@"
 ON
 chmod +x "$lab/on"
+
+# $lab/restart: restart every host's client, as a reboot would: SIGKILL
+# its ceph-fuse, evict its session at the MDS (so that what it held is
+# free at once, not a minute later), mount again in its namespace.  First
+# it counts the sidecars still locked, by this process's client: with no
+# spool command left running, each is a lock that a client kept for a
+# process that is gone.
+cat >"$lab/restart" <<RESTART
+#!/bin/bash
+export CEPH_CONF=$conf
+held=0
+for f in "\$1"/meta/*; do
+	flock -n -x "\$f" true 2>/dev/null || held=\$((held + 1))
+done
+echo "\$held"
+sessions=\$(timeout 60 ceph tell mds.a session ls 2>/dev/null)
+for k in 1 2 3; do
+	p=\$(cat "$st/fuse.host-\$k.pid")
+	[ "\$(cat /proc/\$p/comm 2>/dev/null)" = ceph-fuse ] && kill -9 "\$p"
+	for id in \$(python3 -c 'import json, sys
+for s in json.loads(sys.argv[1]):
+    if s["client_metadata"].get("entity_id") == sys.argv[2]:
+        print(s["id"])' "\$sessions" host-\$k); do
+		timeout 60 ceph tell mds.a client evict id=\$id >/dev/null 2>&1
+	done
+	sp=\$(sed -n "\${k}p" "$lab/hostpids")
+	nsenter -t "\$sp" -m -u -- umount -l "$lab/mnt" 2>/dev/null
+	nsenter -t "\$sp" -m -u -- ceph-fuse -c "$conf" --id host-\$k \\
+	    -k "$st/client.host-\$k.keyring" --pid-file "$st/fuse.host-\$k.pid" \\
+	    --log-file "$st/log/fuse.host-\$k.log" \\
+	    --admin-socket "$st/run/fuse.host-\$k.asok" "$lab/mnt" \\
+	    >>"$st/log/fuse.host-\$k.out" 2>&1 || exit 1
+done
+RESTART
+chmod +x "$lab/restart"
 printf '%s\n' "${hostpids[@]}" >"$lab/hostpids"
 on="$lab/on"
