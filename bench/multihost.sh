@@ -1,26 +1,32 @@
 #!/bin/bash
 # Claims per second with 1, 2 and 3 hosts on a GlusterFS volume (the lab
-# of tests/glusterlab.sh), beside the same number of claimers on the local
-# disk, measured in one run and alternating, medians of ROUNDS rounds.
+# of tests/glusterlab.sh) or on CephFS through ceph-fuse (tests/cephlab.sh),
+# beside the same number of claimers on the local disk, measured in one
+# run and alternating, medians of ROUNDS rounds.
 # Each claimer is a loop of spool-claim + spool-finish ok, one process
 # each, for SECS seconds on a spool filled beforehand; the count is of
 # claims made.  As root (make bench-multihost).  Writes
-# bench/results/multihost.csv.
+# bench/results/multihost-FS.csv.
 #
-# usage: bench/multihost.sh [-t SECS] [-r ROUNDS]
+# usage: bench/multihost.sh [-f glusterfs|cephfs] [-t SECS] [-r ROUNDS]
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-secs=5 rounds=3
-while getopts t:r: o; do
+secs=5 rounds=3 fs=glusterfs
+while getopts f:t:r: o; do
 	case $o in
+	f) fs=$OPTARG ;;
 	t) secs=$OPTARG ;;
 	r) rounds=$OPTARG ;;
-	*) echo "usage: bench/multihost.sh [-t SECS] [-r ROUNDS]" >&2; exit 100 ;;
+	*) fs=usage ;;
 	esac
 done
 export PATH="$top/bin:$PATH"
 labname=bench-multihost
-. "$top/tests/glusterlab.sh"
+case $fs in
+glusterfs) . "$top/tests/glusterlab.sh"; name=GlusterFS ;;
+cephfs) . "$top/tests/cephlab.sh"; name=CephFS ;;
+*) echo "usage: bench/multihost.sh [-f glusterfs|cephfs] [-t SECS] [-r ROUNDS]" >&2; exit 100 ;;
+esac
 
 local_dir=$(mktemp -d /var/tmp/spool-bench-local.XXXXXX)
 trap 'rm -rf "$local_dir"; teardown' EXIT
@@ -53,7 +59,7 @@ claimer() {
 # run WHERE HOSTS: claims per second with one claimer per host.
 run() {
 	local dir wrap h total=0
-	if [ "$1" = gluster ]; then
+	if [ "$1" = shared ]; then
 		dir=$lab/mnt/spool wrap=$on
 	else
 		dir=$local_dir/spool wrap=
@@ -77,7 +83,7 @@ run() {
 declare -A got
 for r in $(seq 1 "$rounds"); do
 	for n in 1 2 3; do
-		for where in local gluster; do
+		for where in local shared; do
 			got[$where.$n]="${got[$where.$n]:-} $(run "$where" "$n")"
 			echo "bench-multihost: round $r, $where, $n claimer(s):${got[$where.$n]##* } tenths/s" >&2
 		done
@@ -86,15 +92,15 @@ done
 
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 mkdir -p "$top/bench/results"
-csv=$top/bench/results/multihost.csv
-echo "claimers,local_claims_per_s,gluster_claims_per_s,gluster_vs_local" >"$csv"
-printf '%-10s %14s %16s %10s\n' claimers "local claims/s" "GlusterFS claims/s" ratio
+csv=$top/bench/results/multihost-$fs.csv
+echo "claimers,local_claims_per_s,${fs}_claims_per_s,${fs}_vs_local" >"$csv"
+printf '%-10s %14s %16s %10s\n' claimers "local claims/s" "$name claims/s" ratio
 for n in 1 2 3; do
 	l=$(median <<<"${got[local.$n]}")
-	g=$(median <<<"${got[gluster.$n]}")
+	g=$(median <<<"${got[shared.$n]}")
 	ratio=$(awk -v g="$g" -v l="$l" 'BEGIN { printf "%.2f", l ? g / l : 0 }')
 	printf '%-10s %14.1f %16.1f %10s\n' "$n" "$(awk -v v="$l" 'BEGIN { print v / 10 }')" \
 	    "$(awk -v v="$g" 'BEGIN { print v / 10 }')" "$ratio"
 	echo "$n,$(awk -v v="$l" 'BEGIN { print v / 10 }'),$(awk -v v="$g" 'BEGIN { print v / 10 }'),$ratio" >>"$csv"
 done
-echo "(one claimer per host on GlusterFS, one process each on the local disk; ${secs}s, median of $rounds rounds)"
+echo "(one claimer per host on $name, one process each on the local disk; ${secs}s, median of $rounds rounds)"

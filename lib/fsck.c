@@ -1037,7 +1037,10 @@ fail:
 	return -1;
 }
 
-/* tmp/: a file whose process is gone, or that is a day old, is left over. */
+/*
+ * tmp/: a file whose process is gone, or that is a day old, is left over;
+ * in multi-host mode only its age tells.
+ */
 static int
 check_tmp(struct fsck *f)
 {
@@ -1057,7 +1060,9 @@ check_tmp(struct fsck *f)
 			continue;
 		comma = strrchr(de->d_name, ',');
 		pid = comma != NULL ? strtol(comma + 1, NULL, 10) : 0;
-		alive = pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+		/* On several hosts the PID may be another host's. */
+		alive = sp->multi_host || (pid > 0 &&
+		    (kill((pid_t)pid, 0) == 0 || errno == EPERM));
 		if (alive && (int64_t)st.st_mtim.tv_sec * 1000 >
 		    now_ms() - TMP_STALE_MS)
 			continue;	/* an enqueue at work */

@@ -8,7 +8,6 @@
  */
 #define _GNU_SOURCE
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/timex.h>
 
 #include <errno.h>
@@ -24,8 +23,6 @@
 
 #define HOST_LIVE_MS	(10 * 60 * 1000)	/* registered and still live */
 #define HOST_TOUCH_MS	(60 * 1000)		/* how often a live host says so */
-#define FUSE_MAGIC	0x65735546
-#define NFS_MAGIC	0x6969
 
 /* The machine's identity: systemd's machine-id, else the host ID. */
 static void
@@ -51,18 +48,41 @@ machine_id(char *buf, size_t len)
 	(void)snprintf(buf, len, "hostid-%08lx", (unsigned long)gethostid());
 }
 
+/* A mountinfo field with its octal escapes (\040 for a space) undone. */
+static void
+unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s != '\0'; s++, d++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*d = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
+			    (s[3] - '0'));
+			s += 3;
+		} else
+			*d = *s;
+	}
+	*d = '\0';
+}
+
 /*
- * The mount the spool is on, from /proc/self/mountinfo: its type and
- * options (mount and super options, comma-joined).  0, or -1 if unknown.
+ * The mount the spool is on, from /proc/self/mountinfo (or the table that
+ * SPOOL_TEST_MOUNTINFO names, for the tests): its type and options (mount
+ * and super options, comma-joined, with a comma at each end).  0, or -1 if
+ * unknown.
  */
 static int
 mount_of(const char *path, char *type, size_t tlen, char *opts, size_t olen)
 {
 	char line[4096], mnt[PATH_MAX], mo[1024], ty[128], so[1024];
+	const char *table = getenv("SPOOL_TEST_MOUNTINFO");
 	size_t best = 0, n;
 	FILE *f;
 
-	if ((f = fopen("/proc/self/mountinfo", "re")) == NULL)
+	if (table == NULL || *table == '\0')
+		table = "/proc/self/mountinfo";
+	if ((f = fopen(table, "re")) == NULL)
 		return -1;
 	while (fgets(line, sizeof(line), f) != NULL) {
 		char *dash = strstr(line, " - ");
@@ -71,6 +91,7 @@ mount_of(const char *path, char *type, size_t tlen, char *opts, size_t olen)
 		    mnt, mo) != 2 || sscanf(dash + 3, "%127s %*s %1023s", ty,
 		    so) != 2)
 			continue;
+		unescape(mnt);
 		n = strlen(mnt);
 		if (strncmp(path, mnt, n) != 0 || (path[n] != '/' &&
 		    path[n] != '\0' && n != 1) || n < best)
@@ -83,32 +104,56 @@ mount_of(const char *path, char *type, size_t tlen, char *opts, size_t olen)
 	return best > 0 ? 0 : -1;
 }
 
+static int
+has_opt(const char *opts, const char *opt)
+{
+	char want[64];
+
+	(void)snprintf(want, sizeof(want), ",%s,", opt);
+	return strstr(opts, want) != NULL;
+}
+
+static int
+is_one_of(const char *type, const char *const *list)
+{
+	for (; *list != NULL; list++)
+		if (strcmp(type, *list) == 0)
+			return 1;
+	return 0;
+}
+
 /*
  * Is the spool's file system one where a lock taken on one host is seen
- * on every other?  Local file systems pass (one host in multi-host mode);
- * GlusterFS and CephFS clients pass; NFS passes with a hard mount whose
- * locks go to the server; any other FUSE file system (sshfs keeps its
- * locks local) is refused.  ENOLCK when refused.
+ * on every other (spool-layout.md, "File systems")?  Decided by the type
+ * and options of its mount, never by guessing: a file system the spool
+ * does not know is refused.  Local disks pass (one host in multi-host
+ * mode).  GlusterFS and CephFS pass.  NFS passes with a hard mount whose
+ * locks go to the server; SMB (cifs, smb3) with its byte-range locks sent
+ * to the server (no nobrl) and reads that follow them (no cache=loose).
+ * 9p, any other FUSE file system (sshfs keeps its locks local) and any
+ * other network or cluster file system are refused.  ENOLCK when refused.
  */
 static int
 fs_check(struct spool *sp)
 {
+	static const char *const local[] = { "ext2", "ext3", "ext4", "xfs",
+	    "btrfs", "tmpfs", "ramfs", "f2fs", "zfs", "bcachefs", "jfs",
+	    "reiserfs", "nilfs2", "overlay", NULL };
+	static const char *const shared[] = { "fuse.glusterfs",
+	    "fuse.ceph-fuse", "ceph", NULL };
 	char type[128], opts[2100];
-	struct statfs fs;
 
-	if (fstatfs(sp->dirfd, &fs) == -1)
-		return -1;
-	if (fs.f_type != FUSE_MAGIC && fs.f_type != NFS_MAGIC)
-		return 0;
 	if (mount_of(sp->path, type, sizeof(type), opts, sizeof(opts)) == -1)
 		goto refuse;
-	if (strcmp(type, "fuse.glusterfs") == 0 ||
-	    strcmp(type, "fuse.ceph-fuse") == 0)
+	if (is_one_of(type, local) || is_one_of(type, shared))
 		return 0;
 	if ((strcmp(type, "nfs4") == 0 || strcmp(type, "nfs") == 0) &&
-	    strstr(opts, ",soft,") == NULL && strstr(opts, ",nolock,") == NULL &&
+	    !has_opt(opts, "soft") && !has_opt(opts, "nolock") &&
 	    (strstr(opts, ",local_lock=") == NULL ||
-	    strstr(opts, ",local_lock=none,") != NULL))
+	    has_opt(opts, "local_lock=none")))
+		return 0;
+	if ((strcmp(type, "cifs") == 0 || strcmp(type, "smb3") == 0) &&
+	    !has_opt(opts, "nobrl") && !has_opt(opts, "cache=loose"))
 		return 0;
 refuse:
 	errno = ENOLCK;

@@ -365,15 +365,19 @@ lock_fd(int fd, int nonblock)
 }
 
 /*
- * Move a name without ever replacing another file.  renameat2 with
- * RENAME_NOREPLACE where the file system has it.  Elsewhere (GlusterFS and
- * NFS answer EINVAL) a check that the target is absent, then rename(2):
- * every name a job's file is moved to is made only by a process holding
- * that job's sidecar lock, which the caller holds, so nothing can create
- * the target between the two.  (link(2) + unlink(2) would not need the
- * lock, but fs.protected_hardlinks forbids linking another user's
- * read-only job file, which is every job in a group spool.)
- * SPOOL_TEST_NOREPLACE=off forces the fallback so that the tests cover it.
+ * Move a name without ever replacing another file (spool-layout.md,
+ * "Transitions").  renameat2 with RENAME_NOREPLACE where the file system
+ * has it.  Elsewhere (GlusterFS, NFS and ceph-fuse answer EINVAL) link(2)
+ * onto the target, then unlink(2) of the source: link never replaces, and
+ * it never goes through ceph-fuse's rename, which can leave the target's
+ * name waiting for ever after a lost race.  Where a link is refused
+ * (fs.protected_hardlinks forbids linking another user's read-only job
+ * file, which is every job of a group spool; a file system without hard
+ * links), a check that the target is absent, then rename(2): every name a
+ * job's file is moved to is made only by a process holding that job's
+ * sidecar lock, which the caller holds, so nothing can create the target
+ * between the two.  SPOOL_TEST_NOREPLACE=off forces the fallbacks so that
+ * the tests cover them.
  */
 int
 move_noreplace(int fromfd, const char *from, int tofd, const char *to)
@@ -381,6 +385,7 @@ move_noreplace(int fromfd, const char *from, int tofd, const char *to)
 	static int fallback = -1;
 	struct stat st;
 	const char *s;
+	int r;
 
 	if (fallback == -1) {
 		s = getenv("SPOOL_TEST_NOREPLACE");
@@ -388,21 +393,32 @@ move_noreplace(int fromfd, const char *from, int tofd, const char *to)
 	}
 	if (!fallback) {
 		if (sys_renameat(fromfd, from, tofd, to,
-		    RENAME_NOREPLACE) == 0) {
-			__atomic_fetch_add(&counters.renames, 1,
-			    __ATOMIC_RELAXED);
-			return 0;
-		}
+		    RENAME_NOREPLACE) == 0)
+			goto moved;
 		if (errno != EINVAL && errno != ENOSYS)
 			return -1;
 		fallback = 1;
 	}
+	do
+		r = linkat(fromfd, from, tofd, to, 0);
+	while (r == -1 && errno == EINTR);
+	if (r == 0) {
+		crash_point("move-linked");
+		/* The source's name is the job's second: see "Crashes". */
+		if (sys_unlinkat(fromfd, from, 0) == -1 && errno != ENOENT)
+			return -1;
+		goto moved;
+	}
+	if (errno != EPERM && errno != EOPNOTSUPP && errno != ENOSYS &&
+	    errno != EMLINK)
+		return -1;
 	if (fstatat(tofd, to, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		errno = EEXIST;
 		return -1;
 	}
 	if (errno != ENOENT || sys_renameat(fromfd, from, tofd, to, 0) == -1)
 		return -1;
+moved:
 	__atomic_fetch_add(&counters.renames, 1, __ATOMIC_RELAXED);
 	return 0;
 }

@@ -114,4 +114,18 @@ EOF
 	run -0 as $u2 spool-finish j1 1 ok
 	[ "$(state_of j1)" = done ]
 	[ "$(stat -c '%a %G' "$SPOOL_DIR"/audit/testhost.log)" = "660 $g" ]
+	# Without RENAME_NOREPLACE a move links the target: fs.protected_hardlinks
+	# refuses that for another user's read-only job file, and the move
+	# falls back to a check and rename(2) under the job's lock.
+	export SPOOL_TEST_NOREPLACE=off
+	run -0 as $u1 spool-enqueue --id j2 </dev/null
+	run -1 as $u2 ln "$(path_of j2)" "$SPOOL_DIR/tmp/j2-link"
+	[ "$(cat /proc/sys/fs/protected_hardlinks)" = 1 ]
+	run -0 as $u2 spool-claim --owner w
+	[ "$(cut -f1,2 <<<"$output")" = "$(printf 'j2\t2')" ]
+	run -0 as $u2 spool-finish j2 2 permanent
+	run -0 as $u1 spool-redrive --by ops --note T-1 j2
+	[ "$(state_of j2)" = new ]
+	[ "$(find "$SPOOL_DIR" -type f -name 'j2*' -links +1)" = "" ]
+	SPOOL_DIR=$SPOOL_DIR spool-fsck
 }

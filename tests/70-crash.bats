@@ -216,6 +216,45 @@ redrive() { spool-redrive --by ops --note INC-1 j1; }
 	finish_table
 }
 
+@test "the link+unlink move killed between its link and its unlink: one file under two names, put right" {
+	local label setup act names before out
+	export SPOOL_TEST_NOREPLACE=off
+	claim() { spool-claim --owner w1; }
+	while read -r label setup act; do
+		fresh
+		$setup || { row "$label" move-linked setup FAILED; continue; }
+		before=$(max_token j1)
+		crash "$label" move-linked $act || continue
+		# One inode, two names: the source and the target.
+		names=$(cd "$SPOOL_DIR" && find tmp new leased done dead -type f \
+		    \( -name j1 -o -name 'j1,*' \) -printf '%i %n\n' | sort | uniq -c)
+		if ! [[ $names =~ ^\ *2\ [0-9]+\ 2$ ]]; then
+			row "$label" move-linked killed "FAILED: not two names of one file: $names"
+			continue
+		fi
+		out=$(spool-fsck 2>&1) && { row "$label" move-linked killed "FAILED: fsck saw nothing"; continue; }
+		case $label in
+		enqueue) grep -q '^tmp: j1,[0-9.]*: left by an interrupted enqueue' <<<"$out" ;;
+		*) grep -q ': a second file of job j1, whose sidecar puts it at ' <<<"$out" ;;
+		esac || { row "$label" move-linked killed "FAILED: fsck said: $out"; continue; }
+		if spool-fsck --repair >/dev/null && fsck_clean && intact &&
+		    drive_to_done "$before" "$label" && fsck_clean; then
+			row "$label" move-linked killed "one name left, payload intact"
+		else
+			row "$label" move-linked killed FAILED
+		fi
+	done <<-'EOF'
+	enqueue none enqueue
+	claim queued claim
+	reclaim leased claim_expired
+	ok leased finish_ok
+	retry leased finish_retry
+	park leased finish_permanent
+	redrive parked redrive
+	EOF
+	finish_table
+}
+
 @test "a second name for the job's file (a rename done as link+unlink, cut short) is removed by the next command" {
 	# GlusterFS renames by link and unlink: a client dying between them
 	# leaves the job's one inode under its old and new names.

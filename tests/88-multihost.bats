@@ -121,3 +121,94 @@ multi() {
 	[ "$stderr" = "" ]
 	[ "$(ids_in done)" = "$(printf 'j1\nj2')" ]
 }
+
+# mounted TYPE OPTIONS: a mount table where the spool's directory is a
+# mount of TYPE with OPTIONS (its super options), under an ext4 root.
+mounted() {
+	local real
+	real=$(realpath "$SPOOL_DIR")
+	printf '%s\n' "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw" \
+	    "40 22 0:50 / ${real// /\\040} rw,relatime shared:9 - $1 src $2" \
+	    >"$BATS_TEST_TMPDIR/mountinfo"
+}
+
+@test "the file-system check goes by the mount's type and options" {
+	multi 2s
+	export SPOOL_TEST_MOUNTINFO=$BATS_TEST_TMPDIR/mountinfo
+	refused="spool-ls: $SPOOL_DIR: multi-host mode on a file system whose locks other hosts may not see (see spool-layout.md, Several hosts)"
+	while read -r verdict type opts; do
+		mounted "$type" "$opts"
+		if [ "$verdict" = pass ]; then
+			run -0 --separate-stderr spool-ls
+			[ "$stderr" = "" ] || { echo "$type $opts: $stderr" >&2; return 1; }
+		else
+			run -100 --separate-stderr spool-ls
+			[ "$stderr" = "$refused" ] || { echo "$type $opts: passed" >&2; return 1; }
+		fi
+	done <<-'TABLE'
+	pass ext4 rw,relatime
+	pass xfs rw,attr2,inode64
+	pass tmpfs rw,size=100k
+	pass overlay rw,lowerdir=/a,upperdir=/b,workdir=/c
+	pass fuse.glusterfs rw,user_id=0,group_id=0,allow_other
+	pass fuse.ceph-fuse rw,user_id=0,group_id=0,allow_other
+	pass ceph rw,name=admin,acl
+	pass nfs4 rw,vers=4.2,hard,proto=tcp,local_lock=none
+	pass nfs rw,vers=3,hard,proto=tcp
+	refuse nfs4 rw,vers=4.2,soft,proto=tcp,local_lock=none
+	refuse nfs rw,vers=3,hard,nolock,local_lock=all
+	refuse nfs4 rw,vers=4.1,hard,local_lock=flock
+	pass cifs rw,vers=3.1.1,cache=strict,username=u,uid=0
+	pass smb3 rw,vers=3.1.1,cache=none,username=u
+	refuse cifs rw,vers=3.1.1,cache=strict,username=u,nobrl
+	refuse smb3 rw,vers=3.1.1,cache=loose,username=u
+	refuse 9p rw,trans=virtio,version=9p2000.L,cache=none
+	refuse fuse.sshfs rw,user_id=0,group_id=0
+	refuse fuse.bindfs rw,user_id=0,group_id=0
+	refuse virtiofs rw
+	refuse lustre rw,flock
+	refuse gfs2 rw,relatime
+	refuse afs rw
+	TABLE
+	# The deepest mount holding the spool decides; none at all refuses.
+	mounted ext4 rw
+	echo "41 40 0:51 / $(realpath "$SPOOL_DIR")/audit rw - 9p src rw" \
+	    >>"$SPOOL_TEST_MOUNTINFO"
+	run -0 spool-ls
+	echo "42 22 0:52 / $(realpath "$SPOOL_DIR") rw - 9p src rw" \
+	    >>"$SPOOL_TEST_MOUNTINFO"
+	run -100 spool-ls
+	rm "$SPOOL_TEST_MOUNTINFO"
+	run -100 --separate-stderr spool-ls
+	[ "$stderr" = "$refused" ]
+}
+
+@test "the file-system check reads a mount point with a space in it" {
+	mv "$SPOOL_DIR" "$BATS_TEST_TMPDIR/a spool"
+	SPOOL_DIR=$BATS_TEST_TMPDIR/a\ spool
+	multi 2s
+	export SPOOL_TEST_MOUNTINFO=$BATS_TEST_TMPDIR/mountinfo
+	mounted 9p rw
+	run -100 spool-ls
+	mounted ext4 rw
+	run -0 spool-ls
+}
+
+@test "fsck leaves a fresh tmp/ file of a PID not on this host: another host's enqueue" {
+	multi 2s
+	spool-ls >/dev/null
+	echo partial >"$SPOOL_DIR/tmp/j9,99999999.1"
+	fsck_clean
+	run -0 spool-fsck --repair
+	[ -e "$SPOOL_DIR/tmp/j9,99999999.1" ]
+	touch -d '25 hours ago' "$SPOOL_DIR/tmp/j9,99999999.1"
+	run -1 spool-fsck
+	[ "$output" = "tmp: j9,99999999.1: left by an interrupted enqueue, never published" ]
+	run -0 spool-fsck --repair
+	[ ! -e "$SPOOL_DIR/tmp/j9,99999999.1" ]
+	# On one host, a PID that is gone says the enqueue is over.
+	sed -i '/^multi-host\|^skew/d' "$SPOOL_DIR/config"
+	echo partial >"$SPOOL_DIR/tmp/j9,99999999.2"
+	run -1 spool-fsck
+	[ "$output" = "tmp: j9,99999999.2: left by an interrupted enqueue, never published" ]
+}

@@ -121,7 +121,7 @@ k=\$1; shift
 export SPOOL_HOST=host-\$k
 pid=\$(sed -n "\${k}p" "$lab/hostpids")
 if [ "\$k" = 3 ] && [ -n "${SHIFT:-}" ]; then
-	exec nsenter -t "\$pid" -m -- faketime -f "+${SHIFT}s" "\$@"
+	exec nsenter -t "\$pid" -m -- faketime -f "+${SHIFT:-0}s" "\$@"
 fi
 exec nsenter -t "\$pid" -m -- "\$@"
 EOF

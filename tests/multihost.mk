@@ -1,18 +1,22 @@
 # make check-multihost: several hosts on one spool, on a real GlusterFS
-# volume (tests/multihost; as root).  Outside CI it may skip, saying why.
+# volume and on a real CephFS (tests/multihost; as root).  Outside CI each
+# may skip, saying why.
 MULTIHOST_SECONDS ?= 60
 
-check-multihost: all
-	@tests/multihost -t $(MULTIHOST_SECONDS); rc=$$?; \
+check-multihost: check-multihost-glusterfs check-multihost-cephfs
+
+check-multihost-glusterfs check-multihost-cephfs: all
+	@tests/multihost -f $(@:check-multihost-%=%) -t $(MULTIHOST_SECONDS); \
+	rc=$$?; \
 	if [ $$rc -eq 0 ]; then echo "1 passed, 0 failed"; \
 	elif [ $$rc -eq 77 ]; then echo "0 passed, 0 failed (skipped)"; \
 	else echo "0 passed, 1 failed"; exit 1; fi
 
-.PHONY: check-multihost
+.PHONY: check-multihost check-multihost-glusterfs check-multihost-cephfs
 
-# Claims per second with 1, 2 and 3 hosts on the volume beside the local
-# disk (bench/multihost.sh; as root).
+# Claims per second with 1, 2 and 3 hosts on each shared file system beside
+# the local disk (bench/multihost.sh; as root).
 bench-multihost: all
-	@bench/multihost.sh
+	@bench/multihost.sh -f glusterfs && bench/multihost.sh -f cephfs
 
 .PHONY: bench-multihost
