@@ -430,7 +430,7 @@ EOT
 		as() { "$@"; }
 	fi
 	as bash -c "$(declare -f enq park lease_token ids_in); PAY=$PAY; park d1; enq q1 q2"
-	[ "$(stat -c %U "$SPOOL_DIR/dead/d1")" = "$(id -un nobody 2>/dev/null || id -un)" ] || [ "$(id -u)" != 0 ]
+	[ "$(id -u)" != 0 ] || [ "$(stat -c %U "$SPOOL_DIR/dead/d1")" = nobody ]
 	chmod 000 "$SPOOL_DIR/dead/d1" "$(path_of q1)"
 	run -2 as spool-stat --crit 'damaged>0'
 	[ "$output" = "SPOOL CRITICAL - damaged=2 (>0) | damaged=2" ]
@@ -578,4 +578,26 @@ EOH
 	grep -q '^redrive d1 1 0 2 hand - - -$' <(audit_events)
 	fsck_clean
 	damaged 0
+}
+
+@test "spool-fsck --repair beside a command that logs a move after fsck read the log: no second audit line" {
+	enq a1 j2
+	spool-claim --owner w -n 2 >/dev/null
+	# fsck reads the log, then waits for a1's lock, which the test holds.
+	exec {lk}<"$SPOOL_DIR/meta/a1"
+	flock -x "$lk"
+	spool-fsck --repair >"$BATS_TEST_TMPDIR/fsck.out" 2>&1 {lk}<&- &
+	fpid=$!
+	end=$((SECONDS + 20))
+	until grep -q -- "-> FLOCK .* $fpid " /proc/locks; do
+		[ "$SECONDS" -lt "$end" ] || { kill "$fpid"; false; }
+	done
+	# Meanwhile j2 is finished: its line is logged after fsck's reading.
+	spool-finish j2 "$(lease_token j2)" ok >/dev/null
+	exec {lk}<&-
+	wait "$fpid"
+	[ "$(cat "$BATS_TEST_TMPDIR/fsck.out")" = "" ]
+	[ "$(audit_events | grep -c '^ok j2 ')" -eq 1 ]
+	fsck_clean
+	same j2
 }
