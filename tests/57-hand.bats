@@ -4,7 +4,9 @@
 # payload lost (its bytes compared), every job reachable or recorded as
 # removed, spool-fsck clean after --repair (and after the person's command
 # where one is needed), the audit log saying what was adopted, and
-# spool-stat --crit 'damaged>0' critical from the edit until it is settled.
+# spool-stat --crit 'damaged>0' critical from the edit until it is settled
+# (but for a copy and an edited payload, which spool-stat does not read
+# payloads to find: spool(7) says so).
 
 load helpers
 
