@@ -248,14 +248,16 @@ where(int state)
 /*
  * A job whose file or sidecar is not where it should be: moved, removed or
  * garbled by hand, or lost.  No retry mends it (100); spool-fsck --repair
- * does, or says which command does.
+ * does, or says which command does; a removal only a person can vouch
+ * for, so the command that records one is named here too.
  */
 int
 damaged(const char *id)
 {
 	say("%s: damaged job: its file or its sidecar is not where it should "
-	    "be: spool-fsck --repair settles it or says how (spool(7), "
-	    "EDITING THE SPOOL BY HAND)", id);
+	    "be: spool-fsck --repair settles it or says how; a file removed "
+	    "on purpose is recorded with spool-purge --missing --by WHO --note "
+	    "TICKET %s (spool(7), EDITING THE SPOOL BY HAND)", id, id);
 	return EXIT_PERM;
 }
 

@@ -9,8 +9,11 @@
  * instead of the exit vocabulary of every other command.
  */
 #define _GNU_SOURCE
+#include <sys/stat.h>
+
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -213,14 +216,56 @@ audit_line(void *arg, const char *line, size_t len)
 	return 0;
 }
 
-/* Is there a sidecar for id?  Its name alone is looked at. */
+/*
+ * Is there a sidecar for id?  Its name and size alone are looked at: an
+ * emptied one holds no record, and is as good as lost (a job's file is
+ * published only after its first record is on disk).
+ */
 static int
 has_sidecar(const char *dir, const char *id)
 {
 	char path[PATH_MAX];
+	struct stat st;
 
 	(void)snprintf(path, sizeof(path), "%s/meta/%s", dir, id);
-	return access(path, F_OK) == 0 || errno != ENOENT;
+	if (stat(path, &st) == -1)
+		return errno != ENOENT;
+	return st.st_size > 0;
+}
+
+/*
+ * Files at the top of new/, where only buckets belong, that no sidecar
+ * names: dropped there by hand.  (A job's file moved there is counted
+ * by its sidecar, whose record puts it elsewhere.)
+ */
+static long
+loose_in_new(const char *dir)
+{
+	char path[PATH_MAX], id[SPOOL_ID_MAX + 1];
+	struct dirent *de;
+	struct stat st;
+	size_t len;
+	long n = 0;
+	DIR *d;
+
+	(void)snprintf(path, sizeof(path), "%s/new", dir);
+	if ((d = opendir(path)) == NULL)
+		fail(EXIT_TEMP, "%s: %s", path, strerror(errno));
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+		    -1 || S_ISDIR(st.st_mode))
+			continue;
+		len = strcspn(de->d_name, ",");
+		if (len > SPOOL_ID_MAX)
+			len = 0;
+		memcpy(id, de->d_name, len);
+		id[len] = '\0';
+		n += !spool_valid_id(id) || !has_sidecar(dir, id);
+	}
+	if (errno != 0)
+		fail(EXIT_TEMP, "%s: %s", path, strerror(errno));
+	(void)closedir(d);	/* read-only */
+	return n;
 }
 
 /*
@@ -317,6 +362,7 @@ gather(struct spool *sp, const char *dir, struct stats *st)
 			    strerror(errno));
 	}
 	picks_free(&w.orphans);
+	st->damaged += loose_in_new(dir);
 	st->quarantined = quarantined(dir);
 	if ((st->paused = spool_paused(sp)) == -1)
 		fail(EXIT_TEMP, "paused: %s", strerror(errno));

@@ -157,6 +157,9 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 	if (j->cur.loc != loc || (loc == SPOOL_NEW && j->cur.eligible !=
 	    (int64_t)val) || (loc == SPOOL_LEASED && j->cur.tok != val))
 		goto skip;	/* moved since we read the directory */
+	/* Nobody may read it (a hand's chmod): damaged, not work. */
+	if ((j->fmode & 0444) == 0)
+		goto skip;
 	if (loc == SPOOL_LEASED && j->cur.until > c->expired) {
 		if (j->cur.until < c->min_until)
 			c->min_until = j->cur.until;

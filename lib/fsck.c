@@ -407,17 +407,56 @@ quarantine(struct fsck *f, const char *rel)
 	return 0;
 }
 
+/* One audit line looked for by a scan of the whole log. */
+struct wanted {
+	const char *id;
+	struct akey key;
+	int found;
+};
+
+static int
+wanted_line(void *arg, const char *line, size_t len)
+{
+	struct wanted *w = arg;
+	struct spool_audit a;
+
+	if (spool_audit_parse(line, len, &a) == 0 && a.time == w->key.t &&
+	    (int)a.event == w->key.ev && a.token == w->key.tok &&
+	    strcmp(a.id, w->id) == 0)
+		w->found = 1;
+	return 0;
+}
+
+/*
+ * Is the line there now?  The index was read before this job was locked,
+ * and a command beside us may have moved the job and logged it since:
+ * only under the job's lock is its last line sure to be on disk.  Read
+ * again only on a miss, which is rare but for a live spool.
+ */
+static int
+logged_since(struct fsck *f, const char *id, const struct akey *want)
+{
+	struct wanted w;
+
+	w.id = id;
+	w.key = *want;
+	w.found = 0;
+	if (spool_audit_scan(f->sp, wanted_line, &w) == -1)
+		return -1;
+	return w.found;
+}
+
 /*
  * Replay the sidecar's records: each effective one must have its audit
  * line (those a crash kept from being written are appended, with repair).
  */
-static void
+static int
 check_audit(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
 {
 	const char *p = j->text, *end = j->text + j->textlen, *nl, *next;
 	struct akey want;
 	struct rec r, v;
-	int effective;
+	int effective, since;
 
 	for (; (nl = memchr(p, '\n', (size_t)(end - p))) != NULL; p = next) {
 		next = nl + 1;
@@ -442,6 +481,10 @@ check_audit(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
 		if (f->nkeys > 0 && bsearch(&want, f->keys, f->nkeys,
 		    sizeof(want), cmp_key) != NULL)
 			continue;
+		if ((since = logged_since(f, j->id, &want)) == -1)
+			return -1;
+		if (since)
+			continue;
 		if (f->repair && audit_add(&f->ab, f->sp, j->id, &r,
 		    want.ev) == 0) {
 			problem(f, j->id, 1, "no audit line for its %s at %"
@@ -452,6 +495,7 @@ check_audit(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
 		problem(f, j->id, 0, "no audit line for its %s at %" PRId64
 		    " ms", spool_event_name(want.ev), r.t);
 	}
+	return 0;
 }
 
 /*
@@ -854,10 +898,9 @@ orphans(struct fsck *f, const char *id, struct ent *ents, size_t n,
 	struct stat st;
 	struct job j;
 	size_t i;
-	int rv;
+	int known = audit_knows(f, hash_id(id, strlen(id))), rv;
 
-	if (n == 1 && !ents[0].misplaced &&
-	    audit_knows(f, hash_id(id, strlen(id)))) {
+	if (n == 1 && !ents[0].misplaced && known) {
 		rel = ENT_REL(f, &ents[0]);
 		if (!f->repair) {
 			problem(f, rel, 0, "a job file whose sidecar is lost or "
@@ -886,6 +929,12 @@ orphans(struct fsck *f, const char *id, struct ent *ents, size_t n,
 			    "which has no sidecar%s: to make the right one the "
 			    "job, spool-enqueue --id %s FILE", n, id, f->repair ?
 			    " (quarantined)" : "", id);
+		else if (known)
+			/* Moved by hand, and its sidecar lost: two edits. */
+			problem(f, rel, f->repair, "a file of job %s, whose "
+			    "sidecar is lost or empty, where no job's file can "
+			    "be%s: to make it the job, spool-enqueue --id %s FILE",
+			    id, f->repair ? " (quarantined)" : "", id);
 		else
 			problem(f, rel, f->repair, "a file no job owns (no "
 			    "sidecar, and no audit line of ID %s)%s: to make it "
@@ -1028,7 +1077,8 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 	if (amax > j.hi && sp->format < 2)
 		problem(f, id, 0, "the audit log names token %" PRIu64 ", above "
 		    "the sidecar's highest, %" PRIu64, amax, j.hi);
-	check_audit(f, &j, idh, cut);
+	if (check_audit(f, &j, idh, cut) == -1)
+		goto fail;
 	job_close(&j);
 	return 0;
 fail:

@@ -174,6 +174,10 @@ spool_job_info(struct spool *sp, const char *id, int history,
 	ev0 = j.cur.ev;
 	if (job_locate(sp, &j) == -1)
 		goto fail;
+	if (j.cur.loc != SPOOL_ABSENT && (j.fmode & 0444) == 0) {
+		errno = EUCLEAN;	/* a mode a hand took away */
+		goto fail;
+	}
 	if (j.cur.loc == SPOOL_ABSENT) {
 		/*
 		 * No job: none yet, or a first enqueue that died before its

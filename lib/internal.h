@@ -81,6 +81,7 @@ struct job {
 	int finish_last;	/* the last record was a finish */
 	dev_t dev;		/* the job file, once located */
 	ino_t ino;
+	mode_t fmode;	/* its mode: none may read it after a chmod 000 */
 	size_t npending, written;	/* queued; written, not yet synced */
 	int event;		/* the audit event of the queued record */
 	char pending[2048];	/* lines to append on commit: last, and

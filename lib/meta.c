@@ -137,6 +137,7 @@ job_locate(struct spool *sp, struct job *j)
 	if (r == 1) {
 		j->dev = st.st_dev;
 		j->ino = st.st_ino;
+		j->fmode = st.st_mode;
 		return 0;
 	}
 	j->voidtail = 1;
@@ -152,6 +153,7 @@ job_locate(struct spool *sp, struct job *j)
 		}
 		j->dev = st.st_dev;
 		j->ino = st.st_ino;
+		j->fmode = st.st_mode;
 	}
 	j->cur = j->prev;
 	memset(&j->prev, 0, sizeof(j->prev));

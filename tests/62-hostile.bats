@@ -55,7 +55,7 @@ untouched() {
 	rm "$SPOOL_DIR/dead/j1"
 	ln -s "$OUT/file" "$SPOOL_DIR/dead/j1"
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 j1
-	[ "$stderr" = "spool-redrive: j1: damaged job: its file or its sidecar is not where it should be: spool-fsck --repair settles it or says how (spool(7), EDITING THE SPOOL BY HAND)" ]
+	[ "$stderr" = "spool-redrive: j1: damaged job: its file or its sidecar is not where it should be: spool-fsck --repair settles it or says how; a file removed on purpose is recorded with spool-purge --missing --by WHO --note TICKET j1 (spool(7), EDITING THE SPOOL BY HAND)" ]
 	run -1 spool-fsck --repair
 	[[ $output == *"dead/j1: not a job's name (quarantined)"* ]]
 	[ -L "$SPOOL_DIR"/quarantine/dead_j1,* ]
@@ -69,7 +69,7 @@ untouched() {
 	rm "$SPOOL_DIR/meta/a1"
 	ln -s "$OUT/file" "$SPOOL_DIR/meta/a1"
 	run -100 --separate-stderr spool-enqueue --id a1 </dev/null
-	[ "$stderr" = "spool-enqueue: a1: damaged job: its file or its sidecar is not where it should be: spool-fsck --repair settles it or says how (spool(7), EDITING THE SPOOL BY HAND)" ]
+	[ "$stderr" = "spool-enqueue: a1: damaged job: its file or its sidecar is not where it should be: spool-fsck --repair settles it or says how; a file removed on purpose is recorded with spool-purge --missing --by WHO --note TICKET a1 (spool(7), EDITING THE SPOOL BY HAND)" ]
 	run -0 spool-claim -n 2
 	[ "$(cut -f1 <<<"$output")" = b2 ]
 	run -1 spool-fsck
