@@ -517,12 +517,15 @@ fresh() {
 
 # norm_path PATH: NP is PATH (relative to the case's area) with what varies
 # from run to run made the same: bucket names, generated IDs, the numbers
-# after a comma (eligible times, tokens, pids).
+# after a comma (eligible times, tokens, pids); and the jobs of the format
+# 1 fixture made one, as the files of a batch are.
 norm_path() {
 	local c out= IFS=/
 	for c in $1; do
 		if [[ $c =~ ^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12} ]]; then
 			c=ID${c:36}
+		elif [[ $c =~ ^(busy|dead|done|new|purged)-1(,.*)?$ ]]; then
+			c=FX${BASH_REMATCH[2]}	# the format 1 fixture's jobs
 		fi
 		if [[ $c =~ ^([0-9a-f]{3}|[0-9a-f]{8})$ ]]; then
 			c=B
