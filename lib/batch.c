@@ -22,17 +22,20 @@ failed(struct spool_result *res, int err, int changed)
 	res->changed = changed;
 }
 
-/* An item's job could not be changed: every item naming it failed too. */
+/*
+ * An item's job could not be changed (or, changed, could not be made
+ * durable): every item naming it failed too.
+ */
 static void
 fail_job(struct batch *b, const char **ids, struct spool_result **res,
-    struct job *j, int err)
+    struct job *j, int err, int changed)
 {
 	size_t i;
 
 	for (i = 0; i < b->n; i++)
 		if (ids[i] != NULL && strcmp(ids[i], j->id) == 0 &&
 		    res[i]->status == 0)
-			failed(res[i], err, 0);
+			failed(res[i], err, changed);
 	job_close(j);
 }
 
@@ -143,7 +146,7 @@ batch_run(struct spool *sp, struct batch *b)
 			continue;
 		}
 		if (b->one(sp, j, order[k], b) == -1 || job_write(j) == -1)
-			fail_job(b, ids, res, j, errno);
+			fail_job(b, ids, res, j, errno, 0);
 	}
 	/* 2: the records, durable side by side, before any move. */
 	for (i = 0; i < b->n; i++)
@@ -159,8 +162,14 @@ batch_run(struct spool *sp, struct batch *b)
 	for (k = 0; k < ns; k++) {
 		struct job *j = &jobs[synced[k]];
 
+		/*
+		 * A purge's record, once written, is the purge: the next
+		 * command on the ID removes the file (spool-layout.md,
+		 * "Crashes").  Any other record waits for its move.
+		 */
 		if (errs[k] != 0 || job_move(sp, j, &b->ds) == -1) {
-			fail_job(b, ids, res, j, errs[k] != 0 ? errs[k] : errno);
+			fail_job(b, ids, res, j, errs[k] != 0 ? errs[k] : errno,
+			    j->cur.loc == SPOOL_ABSENT);
 			continue;
 		}
 		crash_point(point);

@@ -278,11 +278,9 @@ hint_write(int fd, int64_t v)
 	int n;
 
 	n = snprintf(buf, sizeof(buf), "%019" PRId64 "\n", v);
-	if (pwrite(fd, buf, (size_t)n, 0) != n) {
-		if (errno == 0)
-			errno = EIO;	/* short: 20 bytes did not fit */
+	/* (write_at goes on after EINTR and a short write) */
+	if (write_at(fd, buf, (size_t)n, 0) == -1)
 		return -1;
-	}
 	/* Durable: a power cut must not bring back a later time. */
 	return sync_fd(fd);
 }

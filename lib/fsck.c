@@ -632,36 +632,49 @@ enum hand { PUT_BACK, AS_REDRIVE, AS_DROP };
  * The job's file was moved by hand from where its record puts it to rel,
  * in a directory of state: what did the person mean?  From dead/ into
  * new/, a redrive; into done/, a drop; under the rules the commands keep.
- * Anything else means nothing the spool does, and goes back.
+ * Anything else means nothing the spool does, and goes back.  -1: the
+ * payload could not be read, and nothing is decided (a file the spool may
+ * not read is not the one enqueued, as far as it can tell).
  */
-static enum hand
+static int
 meant(struct fsck *f, const struct job *j, const char *rel, int state,
-    const char **why)
+    enum hand *how, const char **why)
 {
-	int fd, same;
+	int fd, same, e;
 
 	*why = NULL;
+	*how = PUT_BACK;
 	if (j->cur.loc != SPOOL_DEAD || (state != SPOOL_NEW &&
 	    state != SPOOL_DONE))
-		return PUT_BACK;
-	if (state == SPOOL_DONE)
-		return AS_DROP;
+		return 0;
+	if (state == SPOOL_DONE) {
+		*how = AS_DROP;
+		return 0;
+	}
 	if (j->cur.se) {
 		*why = "its side effect may have happened: reconcile it, then "
 		    "spool-redrive --reconciled";
-		return PUT_BACK;
+		return 0;
 	}
 	fd = sys_openat(f->sp->dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
 	    O_NONBLOCK, 0);
-	same = fd != -1 && payload_matches(fd, &j->cur, 1) == 1;
-	if (fd != -1)
+	if (fd == -1 && errno != EACCES)
+		return -1;
+	same = fd == -1 ? 0 : payload_matches(fd, &j->cur, 1);
+	if (fd != -1) {
+		e = errno;
 		(void)close_fd(fd);	/* read-only */
+		errno = e;
+	}
+	if (same == -1)
+		return -1;
 	if (!same) {
 		*why = "its payload is not the one enqueued: check it, then "
 		    "spool-redrive --edited";
-		return PUT_BACK;
+		return 0;
 	}
-	return AS_REDRIVE;
+	*how = AS_REDRIVE;
+	return 0;
 }
 
 /*
@@ -772,13 +785,23 @@ settle_missing(struct fsck *f, struct job *j, const char *where,
 	}
 	for (i = 0; strcmp(ENT_REL(f, &ents[i]), rel) != 0; i++)
 		continue;
-	how = meant(f, j, rel, ents[i].state, &why);
+	if (meant(f, j, rel, ents[i].state, &how, &why) == -1)
+		return -1;
+	/*
+	 * The records before an adoption took effect; so does the last one
+	 * once its file is put back (an adoption cut short after its record
+	 * leaves one): each needs its audit line, before the adoption's.
+	 */
+	if (f->repair && how != PUT_BACK)
+		check_audit(f, j, hash_id(j->id, strlen(j->id)), 0);
 	if (f->repair && (how == PUT_BACK ? put_back(f, j, rel) :
 	    adopt(f, j, rel, how)) == -1)
 		return -1;
 	problem(f, j->id, f->repair, "moved by hand from %s/ to %s: %s%s%s",
 	    state, rel, f->repair ? done[how] : todo[how], why != NULL ?
 	    "; " : "", why != NULL ? why : "");
+	if (f->repair && how == PUT_BACK)
+		check_audit(f, j, hash_id(j->id, strlen(j->id)), 0);
 	return 0;
 }
 
@@ -974,6 +997,20 @@ damaged_sidecar(struct fsck *f, const char *id, struct ent *ents, size_t n)
 	return f->repair ? orphans(f, id, ents, n, NULL) : 0;
 }
 
+/* Is any of the job's files found by the scan still there? */
+static int
+files_left(struct fsck *f, struct ent *ents, size_t n)
+{
+	struct stat st;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (fstatat(f->sp->dirfd, ENT_REL(f, &ents[i]), &st,
+		    AT_SYMLINK_NOFOLLOW) == 0)
+			return 1;
+	return 0;
+}
+
 /* One job: its sidecar, its files, its tokens, its audit lines. */
 static int
 check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
@@ -1039,10 +1076,19 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 	}
 	if (f->repair && job_settle(sp, &j, &f->ab) == -1)
 		goto fail;
-	if (sp->format >= 2 && j.cur.ev == SPOOL_EV_PURGE && n == 0) {
-		/* A purge cut short before it removed the sidecar. */
-		if (f->repair && sys_unlinkat(sp->metafd, id, 0) == -1 &&
-		    errno != ENOENT)
+	/*
+	 * A purge cut short before it removed the sidecar (or before its
+	 * unlink, which job_settle has just done).
+	 */
+	if (sp->format >= 2 && j.cur.ev == SPOOL_EV_PURGE && (n == 0 ||
+	    (f->repair && !files_left(f, ents, n)))) {
+		/*
+		 * The purge's audit line, if a crash kept it from being
+		 * written, goes to the log before the sidecar, its last trace.
+		 */
+		check_audit(f, &j, idh, 0);
+		if (f->repair && (audit_flush(sp, &f->ab) == -1 ||
+		    (sys_unlinkat(sp->metafd, id, 0) == -1 && errno != ENOENT)))
 			goto fail;
 		f->forgot |= f->repair;
 		problem(f, id, f->repair, "purged, but its sidecar is still in "

@@ -156,15 +156,34 @@ EOF
 	[ ! -e "$SPOOL_DIR/done/j1" ]
 	[ "$(audit_events | tail -1 | cut -d' ' -f1,2)" = "purge j1" ]
 	fsck_clean
-	# A sidecar that ends in its purge, as a power cut might bring back.
+	# A sidecar that ends in its purge, as a power cut might bring back
+	# (the purge was logged before its sidecar went).
 	printf '%s\n' "t=$T ev=enqueue at=new:$T tok=0 att=0 cyc=1 max=5 dl=$((T + 1000)) ttl=1000 created=$T" \
 	    "t=$T ev=purge at=absent tok=9 att=0 cyc=1 max=5 dl=$((T + 1000)) ttl=1000 created=$T" \
 	    >"$SPOOL_DIR/meta/ghost"
+	printf '%s\n' "2026-11-30T08:12:16.000Z enqueue ghost 0 0 1 - - - - h:1" \
+	    "2026-11-30T08:12:16.000Z purge ghost 9 0 1 - - - - h:1" \
+	    >>"$SPOOL_DIR/audit/testhost.log"
 	run -1 spool-fsck
 	[ "$output" = "ghost: purged, but its sidecar is still in meta/" ]
 	run -0 spool-fsck --repair
 	[ "$output" = "ghost: purged, but its sidecar is still in meta/ (removed)" ]
 	[ ! -e "$SPOOL_DIR/meta/ghost" ]
+	fsck_clean
+}
+
+@test "a purge cut short before its audit line: --repair logs it, then removes the sidecar" {
+	cycle j1 >/dev/null
+	run -137 env SPOOL_TEST_CRASH=purge-synced SPOOL_TEST_NOW=$((T + 1)) spool-purge done j1
+	[ "$(audit_events | tail -1 | cut -d' ' -f1,2)" = "ok j1" ]
+	run -1 spool-fsck
+	[ "$output" = "j1: no audit line for its purge at $((T + 1)) ms
+j1: purged, but its sidecar is still in meta/" ]
+	run -0 spool-fsck --repair
+	[ "$output" = "j1: no audit line for its purge at $((T + 1)) ms (appended)
+j1: purged, but its sidecar is still in meta/ (removed)" ]
+	[ "$(audit_events | tail -1 | cut -d' ' -f1,2)" = "purge j1" ]
+	[ ! -e "$SPOOL_DIR/meta/j1" ]
 	fsck_clean
 }
 

@@ -56,9 +56,14 @@ run_kill() {
 	read_out
 }
 
-# Highest token the spool has shown for j1: its sidecar and leased/ names.
+# Highest token the spool has shown for j1: its sidecar and leased/ names,
+# and the last the counter handed out.
 max_token() {
 	local line t max=0 f
+	if [ -f "$SPOOL_DIR/tokens" ]; then
+		read -r _ line _ <"$SPOOL_DIR/tokens"
+		max=${line#last=}
+	fi
 	if [ -f "$SPOOL_DIR/meta/j1" ]; then
 		while IFS= read -r line; do
 			[[ $line =~ \ tok=([0-9]+) ]] || continue
@@ -93,14 +98,15 @@ drive_to_done() {
 			;;
 		dead)
 			r=0
-			line=$(spool-redrive --by ops --note CRASH-1 --reconciled j1 2>&1) || r=$?
+			line=$(spool-redrive --by ops --note CRASH-1 --reconciled $EDITED j1 2>&1) || r=$?
 			[ "$r" -eq 0 ] || { why="redrive of j1: exit $r: $line"; return 1; }
 			continue
 			;;
 		absent)
-			# Only an enqueue that never published leaves no job; its
-			# producer, not told "done", enqueues again.
-			[ "$FROM" = absent ] || { why="j1 is nowhere"; return 1; }
+			# Only an enqueue that never published, or a purge, leaves
+			# no job; its producer, not told "done", enqueues again.
+			[ "$FROM" = absent ] || [ "$TO" = absent ] ||
+			    { why="j1 is nowhere"; return 1; }
 			r=0
 			line=$(spool-enqueue --id j1 <"$STDIN" 2>&1) || r=$?
 			[ "$r" -eq 0 ] || { why="enqueue of j1 again: exit $r: $line"; return 1; }
@@ -136,8 +142,11 @@ survive() {
 		why="not killed (exit $rc)"
 		return 1
 	fi
-	if [ "$CMD" = spool-init ]; then
-		init_again || return 1
+	# A person's recovery first where the command is one (spool-fsck
+	# --repair, or one that is run again: see recover), or where what it
+	# leaves is checked (AFTER).
+	if [ -n "$AGAIN$AFTER" ] || [ "$CMD" = spool-fsck ]; then
+		recover || return 1
 	fi
 	if [ -n "$FROM" ]; then
 		# Before anyone repairs anything: j1 in one place, or in the
@@ -168,9 +177,16 @@ survive() {
 			done
 		done
 		drive_to_done "$BEFORE" || return 1
-		IDS="j1=$WANT"
+		# j1 with the payload it was driven with; the other jobs as
+		# they were.
+		local spec ids="j1=$WANT"
+		for spec in $IDS; do
+			case $spec in j1[:=]*) ;; *) ids+=" $spec" ;; esac
+		done
+		IDS=$ids
 	fi
-	repair && quiet_fsck && jobs_ok $MUST
+	repair && quiet_fsck && jobs_ok $MUST || return 1
+	[ -z "$AFTER" ] || $AFTER
 }
 
 # kill_case K: a fresh copy, the command killed before its K-th call; the
@@ -268,6 +284,18 @@ walk() {
 @test "spool-drop killed at every call" { plain walk drop; }
 @test "spool-cancel killed at every call" { plain walk cancel; }
 @test "spool-fsck --repair of a damaged spool killed at every call" { plain walk fsck; }
+@test "spool-fsck --repair adopting dead/ moved to new/ by hand killed at every call" { plain walk hand-redrive; }
+@test "spool-fsck --repair adopting dead/ moved to done/ by hand killed at every call" { plain walk hand-drop; }
+@test "spool-fsck --repair putting back a move into leased/ killed at every call" { plain walk hand-leased; }
+@test "spool-fsck --repair rebuilding an emptied sidecar killed at every call" { plain walk rebuild-empty; }
+@test "spool-fsck --repair rebuilding a garbled sidecar killed at every call" { plain walk rebuild-garbled; }
+@test "spool-fsck --repair quarantining a file no job owns killed at every call" { plain walk stray; }
+@test "spool-purge --missing of a file removed by hand killed at every call" { plain walk purge-missing; }
+@test "spool-purge done ID killed at every call" { plain walk purge-done; }
+@test "spool-redrive --edited of a payload changed by hand killed at every call" { plain walk redrive-edited; }
+@test "spool-fsck --restored killed at every call" { plain walk restored; }
+@test "spool-claim reserving a new block of tokens killed at every call" { plain walk claim-block; }
+@test "spool-init --upgrade of a format 1 spool killed at every call" { plain walk upgrade; }
 
 @test "the totals: call numbers hit and survived per command" {
 	local name n r s tn=0 tr=0 ts=0 rows=0
@@ -278,6 +306,6 @@ walk() {
 		tn=$((tn + n)) tr=$((tr + r)) ts=$((ts + s)) rows=$((rows + 1))
 	done <"$BATS_FILE_TMPDIR/walks"
 	printf '# %-16s %6d %7d %9d\n' total "$tn" "$tr" "$ts" >&3
-	[ "$rows" -eq 15 ] || { echo "$rows of 15 walks ran" >&2; return 1; }
+	[ "$rows" -eq 27 ] || { echo "$rows of 27 walks ran" >&2; return 1; }
 	[ "$tr" -gt 0 ] && [ "$tr" -eq "$ts" ]
 }

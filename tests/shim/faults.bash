@@ -46,6 +46,16 @@ faults_setup_file() {
 	printf 'payload \001\002 bytes\nline two\n' >"$PD/one"
 	printf 'second cycle \377\n' >"$PD/two"
 	head -c 20000 /dev/urandom | tr -d '\000' | split -b 5000 -a 1 - "$PD/" || return 1
+	# A spool of format 1, made by the version before format 2
+	# (tests/fixtures/README.md), and its payloads by job.
+	export F1="$BATS_FILE_TMPDIR/format1"
+	mkdir -p "$F1"
+	tar -C "$F1" -xzf "$root/tests/fixtures/format1-spool.tar.gz" || return 1
+	local f n
+	for f in $(find "$F1"/spool/{new,leased,dead,done} -type f); do
+		n=${f##*/}
+		cp "$f" "$PD/${n%%,*}" || return 1
+	done
 	export WORK_ROOT
 	WORK_ROOT=$(mktemp -d /dev/shm/spool-faults.XXXXXX 2>/dev/null) ||
 	    WORK_ROOT=$(mktemp -d "$BATS_FILE_TMPDIR/work.XXXXXX")
@@ -69,7 +79,7 @@ faults_setup() {
 	P1="$PD/one" P2="$PD/two"
 	local p
 	declare -gA PAY
-	for p in one two a b c; do
+	for p in one two a b c busy-1 dead-1 new-1 purged-1; do
 		IFS= read -r -d '' "PAY[$p]" <"$PD/$p" || true
 	done
 	T1=$((T0 + 1000))
@@ -106,7 +116,9 @@ plain() {
 # or "batch"), FROM and TO (where j1 is before and after: absent, new,
 # leased,TOKEN, done, dead), MOVES (1: a failure's message must say "state
 # changed" exactly when j1 moved), MUST (must: no job may be missing, even
-# before the producer retries).
+# before the producer retries), AGAIN (how a person recovers from a
+# failure: see recover), EDITED (--edited: a redrive of j1 after it takes
+# its payload as it is), AFTER (a check of what recovery must leave).
 
 st_none() { :; }
 st_spool() { spool-init; }
@@ -114,6 +126,34 @@ st_queued() { spool-init && at "$T0" spool-enqueue --id j1 <"$P1" >/dev/null; }
 st_leased() { st_queued && at "$T0" spool-claim --owner w1 --lease 1h >/dev/null; }
 st_done() { st_leased && at "$T0" spool-finish j1 1 ok >/dev/null; }
 st_parked() { st_leased && at "$T0" spool-finish j1 1 permanent >/dev/null; }
+
+# Hand edits (spool(7), EDITING THE SPOOL BY HAND), and states the token
+# counter and the formats bring (spool-layout.md, "Tokens", "Formats").
+st_hand_redrive() { st_parked && mv "$SPOOL_DIR/dead/j1" "$SPOOL_DIR/new/"; }
+st_hand_drop() { st_parked && mv "$SPOOL_DIR/dead/j1" "$SPOOL_DIR/done/"; }
+st_hand_leased() { st_parked && mv "$SPOOL_DIR/dead/j1" "$SPOOL_DIR/leased/"; }
+st_emptied() { st_leased && : >"$SPOOL_DIR/meta/j1"; }
+st_garbled() { st_queued && echo garbage >>"$SPOOL_DIR/meta/j1"; }
+st_stray() { st_queued && cp "$P2" "$SPOOL_DIR/dead/stray"; }
+st_removed() { st_parked && rm "$SPOOL_DIR/dead/j1"; }
+# (an editor's save: a new file renamed over the old one)
+st_edited() {
+	st_parked && cp "$P2" "$SPOOL_DIR/dead/.j1.swp" &&
+	    mv "$SPOOL_DIR/dead/.j1.swp" "$SPOOL_DIR/dead/j1"
+}
+# j1 leased with token 1, j2 parked with token 2: a backup brought back.
+st_restored() {
+	st_leased && at "$T0" spool-enqueue --id j2 <"$P1" >/dev/null &&
+	    at "$T0" spool-claim --owner w1 >/dev/null &&
+	    at "$T0" spool-finish j2 2 permanent >/dev/null
+}
+# The counter at the end of a block this boot reserved: the next claim
+# takes its last token and reserves the next block.
+st_block() {
+	st_queued && printf 'next=1025 last=1024 boot=%s\n' \
+	    "$(cat /proc/sys/kernel/random/boot_id)" >"$SPOOL_DIR/tokens"
+}
+st_format1() { cp -a "$F1/spool" "$SPOOL_DIR"; }
 
 # A spool with one of everything a crash leaves (spool-layout.md, "Crashes").
 st_damaged() {
@@ -157,9 +197,9 @@ killed_at() {
 
 scenario() {
 	SETUP=st_spool NOW=$T1 STDIN=/dev/null IDS="j1=one" FROM= TO= MOVES=1
-	MUST=must
+	MUST=must AGAIN= EDITED= AFTER=
 	case $1 in
-	init) SETUP=st_none ACT=(spool-init) IDS= MOVES=0 ;;
+	init) SETUP=st_none ACT=(spool-init) IDS= MOVES=0 AGAIN=init ;;
 	enqueue) ACT=(spool-enqueue --id j1) STDIN=$P1 FROM=absent TO=new MUST= ;;
 	batch)
 		ACT=(spool-enqueue "$PD/a" "$PD/b" "$PD/c")
@@ -194,6 +234,41 @@ scenario() {
 	fsck)
 		SETUP=st_damaged ACT=(spool-fsck --repair) MOVES=0
 		IDS="j1=one j2=one j4:new=two j5=one j6=one"
+		;;
+	hand-redrive) SETUP=st_hand_redrive ACT=(spool-fsck --repair)
+		FROM=new TO=new MOVES=0 ;;
+	hand-drop) SETUP=st_hand_drop ACT=(spool-fsck --repair)
+		FROM=done TO=done MOVES=0 ;;
+	hand-leased) SETUP=st_hand_leased ACT=(spool-fsck --repair)
+		FROM=dead TO=dead MOVES=0 ;;
+	rebuild-empty) SETUP=st_emptied ACT=(spool-fsck --repair)
+		FROM=leased,1 TO=leased,1 MOVES=0 ;;
+	rebuild-garbled) SETUP=st_garbled ACT=(spool-fsck --repair)
+		FROM=new TO=new MOVES=0 ;;
+	stray) SETUP=st_stray ACT=(spool-fsck --repair) FROM=new TO=new
+		MOVES=0 AFTER=stray_kept ;;
+	purge-missing)
+		SETUP=st_removed STDIN=$P1 MUST= MOVES=0 AGAIN=unclean
+		AFTER=purge_logged
+		ACT=(spool-purge --missing --by ops --note INC-1 j1)
+		FROM=absent TO=absent
+		;;
+	purge-done) SETUP=st_done ACT=(spool-purge done j1) STDIN=$P1
+		FROM=done TO=absent MUST= AFTER=purge_logged ;;
+	redrive-edited)
+		SETUP=st_edited ACT=(spool-redrive --edited --by ops --note INC-1 j1)
+		IDS="j1=two" FROM=dead TO=new EDITED=--edited AGAIN=unclean
+		;;
+	restored)
+		SETUP=st_restored ACT=(spool-fsck --restored) AGAIN=always
+		IDS="j1=one j2=one" FROM=leased,1 TO=leased,1 MOVES=0
+		;;
+	claim-block) SETUP=st_block ACT=(spool-claim --owner w1 --lease 1h)
+		FROM=new TO=leased,1025 MOVES=0 ;;
+	upgrade)
+		SETUP=st_format1 ACT=(spool-init --upgrade) AGAIN=always MOVES=0
+		IDS="busy-1=busy-1 dead-1=dead-1 new-1=new-1 purged-1=purged-1"
+		AFTER=upgraded
 		;;
 	*) echo "no scenario $1" >&2; return 1 ;;
 	esac
@@ -342,6 +417,66 @@ repair() {
 	return 1
 }
 
+# recover: what a person does after the command failed or was killed, as
+# spool(7) and spool-layout.md, "Crashes", say: a failed init is completed
+# by running it again (AGAIN=init); a failed spool-fsck --restored or
+# spool-init --upgrade is run again (always); a failed spool-purge
+# --missing or spool-redrive --edited is run again if spool-fsck --repair
+# leaves the job damaged (unclean; RAN_AGAIN says it was); spool-fsck
+# --repair puts right the rest.  Then AFTER's check.
+recover() {
+	RAN_AGAIN=
+	case $AGAIN in
+	init) init_again ;;
+	always) again && repair ;;
+	unclean)
+		repair || return 1
+		quiet_fsck || { RAN_AGAIN=1 && again && repair; }
+		;;
+	*) repair ;;
+	esac || return 1
+	[ -z "$AFTER" ] || $AFTER
+}
+
+# again: the command once more, without faults: exit 0, nothing on stderr.
+again() {
+	local r=0 e
+	SPOOL_TEST_NOW=$NOW "${ACT[@]}" <"$STDIN" >/dev/null 2>"$TW/rerr" || r=$?
+	slurp "$TW/rerr" e
+	[ "$r" -eq 0 ] && [ -z "$e" ] && return 0
+	why="${ACT[*]} again: exit $r: ${e%$'\n'}"
+	return 1
+}
+
+# stray_kept: the file no job owned is in quarantine/, whole.
+stray_kept() {
+	local f
+	for f in "$SPOOL_DIR"/quarantine/dead_stray,*; do
+		same "$f" two && return 0
+	done
+	why="the stray file is not in quarantine/"
+	return 1
+}
+
+# purge_logged: a j1 gone from the spool has its purge in the audit log.
+purge_logged() {
+	[ ! -e "$SPOOL_DIR/meta/j1" ] || return 0
+	grep -q ' purge j1 ' "$SPOOL_DIR"/audit/*.log && return 0
+	why="j1 is gone, and no audit line says it was purged"
+	return 1
+}
+
+# upgraded: format 2, and the counter above every token of format 1 plus
+# the 2^20 the upgrade leaves for claims made during its scan.
+upgraded() {
+	local f next
+	slurp "$SPOOL_DIR/format" f
+	[ "$f" = $'2\n' ] || { why="format is ${f%$'\n'}, not 2"; return 1; }
+	next=$(sed -n 's/^next=\([0-9]*\) .*/\1/p' "$SPOOL_DIR/tokens")
+	[ "${next:-0}" -ge $((7 + (1 << 20))) ] ||
+	    { why="tokens: next=$next, not above 6 + 2^20"; return 1; }
+}
+
 # A failed or killed init: running it again completes the spool, with the
 # config a fresh init writes.
 init_again() {
@@ -382,12 +517,15 @@ fresh() {
 
 # norm_path PATH: NP is PATH (relative to the case's area) with what varies
 # from run to run made the same: bucket names, generated IDs, the numbers
-# after a comma (eligible times, tokens, pids).
+# after a comma (eligible times, tokens, pids); and the jobs of the format
+# 1 fixture made one, as the files of a batch are.
 norm_path() {
 	local c out= IFS=/
 	for c in $1; do
 		if [[ $c =~ ^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12} ]]; then
 			c=ID${c:36}
+		elif [[ $c =~ ^(busy|dead|done|new|purged)-1(,.*)?$ ]]; then
+			c=FX${BASH_REMATCH[2]}	# the format 1 fixture's jobs
 		fi
 		if [[ $c =~ ^([0-9a-f]{3}|[0-9a-f]{8})$ ]]; then
 			c=B
