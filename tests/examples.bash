@@ -25,13 +25,15 @@ ex_blocks() {
 }
 
 # What may differ between runs: the writers' process IDs, the time a paced
-# run took, the name mktemp(1) chose.
+# run took, the name mktemp(1) chose; and what a test's EX_SED, a sed(1)
+# script, says may (generated IDs).
 ex_normal() {
 	local text
 	text=$(cat)
 	[ -z "$text" ] || printf '%s\n' "${text//"$EX_TMP/"//tmp/}" |
 	    sed -E 's/\<vm:[0-9]+\>/vm:PID/g; s/ in [0-9]+\.[0-9]s$/ in N.Ns/
-		s|/tmp/tmp\.[A-Za-z0-9]{10}\>|/tmp/tmp.XXXXXXXXXX|g'
+		s|/tmp/tmp\.[A-Za-z0-9]{10}\>|/tmp/tmp.XXXXXXXXXX|g
+		'"${EX_SED:-}"
 }
 
 ex_start() {
@@ -68,16 +70,21 @@ ex_cd() {
 # ex_run CMD: CMD in the session; its stdout and stderr in the files out
 # and err of $EX_STATE, or both in out, in order, when EX_MERGE is set.
 ex_run() {
-	local err=$EX_STATE/err
-	[ -z "${EX_MERGE:-}" ] || err=$EX_STATE/out
 	: >"$EX_STATE/err"
+	if [ -n "${EX_MERGE:-}" ]; then
+		ex_shell "$1" >"$EX_STATE/out" 2>&1
+	else
+		ex_shell "$1" >"$EX_STATE/out" 2>"$EX_STATE/err"
+	fi
+}
+
+ex_shell() {
 	(cd "$(cat "$EX_STATE/cwd")" && bash -c '
 		. "$1/env"
 		. "$1/prelude"
 		eval "$2"
 		export -p | grep -v "^declare -[a-zA-Z]*r" >"$1/env"
-		pwd >"$1/cwd"' ex "$EX_STATE" "$1") >"$EX_STATE/out" 2>"$err" ||
-	    true
+		pwd >"$1/cwd"' ex "$EX_STATE" "$1") || true
 }
 
 # ex_check CMD EXPECTED: run CMD as the page shows it; its output must be
@@ -86,6 +93,12 @@ ex_run() {
 ex_check() {
 	local cmd=$1 want=$2 page
 	page=$(basename "$EX_PAGE" | sed 's/\.\([0-9]\)$/(\1)/')
+	if [ -n "${EX_RECORD:-}" ]; then
+		EX_MERGE=1 ex_run "$cmd"
+		printf '$ %s\n' "$cmd" >>"$EX_RECORD"
+		ex_normal <"$EX_STATE/out" >>"$EX_RECORD"
+		return
+	fi
 	ex_run "$cmd"
 	if [ -n "${EX_MERGE:-}" ]; then
 		diff -u --label "output of: $cmd" --label "$page" \
@@ -121,6 +134,7 @@ ex_next() {
 ex_step() {
 	local line cmd= want= more=
 	ex_next "\$ $1" || return 1
+	[ -z "${EX_RECORD:-}" ] || echo "#### $EX_BLOCK" >>"$EX_RECORD"
 	while IFS= read -r line; do
 		if [ -n "$more" ] || [[ -n $cmd && -z $want &&
 		    $line =~ ^\>[[:space:]] ]]; then

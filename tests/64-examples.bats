@@ -1,0 +1,117 @@
+#!/usr/bin/env bats
+# Every EXAMPLES section of every man page, run as the page shows it (see
+# tests/examples.bash) and its output compared, on a spool made to be the
+# one the page describes, with the clock pinned to the page's times.  A
+# display that is not run says why beside it.  spool(7)'s incident is
+# tests/69-incident.bats; spool(3)'s program is built and run by
+# tests/92-install.bats.
+
+load helpers
+load examples
+
+MAN="$BATS_TEST_DIRNAME/../man"
+TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+T0=1796025600000	# 2026-11-30T08:00:00.000Z
+
+# at HH:MM:SS CMD...: CMD with the clock pinned at that time of the day.
+at() {
+	local h m s
+	IFS=: read -r h m s <<<"$1"
+	shift
+	SPOOL_TEST_NOW=$((T0 + ((10#$h - 8) * 3600 + 10#$m * 60 + 10#$s) * 1000)) "$@"
+}
+
+# page NAME: start NAME's EXAMPLES, run from the spool's directory's
+# parent, with the clock pinned at 08:00 and these stand-ins: sleep(1)
+# moves the clock instead of waiting; each spool-enqueue comes 5 seconds
+# after the one before, as a person's would, not in the same bucket of
+# new/ (4.096 s) where claims take jobs in directory order; ls(1) prints
+# columns, as to a terminal.
+page() {
+	ex_start "$MAN/$1" EXAMPLES "$BATS_TEST_TMPDIR"
+	ex_export SPOOL_TEST_NOW=$T0 COLUMNS=80
+	ex_prelude 'shopt -s lastpipe
+	sleep() {
+		SPOOL_TEST_NOW=$(awk -v t="$SPOOL_TEST_NOW" -v s="$1" \
+		    "BEGIN { printf \"%.0f\", t + s * 1000 }")
+	}
+	spool-enqueue() {
+		SPOOL_TEST_NOW=$((SPOOL_TEST_NOW + 5000))
+		command spool-enqueue "$@"
+	}
+	ls() { command ls -C --tabsize=0 "$@"; }'
+}
+
+# clock HH:MM:SS: the session's clock from now on.
+clock() {
+	ex_export SPOOL_TEST_NOW="$(at "$1" printenv SPOOL_TEST_NOW)"
+}
+
+@test "spool-claim(1): EXAMPLES" {
+	page spool-claim.1
+	ex_step 'export SPOOL_DIR=$(mktemp -d)/spool; spool-init'
+	ex_step 'echo '"'"'order=1842'
+	ex_end
+}
+
+@test "spool-enqueue(1): EXAMPLES" {
+	page spool-enqueue.1
+	ex_step 'export SPOOL_DIR=$(mktemp -d)/spool; spool-init'
+	# Generated IDs differ from run to run.
+	EX_SED='s/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/UUID/g'
+	ex_step "printf 'to=alice"
+	ex_step 'spool-enqueue --id report-7'
+	clock 08:30:00
+	ex_step 'spool-claim --owner worker-1'
+	ex_end
+}
+
+@test "spool-finish(1): EXAMPLES" {
+	page spool-finish.1
+	ex_step 'export SPOOL_DIR=$(mktemp -d)/spool; spool-init'
+	ex_step 'cd "$SPOOL_DIR"; ls done dead'
+	ex_end
+}
+
+@test "spool-renew(1): EXAMPLES" {
+	page spool-renew.1
+	ex_step 'export SPOOL_DIR=$(mktemp -d)/spool; spool-init'
+	ex_step "echo 'order=1843"
+	ex_end
+}
+
+@test "spool-pause(1): EXAMPLES" {
+	page spool-pause.1
+	ex_cd "$SPOOL_DIR"
+	ex_step 'spool-pause --by ops --note CHG-311'
+	ex_end
+}
+
+@test "spool-cancel(1): EXAMPLES" {
+	at 08:00:00 spool-enqueue --id mail-3 <<<"to=user3" >/dev/null
+	at 08:00:01 spool-claim --owner worker-1 >/dev/null
+	at 08:00:02 spool-finish mail-3 "$(lease_token mail-3)" ok >/dev/null
+	at 08:01:00 spool-enqueue --id mail-7 <<<"to=user7" >/dev/null
+	at 08:01:01 spool-claim --owner worker-2 >/dev/null
+	at 08:02:00 spool-enqueue --id mail-8 <<<"to=user8" >/dev/null
+	page spool-cancel.1
+	ex_cd "$SPOOL_DIR"
+	clock 08:10:00
+	ex_step 'spool-cancel --by ops'
+	ex_step 'spool-finish mail-7'
+	ex_end
+}
+
+@test "spool-drop(1): EXAMPLES" {
+	at 08:00:00 spool-enqueue --id order-1844 <<<"order=1844 action=settle" >/dev/null
+	at 08:00:01 spool-claim --owner worker-1 >/dev/null
+	at 08:00:02 spool-finish --class invalid-input order-1844 \
+	    "$(lease_token order-1844)" permanent >/dev/null
+	at 08:01:00 spool-enqueue --id order-1842 <<<"order=1842 action=settle" >/dev/null
+	page spool-drop.1
+	ex_cd "$SPOOL_DIR"
+	clock 08:10:00
+	ex_step 'spool-drop --by ops'
+	ex_step 'spool-ls --reason permanent'
+	ex_end
+}
