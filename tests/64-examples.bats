@@ -115,3 +115,83 @@ clock() {
 	ex_step 'spool-ls --reason permanent'
 	ex_end
 }
+
+# The three parked jobs of spool-ls(1), spool-show(1) and spool-stat(1),
+# as the pages see them at 08:28:20: order-1842 failed once, lost its
+# lease once, parked as permanent, was redriven and parked again;
+# pi_0001.settle has no amount; order-1907 may have charged twice.  One
+# job is eligible at a time, so each claim takes the job meant.
+three_parked() {
+	export SPOOL_HOST=vm
+	at 08:11:40 spool-enqueue --id order-1842 --max-attempts 3 \
+	    --trace req-5f2a <<<"order=1842 action=settle" >/dev/null
+	at 08:11:41 spool-claim --owner vm:4137 >/dev/null
+	at 08:11:42 spool-finish --class transient --delay 1s \
+	    --detail 'HTTP 503 from ledger' order-1842 "$(lease_token order-1842)" retry >/dev/null
+	at 08:11:43 spool-claim --owner vm:4139 --lease 17s >/dev/null
+	at 08:12:00 spool-claim --owner vm:4141 >/dev/null
+	at 08:12:01 spool-finish --class invalid-input --detail 'amount missing' \
+	    order-1842 "$(lease_token order-1842)" permanent >/dev/null
+	at 08:13:20 spool-enqueue --id pi_0001.settle <<<"pi=0001 action=settle" >/dev/null
+	at 08:13:21 spool-claim --owner vm:4144 >/dev/null
+	at 08:13:22 spool-finish --class invalid-input --detail 'amount missing' \
+	    pi_0001.settle "$(lease_token pi_0001.settle)" permanent >/dev/null
+	at 08:14:00 spool-enqueue --id order-1907 <<<"order=1907 action=charge" >/dev/null
+	at 08:14:01 spool-claim --owner vm:4146 >/dev/null
+	at 08:14:02 spool-finish --class transient --delay 1s order-1907 \
+	    "$(lease_token order-1907)" retry >/dev/null
+	at 08:14:03 spool-claim --owner vm:4146 >/dev/null
+	at 08:14:04 spool-finish --class transient --delay 56s order-1907 \
+	    "$(lease_token order-1907)" retry >/dev/null
+	at 08:15:00 spool-claim --owner vm:4146 >/dev/null
+	at 08:15:01 spool-finish --class unknown-side-effect \
+	    --detail 'charged twice?' order-1907 "$(lease_token order-1907)" retry >/dev/null
+	at 08:21:40 spool-redrive --by ops --note INC-4411 order-1842 >/dev/null
+	at 08:21:41 spool-claim --owner vm:4150 >/dev/null
+	at 08:21:45 spool-finish --class dependency-down --detail 'ledger down' \
+	    order-1842 "$(lease_token order-1842)" permanent >/dev/null
+	diff -u - <(ids_in dead) <<EOT
+order-1842
+order-1907
+pi_0001.settle
+EOT
+	clock 08:28:20
+}
+
+@test "spool-ls(1): EXAMPLES" {
+	page spool-ls.1
+	three_parked
+	ex_cd "$SPOOL_DIR"
+	ex_step 'spool-ls'
+	ex_step 'spool-ls --reason exhausted --older-than 1h |'
+	ex_step 'spool-ls -0 --reason exhausted'
+	ex_end
+}
+
+@test "spool-show(1): EXAMPLES" {
+	page spool-show.1
+	three_parked
+	ex_cd "$SPOOL_DIR"
+	ex_step 'spool-show order-1842'
+	ex_step 'spool-show --json order-1842'
+	ex_end
+}
+
+@test "spool-stat(1): EXAMPLES" {
+	page spool-stat.1
+	three_parked
+	ex_cd "$SPOOL_DIR"
+	ex_step 'spool-stat'
+	ex_step 'spool-stat --warn'
+	# For node_exporter, from cron: nothing printed, and the file it
+	# writes is what spool-stat --prom prints.
+	ex_next '* * * * * spool-stat -d /var/spool/jobs --prom'
+	mkdir "$BATS_TEST_TMPDIR/textfile"
+	cron=$(cut -d' ' -f6- <<<"$EX_TEXT" |
+	    sed "s|/var/spool/jobs|$SPOOL_DIR|; s|/var/lib/node_exporter|$BATS_TEST_TMPDIR/textfile|g")
+	run -0 --separate-stderr at 08:28:20 sh -c "$cron"
+	[ "$output$stderr" = "" ]
+	diff -u <(at 08:28:20 spool-stat --prom) "$BATS_TEST_TMPDIR/textfile/spool.prom"
+	[ "$(ls "$BATS_TEST_TMPDIR/textfile")" = spool.prom ]
+	ex_end
+}

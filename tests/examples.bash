@@ -6,8 +6,8 @@
 # its continuations: a line ending in "\" or "|", or lines that begin with
 # the "> " prompt) is a command, the lines after it, up to the next
 # command, what it prints.  The commands of one session share a shell's
-# state as a person's would: the exported variables and the working
-# directory carry over from one command to the next.
+# state as a person's would: the exported variables, the working
+# directory and $? carry over from one command to the next.
 #
 # ex_start PAGE SECTION DIR: the displays of PAGE's SECTION, run from DIR.
 # ex_step FIRST: the next display, whose first command must begin with
@@ -45,6 +45,7 @@ ex_start() {
 	export -p | grep -v '^declare -[a-zA-Z]*r' >"$EX_STATE/env"
 	printf '%s\n' "$3" >"$EX_STATE/cwd"
 	: >"$EX_STATE/prelude"
+	echo 0 >"$EX_STATE/status"
 }
 
 # ex_export NAME=VALUE...: set variables of the session, as a test's
@@ -82,7 +83,9 @@ ex_shell() {
 	(cd "$(cat "$EX_STATE/cwd")" && bash -c '
 		. "$1/env"
 		. "$1/prelude"
+		(exit "$(cat "$1/status")")
 		eval "$2"
+		echo $? >"$1/status"
 		export -p | grep -v "^declare -[a-zA-Z]*r" >"$1/env"
 		pwd >"$1/cwd"' ex "$EX_STATE" "$1") || true
 }
@@ -91,12 +94,14 @@ ex_shell() {
 # the page's, the lines that name a command ("spool-redrive: ...") on
 # stderr, the others on stdout (with EX_MERGE, all of them, in order).
 ex_check() {
-	local cmd=$1 want=$2 page
+	local cmd=$1 want=$2 page text
 	page=$(basename "$EX_PAGE" | sed 's/\.\([0-9]\)$/(\1)/')
 	if [ -n "${EX_RECORD:-}" ]; then
 		EX_MERGE=1 ex_run "$cmd"
 		printf '$ %s\n' "$cmd" >>"$EX_RECORD"
-		ex_normal <"$EX_STATE/out" >>"$EX_RECORD"
+		text=$(cat "$EX_STATE/out")
+		[ -z "$text" ] ||
+		    printf '%s\n' "${text//"$EX_TMP/"//tmp/}" >>"$EX_RECORD"
 		return
 	fi
 	ex_run "$cmd"
