@@ -195,3 +195,51 @@ EOT
 	[ "$(ls "$BATS_TEST_TMPDIR/textfile")" = spool.prom ]
 	ex_end
 }
+
+@test "spool-init(1): EXAMPLES" {
+	page spool-init.1
+	ex_step 'export SPOOL_DIR=$(mktemp -d)/spool'
+	# The spool of an earlier version: format 1 (tests/fixtures).
+	tar -C "$BATS_TEST_TMPDIR" -xzf "$BATS_TEST_DIRNAME/fixtures/format1-spool.tar.gz"
+	ex_export SPOOL_DIR="$BATS_TEST_TMPDIR/spool"
+	ex_step 'cat "$SPOOL_DIR"/format'
+	ex_step 'spool-init -d /tmp'
+	ex_skip '$ spool-init -d /tmp/shared-spool --group users' \
+	    "it makes a directory outside the test's, for a group 'users' that need not exist, and ls -l shows the user, the date and the file system's sizes"
+	ex_end
+}
+
+@test "spool-purge(1): EXAMPLES" {
+	# Parked two months before the page's 08:00, one flagged exhausted
+	# after three attempts.
+	local old=$((T0 - 60 * 86400000))
+	at_ms $old spool-enqueue --id order-1207 <<<"order=1207" >/dev/null
+	at_ms $((old + 1000)) spool-claim --owner worker-1 >/dev/null
+	at_ms $((old + 2000)) spool-finish --class invalid-input order-1207 \
+	    "$(lease_token order-1207)" permanent >/dev/null
+	at_ms $((old + 3000)) spool-enqueue --id order-1201 --max-attempts 3 \
+	    <<<"order=1201" >/dev/null
+	for k in 1 2 3; do
+		at_ms $((old + k * 10000)) spool-claim --owner worker-1 >/dev/null
+		at_ms $((old + k * 10000 + 1)) spool-finish --class dependency-down \
+		    --delay 0 order-1201 "$(lease_token order-1201)" retry >/dev/null
+	done
+	[ "$(ids_in dead | tr '\n' ' ')" = "order-1201 order-1207 " ]
+	# Jobs done and dropped that the nightly lines keep: the last 1000.
+	at_ms $old spool-enqueue --id done-1 <<<"x" >/dev/null
+	at_ms $((old + 100000)) spool-claim --owner worker-1 >/dev/null
+	at_ms $((old + 100000)) spool-finish done-1 "$(lease_token done-1)" ok >/dev/null
+	page spool-purge.1
+	ex_cd "$SPOOL_DIR"
+	# The crontab's lines, on this spool: they print nothing.
+	ex_next '15 3 * * * spool-purge -d /var/spool/orders done'
+	while IFS= read -r line; do
+		cron=$(cut -d' ' -f6- <<<"$line" | sed "s|/var/spool/orders|$SPOOL_DIR|")
+		run -0 --separate-stderr sh -c "$cron"
+		[ "$output$stderr" = "" ]
+	done <<<"$EX_TEXT"
+	[ "$(state_of done-1)" = done ]
+	EX_SORT=1 ex_step 'spool-purge --dry-run dead'
+	ex_step 'echo order=1201 | spool-enqueue'
+	ex_end
+}

@@ -105,6 +105,13 @@ ex_check() {
 		return
 	fi
 	ex_run "$cmd"
+	if [ -n "${EX_SORT:-}" ]; then
+		# Lines in the order of a directory's entries, which the file
+		# system chooses.
+		LC_ALL=C sort -o "$EX_STATE/out" "$EX_STATE/out"
+		want=$(printf '%s' "$want" | LC_ALL=C sort)
+		[ -z "$want" ] || want+=$'\n'
+	fi
 	if [ -n "${EX_MERGE:-}" ]; then
 		diff -u --label "output of: $cmd" --label "$page" \
 		    <(ex_normal <"$EX_STATE/out") <(printf '%s' "$want" | ex_normal)
