@@ -243,3 +243,33 @@ EOT
 	ex_step 'echo order=1201 | spool-enqueue'
 	ex_end
 }
+
+@test "spool-redrive(1): EXAMPLES" {
+	# Five settlements: three spend their one attempt while the ledger
+	# is down, one has no amount, one timed out after its charge.
+	# Each in a bucket of its own, so that they are claimed in order.
+	for n in 1 2 3 4 5; do
+		at_ms $((T0 + n * 5000)) spool-enqueue --id order-184$n --max-attempts 1 \
+		    <<<"order=184$n action=settle" >/dev/null
+	done
+	at 08:01:00 spool-claim --owner worker-1 -n 5 | cut -f1,2 >"$BATS_TEST_TMPDIR/claimed"
+	while read -r id tok; do
+		case $id in
+		order-1844) set -- --class invalid-input permanent ;;
+		order-1845) set -- --class unknown-side-effect retry ;;
+		*) set -- --class dependency-down retry ;;
+		esac
+		at 08:01:01 spool-finish "${@:1:2}" "$id" "$tok" "$3" >/dev/null
+	done <"$BATS_TEST_TMPDIR/claimed"
+	[ "$(ids_in dead | wc -l)" -eq 5 ]
+	page spool-redrive.1
+	clock 08:40:00
+	ex_step 'cd "$SPOOL_DIR"; ls dead'
+	ex_step 'spool-redrive --by ops --note INC-4411 order-1845 order-9999 ../x'
+	# --rate 2/s paces three redrives over a second of real time.
+	ex_step 'spool-redrive --by ops --note INC-4411 --all --class dependency-down --dry-run'
+	ex_skip '$ spool-redrive --by ops --note INC-4412 --all --reason exhausted --rate 5/s >redriven' \
+	    "a thousand jobs at 5 a second are 200 s, and the Control-C is a person's"
+	ex_step 'spool-redrive --by ops --note INC-4411 --reconciled order-1845'
+	ex_end
+}
