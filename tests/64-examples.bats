@@ -273,3 +273,54 @@ EOT
 	ex_step 'spool-redrive --by ops --note INC-4411 --reconciled order-1845'
 	ex_end
 }
+
+@test "spool(7): EXAMPLES" {
+	local dir=$BATS_TEST_TMPDIR/work bin=$BATS_TEST_TMPDIR/clock-bin c
+	page spool.7
+	# The worker of the first display, and the handler the page tells of.
+	ex_next '#!/bin/sh'
+	mkdir "$dir" "$bin"
+	printf '%s\n' "$EX_TEXT" >"$dir/worker"
+	cat >"$dir/handle" <<'EOT'
+#!/bin/sh
+read -r to
+case $to in *@*) ;; *) echo "$1: no address: $to"; exit 100 ;; esac
+case $to,$3 in carol@*,1) exit 75 ;; esac
+echo "$1: sent to $to (token $2)"
+EOT
+	chmod +x "$dir/worker" "$dir/handle"
+	# The worker runs in the background: its clock is a file, which
+	# stand-ins for the commands read and a stand-in sleep(1) moves.
+	echo "$T0" >"$BATS_TEST_TMPDIR/clock"
+	cat >"$bin/clocked" <<EOT
+#!/bin/sh
+clock=$BATS_TEST_TMPDIR/clock
+case \$(basename "\$0") in
+sleep)	awk -v s="\$1" '{ printf "%.0f\n", \$1 + s * 1000 }' "\$clock" >"\$clock.new" &&
+	    mv "\$clock.new" "\$clock"
+	exit ;;
+spool-enqueue)
+	echo \$((\$(cat "\$clock") + 5000)) >"\$clock" ;;
+esac
+SPOOL_TEST_NOW=\$(cat "\$clock") exec "$TOP/bin/\$(basename "\$0")" "\$@"
+EOT
+	chmod +x "$bin/clocked"
+	for c in sleep spool-init spool-enqueue spool-claim spool-finish; do
+		ln -s clocked "$bin/$c"
+	done
+	ex_cd "$dir"
+	ex_export PATH="$bin:$PATH"
+	ex_prelude 'unset SPOOL_TEST_NOW
+	unset -f spool-enqueue
+	# The session waits for the worker to have finished every job.
+	sleep() {
+		local i=0
+		until grep -qs " ok mail-3 " "$SPOOL_DIR"/audit/*.log; do
+			[ $((i += 1)) -lt 300 ] || return 1
+			command sleep 0.1
+		done
+	}'
+	ex_step 'export SPOOL_DIR=$(mktemp -d)/spool; spool-init'
+	ex_step 'for s in new leased done dead'
+	ex_end
+}
