@@ -296,8 +296,8 @@ EOT
 #!/bin/sh
 clock=$BATS_TEST_TMPDIR/clock
 case \$(basename "\$0") in
-sleep)	awk -v s="\$1" '{ printf "%.0f\n", \$1 + s * 1000 }' "\$clock" >"\$clock.new" &&
-	    mv "\$clock.new" "\$clock"
+sleep)	awk -v s="\$1" '{ printf "%.0f\n", \$1 + s * 1000 }' "\$clock" >"\$clock.\$\$" &&
+	    mv "\$clock.\$\$" "\$clock"
 	exit ;;
 spool-enqueue)
 	echo \$((\$(cat "\$clock") + 5000)) >"\$clock" ;;
