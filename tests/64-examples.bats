@@ -324,3 +324,23 @@ EOT
 	ex_step 'for s in new leased done dead'
 	ex_end
 }
+
+@test "spool-fsck(1): EXAMPLES" {
+	local id
+	for id in j1 j2 j3; do
+		at 09:40:00 spool-enqueue --id $id <<<"payload of $id" >/dev/null
+	done
+	at 09:41:00 spool-claim --owner w -n 3 >/dev/null
+	at 09:41:30 spool-enqueue --id j4 <<<"payload of j4" >/dev/null
+	# A finish killed after its move, before its audit line.
+	SPOOL_TEST_NOW=1796031750682 SPOOL_TEST_CRASH=finish-moved \
+	    spool-finish j3 "$(lease_token j3)" ok >/dev/null 2>&1 || true
+	# A claim killed after writing its record.
+	SPOOL_TEST_CRASH=claim-recorded at 09:43:00 spool-claim --owner w \
+	    >/dev/null 2>&1 || true
+	page spool-fsck.1
+	ex_cd "$SPOOL_DIR"
+	clock 09:50:00
+	ex_step 'spool-fsck'
+	ex_end
+}
