@@ -344,3 +344,31 @@ EOT
 	ex_step 'spool-fsck'
 	ex_end
 }
+
+# in_file FILE: the display's lines are lines of FILE, in the same order
+# (the display may leave lines of FILE out: comments, other settings).
+in_file() {
+	awk 'NR == FNR { want[++n] = $0; next }
+	    k < n && $0 == want[k + 1] { k++ }
+	    END { if (k < n) { print "not in order in FILE: " want[k + 1] > "/dev/stderr"; exit 1 } }' \
+	    <(printf '%s\n' "$EX_TEXT") "$1"
+}
+
+@test "spool-run(1): EXAMPLES" {
+	page spool-run.1
+	# The handlers' code is contrib's, which the session below runs.
+	ex_next 'code=$(curl'
+	in_file "$TOP/contrib/handler-http.sh"
+	ex_skip '$ spool-run -d /var/spool/hooks' \
+	    'it needs the web service at hooks.example.org'
+	ex_next 'read -r status fence'
+	in_file "$TOP/contrib/handler-state.sh"
+	ex_cd "$TOP"
+	EX_MERGE=1 ex_step 'export SPOOL_DIR=$(mktemp -d)/spool ORDERS=$(mktemp -d); spool-init'
+	# The unit's lines are contrib's; run as systemd would run it.
+	ex_next '[Service]'
+	in_file "$TOP/contrib/spool-run@.service"
+	ex_skip '*/10 * * * * spool' \
+	    'its worker waits a minute of real time for work before it exits'
+	ex_end
+}
