@@ -354,13 +354,76 @@ in_file() {
 	    <(printf '%s\n' "$EX_TEXT") "$1"
 }
 
+# web_standin: an HTTP server on a free port of 127.0.0.1 (in the file
+# port) that answers every POST 200 and appends "KEY BODY" to the file
+# posts, KEY its Idempotency-Key.
+web_standin() {
+	: >"$BATS_TEST_TMPDIR/posts"
+	python3 -c '
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        with open(sys.argv[1], "a") as f:
+            f.write(self.headers["Idempotency-Key"] + " " + body.decode())
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+with open(sys.argv[2] + ".new", "w") as f:
+    f.write(str(s.server_address[1]))
+import os; os.rename(sys.argv[2] + ".new", sys.argv[2])
+s.serve_forever()' "$BATS_TEST_TMPDIR/posts" "$BATS_TEST_TMPDIR/port" 3>&- &
+	WEB=$!
+	until [ -s "$BATS_TEST_TMPDIR/port" ]; do sleep 0.05; done
+}
+
+teardown() {
+	[ -z "${WEB:-}" ] || kill "$WEB"
+}
+
+# serve_until N CMD: run the worker CMD until N jobs are done, stop it
+# with SIGTERM as systemd would; it exits 0 and prints nothing.
+serve_until() {
+	local pid i=0 rc=0
+	sh -c "exec $2" >"$BATS_TEST_TMPDIR/out" 2>&1 3>&- &
+	pid=$!
+	until [ "$(ids_in done | wc -l)" -ge "$1" ]; do
+		[ $((i += 1)) -lt 600 ] || { kill $pid; return 1; }
+		sleep 0.05
+	done
+	kill -TERM $pid
+	wait $pid || rc=$?
+	[ "$rc" -eq 0 ] || { echo "worker: exit $rc: $2" >&2; cat "$BATS_TEST_TMPDIR/out" >&2; return 1; }
+	diff -u /dev/null "$BATS_TEST_TMPDIR/out"
+}
+
 @test "spool-run(1): EXAMPLES" {
 	page spool-run.1
 	# The handlers' code is contrib's, which the session below runs.
 	ex_next 'code=$(curl'
 	in_file "$TOP/contrib/handler-http.sh"
-	ex_skip '$ spool-run -d /var/spool/hooks' \
-	    'it needs the web service at hooks.example.org'
+	# The hooks worker, against a local stand-in for hooks.example.org
+	# that answers 200 and logs what it was sent.
+	ex_next '$ spool-run -d /var/spool/hooks'
+	web_standin
+	for n in 1 2 3; do
+		spool-enqueue --id hook-$n <<<"event=$n" >/dev/null
+	done
+	cmd=$(sed 's/^\$ //; s/\\$//' <<<"$EX_TEXT" | tr -d '\n' |
+	    sed "s|/var/spool/hooks|$SPOOL_DIR|
+		s|/usr/local/libexec/spool/|$TOP/contrib/|
+		s|https://hooks.example.org/in|http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")/in|")
+	serve_until 3 "$cmd"
+	# Four at once: in any order.
+	diff -u - <(LC_ALL=C sort "$BATS_TEST_TMPDIR/posts") <<EOT
+hook-1 event=1
+hook-2 event=2
+hook-3 event=3
+EOT
+	[ "$(ids_in done | tr '\n' ' ')" = "hook-1 hook-2 hook-3 " ]
 	ex_next 'read -r status fence'
 	in_file "$TOP/contrib/handler-state.sh"
 	ex_cd "$TOP"
@@ -368,6 +431,17 @@ in_file() {
 	# The unit's lines are contrib's; run as systemd would run it.
 	ex_next '[Service]'
 	in_file "$TOP/contrib/spool-run@.service"
+	# systemctl start spool-run@hooks, a job, systemctl stop: SIGTERM to
+	# the worker alone (KillMode=mixed).
+	printf '#!/bin/sh\ncat >>%s/posts\n' "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/hooks"
+	chmod +x "$BATS_TEST_TMPDIR/hooks"
+	: >"$BATS_TEST_TMPDIR/posts"
+	spool-enqueue --id unit-1 <<<"event=unit" >/dev/null
+	cmd=$(sed -n '/^ExecStart=/,/[^\\]$/p' <<<"$EX_TEXT" | sed 's/^ExecStart=//; s/\\$//' |
+	    tr -d '\n' | sed "s|%i|hooks|g; s|/usr/local/bin/|$TOP/bin/|
+		s|/var/spool/hooks|$SPOOL_DIR|; s|/etc/spool-run/hooks|$BATS_TEST_TMPDIR/hooks|")
+	serve_until 1 "$cmd"
+	[ "$(cat "$BATS_TEST_TMPDIR/posts")" = "event=unit" ]
 	ex_skip '*/10 * * * * spool' \
 	    'its worker waits a minute of real time for work before it exits'
 	ex_end
