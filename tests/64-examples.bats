@@ -446,3 +446,20 @@ EOT
 	    'its worker waits a minute of real time for work before it exits'
 	ex_end
 }
+
+@test "every page's EXAMPLES has its test" {
+	local page name
+	for page in "$MAN"/*.[1-9]; do
+		name=$(basename "$page" | sed 's/\.\([0-9]\)$/(\1)/')
+		[ -n "$(ex_blocks "$page" EXAMPLES)" ] || {
+			echo "$name has no EXAMPLES" >&2
+			return 1
+		}
+		case $name in
+		# Built against the installed library and run there.
+		'spool(3)') grep -q "^@test \"spool(3)'s example" \
+		    "$BATS_TEST_DIRNAME/92-install.bats" ;;
+		*) grep -qF "@test \"$name: EXAMPLES\"" "$BATS_TEST_FILENAME" ;;
+		esac || { echo "no test runs the EXAMPLES of $name" >&2; return 1; }
+	done
+}
