@@ -44,6 +44,7 @@ ex_start() {
 	export TMPDIR=$EX_TMP
 	export -p | grep -v '^declare -[a-zA-Z]*r' >"$EX_STATE/env"
 	printf '%s\n' "$3" >"$EX_STATE/cwd"
+	ex_blocks "$EX_PAGE" "$EX_SECTION" >"$EX_STATE/blocks"
 	: >"$EX_STATE/prelude"
 	echo 0 >"$EX_STATE/status"
 }
@@ -130,8 +131,7 @@ ex_check() {
 ex_next() {
 	local text
 	EX_BLOCK=$((EX_BLOCK + 1))
-	text=$(ex_blocks "$EX_PAGE" "$EX_SECTION" |
-	    awk -F'\t' -v n=$EX_BLOCK '$1 == n' | cut -f2-)
+	text=$(awk -F'\t' -v n=$EX_BLOCK '$1 == n' "$EX_STATE/blocks" | cut -f2-)
 	[ -n "$text" ] || {
 		echo "$EX_PAGE has no display $EX_BLOCK in $EX_SECTION" >&2
 		return 1
@@ -174,7 +174,7 @@ ex_skip() {
 
 ex_end() {
 	local last
-	last=$(ex_blocks "$EX_PAGE" "$EX_SECTION" | tail -n 1 | cut -f1)
+	last=$(tail -n 1 "$EX_STATE/blocks" | cut -f1)
 	[ "${last:-0}" -eq "$EX_BLOCK" ] || {
 		echo "$EX_PAGE: $EX_BLOCK of ${last:-0} displays run" >&2
 		return 1
