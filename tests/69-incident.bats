@@ -6,6 +6,7 @@
 # page and the commands cannot drift apart.
 
 load helpers
+load examples
 
 PAGE="$BATS_TEST_DIRNAME/../man/spool.7"
 T0=1796025600000	# 2026-11-30T08:00:00.000Z
@@ -69,66 +70,18 @@ workers() {
 	done <"$BATS_TEST_TMPDIR/claimed"
 }
 
-# The section's literal blocks, "N<TAB>LINE" for each of their lines,
-# blocks numbered from 1, with mdoc's escapes undone.
-blocks() {
-	sed -n '/^\.Sh HANDLING DEAD JOBS BY HAND$/,/^\.Sh [A-Z]/p' "$PAGE" |
-	    awk '/^\.Bd -literal/ { n++; on = 1; next }
-		/^\.Ed/ { on = 0; next }
-		on { print n "\t" $0 }' |
-	    sed 's/\\e/\\/g; s/\\&//g'
-}
-
-# What may differ between runs: the writers' process IDs, the time a
-# paced run took.
-normal() {
-	sed -E 's/\<vm:[0-9]+\>/vm:PID/g; s/ in [0-9]+\.[0-9]s$/ in N.Ns/'
-}
-
-# check CMD EXPECTED: run CMD as the page shows it; its output must be the
-# page's, the lines that name a command ("spool-redrive: ...") on stderr,
-# the others on stdout.
-check() {
-	local cmd=$1 want=$2
-	(cd "$SPOOL_DIR" && bash -c "$cmd") >"$BATS_TEST_TMPDIR/out" \
-	    2>"$BATS_TEST_TMPDIR/err" || true
-	diff -u --label "stdout of: $cmd" --label "spool(7)" \
-	    <(normal <"$BATS_TEST_TMPDIR/out") \
-	    <(printf '%s' "$want" | grep -Ev '^spool-[a-z]+: ' | normal)
-	diff -u --label "stderr of: $cmd" --label "spool(7)" \
-	    <(normal <"$BATS_TEST_TMPDIR/err") \
-	    <(printf '%s' "$want" | grep -E '^spool-[a-z]+: ' | normal)
-}
-
-# step HH:MM:SS FIRST: the page's next block, whose first command must
-# begin with FIRST, run at that time, command by command.
-BLOCK=0
+# step HH:MM:SS FIRST: the section's next display, whose first command
+# must begin with FIRST, run at that time, command by command, in the
+# spool's directory.
 step() {
-	local when=$1 first=$2 line cmd= want= text
-	BLOCK=$((BLOCK + 1))
-	text=$(blocks | awk -F'\t' -v n=$BLOCK '$1 == n' | cut -f2-)
-	[ -n "$text" ] || { echo "spool(7) has no block $BLOCK" >&2; return 1; }
-	[[ $text = "\$ $first"* ]] || {
-		echo "block $BLOCK of spool(7) begins: ${text%%$'\n'*}" >&2
-		return 1
-	}
-	export SPOOL_TEST_NOW
-	SPOOL_TEST_NOW=$(at "$when" printenv SPOOL_TEST_NOW)
-	while IFS= read -r line; do
-		if [[ $line = '$ '* ]]; then
-			[ -z "$cmd" ] || check "$cmd" "$want"
-			cmd=${line#\$ } want=
-		else
-			want+="$line"$'\n'
-		fi
-	done <<<"$text"
-	check "$cmd" "$want"
-	unset SPOOL_TEST_NOW
+	ex_export SPOOL_TEST_NOW="$(at "$1" printenv SPOOL_TEST_NOW)"
+	ex_step "$2"
 }
 
 @test "spool(7): the incident, from the alert to the all-clear, as the page shows it" {
 	export SPOOL_HOST=vm
 	incident
+	ex_start "$PAGE" "HANDLING DEAD JOBS BY HAND" "$SPOOL_DIR"
 	# The alert, then a look.
 	step 08:35:00 "spool-stat --warn 'dead>0'"
 	step 08:36:00 "spool-stat | grep"
@@ -145,8 +98,8 @@ step() {
 	workers 08:45:00
 	step 08:50:00 "spool-stat | grep"
 	step 08:50:00 "grep -hE"
-	# Every block of the section was run.
-	[ "$(blocks | tail -n 1 | cut -f1)" -eq "$BLOCK" ]
+	# Every display of the section was run.
+	ex_end
 	[ -z "$(ids_in dead)" ]
 	[ "$(cat "$SPOOL_DIR/done/order-1845")" = "order=1845 action=settle" ]
 	check_invariants
@@ -156,7 +109,7 @@ step() {
 @test "spool(7): the section's commands are the commands the test runs" {
 	# Each "$ " line is a command the incident test runs: none is added
 	# to the page without the test knowing its place.
-	diff -u - <(blocks | cut -f2- | sed -n 's/^\$ \([a-z-]*\).*/\1/p') <<EOT
+	diff -u - <(ex_blocks "$PAGE" "HANDLING DEAD JOBS BY HAND" | cut -f2- | sed -n 's/^\$ \([a-z-]*\).*/\1/p') <<EOT
 spool-stat
 spool-stat
 spool-ls

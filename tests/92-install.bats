@@ -6,6 +6,7 @@
 # bash-completion looks; uninstall leaves nothing.
 
 load helpers
+load examples
 
 ROOT="$BATS_TEST_DIRNAME/.."
 CMDS="spool-cancel spool-claim spool-drop spool-enqueue spool-finish
@@ -42,10 +43,8 @@ pc() {
 # The Nth literal display of spool(3)'s EXAMPLES: 1 the program, 2 what
 # it prints.
 man_example() {
-	awk -v n="$1" '/^\.Sh/ { ex = ($2 == "EXAMPLES") }
-	    ex && /^\.Bd -literal/ { k++; on = (k == n); next }
-	    /^\.Ed/ { on = 0 } on' "$ROOT/man/spool.3" |
-	    sed 's/\\e/\\/g; s/\\&//g'
+	ex_blocks "$ROOT/man/spool.3" EXAMPLES | awk -F'\t' -v n="$1" '$1 == n' |
+	    cut -f2-
 }
 
 # The defined global names of a library that do not begin spool_.
