@@ -13,6 +13,9 @@ WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
     $(WERROR_FLAG)
 CPPFLAGS += -Ilib
 LDLIBS = -luuid -lxxhash
+# One VERSION file: spool.pc, debian/changelog and every command's
+# --version (tests/92-install.bats checks that they agree).
+SPOOL_VERSION := $(shell cat VERSION)
 ifeq ($(SAN),1)
 CFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=address,undefined
@@ -42,6 +45,9 @@ lib/libspool.a: $(LIBOBJ)
 
 $(LIBOBJ): lib/spool.h lib/internal.h
 $(CMDOBJ) $(BINS:=.o): bin/common.h lib/spool.h
+
+bin/cmd.o: VERSION
+bin/cmd.o: CPPFLAGS += -DSPOOL_VERSION='"$(SPOOL_VERSION)"'
 
 bin/common.a: $(CMDOBJ)
 	$(AR) rcs $@ $(CMDOBJ)

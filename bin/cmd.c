@@ -99,6 +99,36 @@ usage(void)
 	exit(EXIT_PERM);
 }
 
+/*
+ * getopt_long(3), with the two options every command takes: --help, the
+ * usage (every form, as the man page's SYNOPSIS) on stdout; --version, the
+ * version and the on-disk formats this build reads (spool-layout.md,
+ * "Formats").  Neither is in a command's own table: an unknown long option
+ * is looked at by name, so that "--note --help" stays a note.
+ */
+int
+cmd_getopt(int argc, char **argv, const char *optstring,
+    const struct option *longopts)
+{
+	const char *arg;
+	int c;
+
+	c = getopt_long(argc, argv, optstring, longopts, NULL);
+	if (c != '?' || optopt != 0 || optind < 1 || optind > argc)
+		return c;
+	arg = argv[optind - 1];
+	if (strcmp(arg, "--help") == 0) {
+		printf("usage: %s\n", usage_text);
+		exit(finish_stdout(EXIT_DONE));
+	}
+	if (strcmp(arg, "--version") == 0) {
+		printf("%s %s (spool format %d; reads format 1 too)\n",
+		    progname, SPOOL_VERSION, SPOOL_FORMAT);
+		exit(finish_stdout(EXIT_DONE));
+	}
+	return c;
+}
+
 const char *
 spool_dir(const char *dflag)
 {

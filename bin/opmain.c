@@ -28,7 +28,7 @@ operator_options(int argc, char **argv, struct spool_operator *op)
 	const char *dir = NULL;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;

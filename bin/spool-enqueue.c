@@ -39,7 +39,7 @@ main(int argc, char **argv)
 	cmd_init(argv, 1);
 	memset(&tmpl, 0, sizeof(tmpl));
 	tmpl.deadline_ms = -1;
-	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;

@@ -34,7 +34,7 @@ main(int argc, char **argv)
 	int c, flags = 0, r;
 
 	cmd_init(argv, 1);
-	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;

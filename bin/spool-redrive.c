@@ -18,11 +18,13 @@
 
 #include "common.h"
 
-const char *usage_text = "spool-redrive [-d DIR] --by WHO --note TICKET "
-    "[--reconciled] [--edited] ID ...";
-static const char bulk_usage[] = "spool-redrive [-d DIR] --by WHO --note "
-    "TICKET [--reconciled] [--edited] [--dry-run] [--rate N/s] - | --all "
-    "[--reason R] [--class C] [--older-than DUR]";
+/* Both forms for --help; a usage error shows the form it tried. */
+#define NAMED_USAGE "spool-redrive [-d DIR] --by WHO --note TICKET " \
+    "[--reconciled] [--edited] ID ..."
+#define BULK_USAGE "spool-redrive [-d DIR] --by WHO --note TICKET " \
+    "[--reconciled] [--edited] [--dry-run] [--rate N/s] - | --all " \
+    "[--reason R] [--class C] [--older-than DUR]"
+const char *usage_text = NAMED_USAGE "\n       " BULK_USAGE;
 
 #define NS	1000000000LL
 
@@ -294,7 +296,7 @@ main(int argc, char **argv)
 	int c, stdin_ids, filters = 0, status = EXIT_DONE;
 
 	cmd_init(argv, 1);
-	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;
@@ -336,13 +338,15 @@ main(int argc, char **argv)
 			op.reconciled = 1;
 			break;
 		default:
+			usage_text = NAMED_USAGE;
 			usage();
 		}
 	}
 	stdin_ids = argc - optind == 1 && strcmp(argv[optind], "-") == 0;
 	/* The usage shown is that of the form the command line tried. */
+	usage_text = NAMED_USAGE;
 	if (b.all || stdin_ids || b.dry_run || filters || b.paced) {
-		usage_text = bulk_usage;
+		usage_text = BULK_USAGE;
 		if (b.all ? optind < argc : !stdin_ids || filters)
 			usage();
 	}

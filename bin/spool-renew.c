@@ -22,7 +22,7 @@ main(int argc, char **argv)
 	int c, status;
 
 	cmd_init(argv, 0);
-	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;
