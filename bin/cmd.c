@@ -129,6 +129,27 @@ cmd_getopt(int argc, char **argv, const char *optstring,
 	return c;
 }
 
+/*
+ * The operand that getopt took for an unknown option because it begins
+ * with '-' and a digit, as a negative token does ("spool-finish a -1 ok");
+ * NULL if the unknown option was not one.  No command has a digit option
+ * but spool-ls's -0.
+ */
+const char *
+negative_operand(char **argv)
+{
+	const char *a;
+
+	if (optopt < '0' || optopt > '9' || optind < 1)
+		return NULL;
+	/* A lone "-1" is passed; "-12" is not yet, at its first digit. */
+	a = argv[optind - 1];
+	if (a[0] != '-' || a[strlen(a) - 1] != optopt)
+		a = argv[optind];
+	return a != NULL && a[0] == '-' && a[1] >= '0' && a[1] <= '9' ? a :
+	    NULL;
+}
+
 const char *
 spool_dir(const char *dflag)
 {
@@ -147,7 +168,7 @@ int
 open_failure(const char *dir, int err, char *msg, size_t len)
 {
 	char host[SPOOL_HOST_MAX + 1];
-	int status = EXIT_PERM;
+	int status = EXIT_PERM, line;
 
 	switch (err) {
 	case ENODATA:
@@ -158,7 +179,11 @@ open_failure(const char *dir, int err, char *msg, size_t len)
 		(void)snprintf(msg, len, "%s: unknown spool format", dir);
 		break;
 	case EBADMSG:
-		(void)snprintf(msg, len, "%s/config: malformed", dir);
+		if ((line = spool_config_line(dir)) > 0)
+			(void)snprintf(msg, len, "%s/config:%d: malformed "
+			    "(see spool(7), FILES)", dir, line);
+		else
+			(void)snprintf(msg, len, "%s/config: malformed", dir);
 		break;
 	case EUCLEAN:
 		(void)snprintf(msg, len, "%s: damaged spool: a state directory "
@@ -302,8 +327,14 @@ report(const char *id, const struct spool_result *res)
 			say("%s: no such job", id);
 			break;
 		case SPOOL_NO_STALE:
-			say("%s: stale token: the current token is %" PRIu64
-			    " and %s", id, res->token, where(res->state));
+			/* No token was ever issued: nothing to be stale. */
+			if (res->token == 0)
+				say("%s: not leased: never claimed, %s", id,
+				    where(res->state));
+			else
+				say("%s: stale token: the current token is %"
+				    PRIu64 " and %s", id, res->token,
+				    where(res->state));
 			break;
 		case SPOOL_NO_UNRECONCILED:
 			say("%s: its side effect may have happened: reconcile "

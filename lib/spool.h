@@ -144,6 +144,14 @@ struct spool_result {
 struct spool *spool_open(const char *dir);
 void spool_close(struct spool *sp);
 
+/*
+ * After spool_open() failed with EBADMSG: the number of the first line of
+ * dir's config at fault (for multi-host=yes without skew, that line; for
+ * backoff-max below backoff, the later of the two), or 0 if no line is (a
+ * file longer than 4095 bytes); -1 with errno if it cannot be read.
+ */
+int spool_config_line(const char *dir);
+
 
 /*
  * This process's host ID, as it names its audit file and its entry in

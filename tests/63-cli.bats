@@ -67,3 +67,56 @@ EOF
 	run -100 --separate-stderr spool-ls --hel
 	[ "$stderr" = "usage: $(forms spool-ls)" ]
 }
+
+@test "finishing or renewing a job never claimed says so, not 'stale token'" {
+	spool-enqueue --id a <<<a >/dev/null
+	before=$(snapshot)
+	run -1 --separate-stderr spool-finish a 1 ok
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-finish: a: not leased: never claimed, the job is in new/" ]
+	run -1 --separate-stderr spool-renew a 1
+	[ "$stderr" = "spool-renew: a: not leased: never claimed, the job is in new/" ]
+	[ "$(snapshot)" = "$before" ]
+	# Once claimed, an old token is stale as before.
+	spool-claim >/dev/null
+	t=$(lease_token a)
+	run -1 --separate-stderr spool-finish a $((t + 1)) ok
+	[ "$stderr" = "spool-finish: a: stale token: the current token is $t and the job is in leased/" ]
+}
+
+@test "a negative token is a bad token, not a usage error" {
+	spool-enqueue --id a <<<a >/dev/null
+	spool-claim >/dev/null
+	before=$(snapshot)
+	for args in "a -1 ok" "a -12 ok" "--delay 1s a -1 retry" "a -1 ok --class transient"; do
+		run -100 --separate-stderr spool-finish $args
+		[ "$output" = "" ]
+		[[ $stderr = "spool-finish: bad token '-1"*"' (a number from 1 to 2^63-1)" ]]
+	done
+	run -100 --separate-stderr spool-renew a -3
+	[ "$stderr" = "spool-renew: bad token '-3' (a number from 1 to 2^63-1)" ]
+	[ "$(snapshot)" = "$before" ]
+	# A negative number that is an option's value stays that option's.
+	run -100 --separate-stderr spool-finish --delay -1 a 1 retry
+	[ "$stderr" = "spool-finish: --delay: bad duration '-1' (use e.g. 500ms, 30s, 5m, 2h, 7d, 0)" ]
+}
+
+@test "a malformed config names its line" {
+	c="$SPOOL_DIR/config"
+	printf '# defaults\nlease=30s\nlease=forever\nmax-attempts=5\n' >"$c"
+	run -100 --separate-stderr spool-ls
+	[ "$stderr" = "spool-ls: $c:3: malformed (see spool(7), FILES)" ]
+	printf 'lease=30s\nmulti-host=yes\n' >"$c"
+	run -100 --separate-stderr spool-claim
+	[ "$stderr" = "spool-claim: $c:2: malformed (see spool(7), FILES)" ]
+	printf 'backoff-max=1s\nlease=1s\nbackoff=1m\n' >"$c"
+	run -100 --separate-stderr spool-claim
+	[ "$stderr" = "spool-claim: $c:3: malformed (see spool(7), FILES)" ]
+	printf 'no equals sign\n' >"$c"
+	run -3 --separate-stderr spool-stat --crit 'dead>0'
+	[ "$output" = "SPOOL UNKNOWN - $c:1: malformed (see spool(7), FILES)" ]
+	# Too long to be a config: no line to name.
+	{ for i in $(seq 500); do echo "lease=${i}s"; done; } >"$c"
+	run -100 --separate-stderr spool-ls
+	[ "$stderr" = "spool-ls: $c: malformed" ]
+}
