@@ -79,6 +79,7 @@ struct picks {
 	size_t bad;		/* operands or lines that were not IDs */
 };
 
+extern int ids_nul;
 int ids_on_stdin(char **args, int nargs);
 void read_ids(struct picks *l, char **args, int nargs, int *status);
 void picks_add(struct picks *l, const char *id, size_t len, int64_t since,

@@ -22,7 +22,7 @@
 #define NAMED_USAGE "spool-redrive [-d DIR] --by WHO --note TICKET " \
     "[--reconciled] [--edited] ID ..."
 #define BULK_USAGE "spool-redrive [-d DIR] --by WHO --note TICKET " \
-    "[--reconciled] [--edited] [--dry-run] [--rate N/s] - | --all " \
+    "[--reconciled] [--edited] [--dry-run] [--rate N/s] [-0] - | --all " \
     "[--reason R] [--class C] [--older-than DUR]"
 const char *usage_text = NAMED_USAGE "\n       " BULK_USAGE;
 
@@ -296,8 +296,11 @@ main(int argc, char **argv)
 	int c, stdin_ids, filters = 0, status = EXIT_DONE;
 
 	cmd_init(argv, 1);
-	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "0d:", longopts)) != -1) {
 		switch (c) {
+		case '0':
+			ids_nul = 1;
+			break;
 		case 'd':
 			dir = optarg;
 			break;
@@ -345,9 +348,9 @@ main(int argc, char **argv)
 	stdin_ids = argc - optind == 1 && strcmp(argv[optind], "-") == 0;
 	/* The usage shown is that of the form the command line tried. */
 	usage_text = NAMED_USAGE;
-	if (b.all || stdin_ids || b.dry_run || filters || b.paced) {
+	if (b.all || stdin_ids || b.dry_run || filters || b.paced || ids_nul) {
 		usage_text = BULK_USAGE;
-		if (b.all ? optind < argc : !stdin_ids || filters)
+		if (b.all ? optind < argc || ids_nul : !stdin_ids || filters)
 			usage();
 	}
 	if (op.by == NULL || op.note == NULL || (optind == argc && !b.all))

@@ -120,3 +120,73 @@ EOF
 	run -100 --separate-stderr spool-ls
 	[ "$stderr" = "spool-ls: $c: malformed" ]
 }
+
+# park ID...: each ID enqueued, claimed and finished permanent.
+park() {
+	local id
+	for id; do
+		spool-enqueue --id "$id" <<<"$id" >/dev/null
+	done
+	spool-claim -n $# | awk '{ print $1, $2, "permanent" }' |
+	    spool-finish - >/dev/null
+	[ "$(ids_in dead | wc -l)" -eq $# ]
+}
+
+@test "-0 reads IDs that end in NUL: spool-ls -0 | spool-redrive -0 -" {
+	park d1 d2 d3
+	# Without -0, NUL-ended IDs are refused, with a hint.
+	before=$(snapshot)
+	run -100 --separate-stderr bash -c 'spool-ls -0 | spool-redrive --by ops --note INC-1 -'
+	[ "$output" = "" ]
+	[[ ${stderr_lines[0]} = "spool-redrive: d"?": bad ID: the input holds a NUL byte (give -0 to read IDs that end in NUL, as spool-ls -0 prints them)" ]]
+	[[ ${stderr_lines[1]} = "spool-redrive: redrove 0 of 1 (1 refused) in "*s ]]
+	[ "$(snapshot)" = "$before" ]
+	run -0 --separate-stderr bash -c 'spool-ls -0 | spool-redrive --by ops --note INC-1 -0 -'
+	[ "$(printf '%s\n' "$output" | LC_ALL=C sort)" = $'d1\nd2\nd3' ]
+	[ "$(ids_in new)" = $'d1\nd2\nd3' ]
+	[ -z "$(ids_in dead)" ]
+}
+
+@test "-0 for spool-drop, spool-cancel and spool-purge; only with -" {
+	park p1 p2 p3
+	spool-enqueue --id q1 <<<q1 >/dev/null
+	run -0 --separate-stderr spool-drop --by ops --note INC-1 -0 - < <(printf 'p1\0p2\0')
+	[ "$output" = $'p1\np2' ]
+	run -0 --separate-stderr spool-cancel --by ops --note INC-1 -0 - < <(printf 'q1\0')
+	[ "$output" = q1 ]
+	run -0 --separate-stderr spool-purge --by ops --note INC-1 -0 done - < <(printf 'p1\0p2\0')
+	[ "$output" = $'p1\np2' ]
+	# A last ID without its NUL is still read, as xargs -0 reads it.
+	run -0 --separate-stderr spool-purge --by ops --note INC-1 -0 dead - < <(printf 'q1')
+	[ "$output" = q1 ]
+	before=$(snapshot)
+	run -100 --separate-stderr spool-drop --by ops --note INC-1 -0 p3
+	[ "$stderr" = "usage: $(forms spool-drop)" ]
+	run -100 --separate-stderr spool-redrive --by ops --note INC-1 -0 p3
+	[ "$stderr" = "usage: $(forms spool-redrive | tail -n 1)" ]
+	run -100 --separate-stderr spool-redrive --by ops --note INC-1 -0 --all
+	[ "$stderr" = "usage: $(forms spool-redrive | tail -n 1)" ]
+	run -100 --separate-stderr spool-purge -0 done --older-than 0
+	[ "${stderr_lines[0]}" = "usage: $(forms spool-purge | head -n 1)" ]
+	# Only the commands that read IDs take it.
+	run -100 --separate-stderr spool-pause -0
+	[ "$stderr" = "usage: $(forms spool-pause)" ]
+	[ "$(snapshot)" = "$before" ]
+}
+
+@test "spool-purge says which of --by and --note is missing" {
+	park p1
+	before=$(snapshot)
+	run -100 --separate-stderr spool-purge dead --older-than 0
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-purge: dead: --by WHO and --note TICKET are needed; missing: --by and --note" ]
+	run -100 --separate-stderr spool-purge dead --note INC-1 --older-than 0
+	[ "$stderr" = "spool-purge: dead: --by WHO and --note TICKET are needed; missing: --by" ]
+	run -100 --separate-stderr spool-purge dead --by ops p1
+	[ "$stderr" = "spool-purge: dead: --by WHO and --note TICKET are needed; missing: --note" ]
+	run -100 --separate-stderr spool-purge --missing p1
+	[ "$stderr" = "spool-purge: --missing: --by WHO and --note TICKET are needed; missing: --by and --note" ]
+	run -100 --separate-stderr spool-purge done --by ops --older-than 0
+	[ "$stderr" = "spool-purge: done: --by WHO and --note TICKET go together; missing: --note" ]
+	[ "$(snapshot)" = "$before" ]
+}
