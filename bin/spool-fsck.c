@@ -16,8 +16,9 @@ static void
 print(void *arg, const char *what, const char *problem, int fixed)
 {
 	(void)arg;
-	(void)fixed;	/* the problem's text says what was done */
-	printf("%s: %s\n", what, problem);
+	/* A fault's text says what was done; a note says it is one. */
+	printf("%s: %s%s\n", what, fixed == SPOOL_FSCK_NOTE ? "note: " : "",
+	    problem);
 }
 
 int

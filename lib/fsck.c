@@ -1072,7 +1072,12 @@ check_tmp(struct fsck *f)
 	return e != 0 ? -1 : 0;
 }
 
-/* The top directory holds only a spool's own names. */
+/*
+ * The top directory: config must be there (without it every command runs
+ * on the built-in defaults, with no reserve).  Any other name is noted,
+ * not counted: nothing of a spool reads it, and a file a person keeps
+ * there (a README, a config.orig) must not fail every check for ever.
+ */
 static int
 check_top(struct fsck *f, struct spool *sp)
 {
@@ -1085,14 +1090,21 @@ check_top(struct fsck *f, struct spool *sp)
 	DIR *d;
 	int i, known, e;
 
+	if (faccessat(sp->dirfd, "config", F_OK, AT_SYMLINK_NOFOLLOW) == -1) {
+		if (errno != ENOENT)
+			return -1;
+		problem(f, "config", 0, "missing: every command runs on the "
+		    "built-in defaults, with no reserve; spool-init writes the "
+		    "default config again, or restore the spool's own");
+	}
 	if ((d = dir_list(sp->dirfd)) == NULL)
 		return -1;
 	while ((errno = 0, de = dir_next(d)) != NULL) {
 		for (known = 0, i = 0; i < NELEM(ours) && !known; i++)
 			known = strcmp(de->d_name, ours[i]) == 0;
 		if (!known)
-			problem(f, de->d_name, 0, "not part of a spool (left "
-			    "alone)");
+			f->say(f->arg, de->d_name, "not part of a spool (left "
+			    "alone)", SPOOL_FSCK_NOTE);
 	}
 	e = errno;
 	(void)closedir(d);	/* read-only */

@@ -510,7 +510,9 @@ int spool_list(struct spool *sp, enum spool_state state,
 
 /*
  * Check every invariant of spool-layout.md; say(arg, what, problem, fixed)
- * is called once per violation (what: a job ID or a path).  flags:
+ * is called once per violation (what: a job ID or a path; fixed: 1 if
+ * repaired), and with fixed SPOOL_FSCK_NOTE for what is no violation but
+ * worth a look (a name in the top directory that is not a spool's).  flags:
  * SPOOL_FSCK_REPAIR completes or rolls back what crashes interrupted,
  * appends the missing audit lines, moves files no job owns to quarantine/
  * (never deletes a payload).  SPOOL_FSCK_RESTORED (with repair) is for a
@@ -525,6 +527,7 @@ int spool_list(struct spool *sp, enum spool_state state,
 #define SPOOL_FSCK_REPAIR	1
 #define SPOOL_FSCK_RESTORED	2
 #define SPOOL_FSCK_VERIFY	4
+#define SPOOL_FSCK_NOTE		2	/* say()'s fixed: a note, not a fault */
 int spool_fsck(struct spool *sp, int flags,
     void (*say)(void *arg, const char *what, const char *problem, int fixed),
     void *arg);

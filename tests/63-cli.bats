@@ -190,3 +190,27 @@ park() {
 	[ "$stderr" = "spool-purge: done: --by WHO and --note TICKET go together; missing: --note" ]
 	[ "$(snapshot)" = "$before" ]
 }
+
+@test "spool-fsck notes a stray name at the top and exits 0; a missing config is a fault" {
+	echo notes >"$SPOOL_DIR/README"
+	mkdir "$SPOOL_DIR/old"
+	run -0 --separate-stderr spool-fsck
+	diff -u - <(printf '%s\n' "$output" | LC_ALL=C sort) <<'EOF2'
+README: note: not part of a spool (left alone)
+old: note: not part of a spool (left alone)
+EOF2
+	run -0 --separate-stderr spool-fsck --repair
+	[ "$(cat "$SPOOL_DIR/README")" = notes ]
+	[ -d "$SPOOL_DIR/old" ]
+	rm -r "$SPOOL_DIR/README" "$SPOOL_DIR/old"
+	fsck_clean
+	rm "$SPOOL_DIR/config"
+	before=$(snapshot)
+	for flag in "" --repair; do
+		run -1 --separate-stderr spool-fsck $flag
+		[ "$output" = "config: missing: every command runs on the built-in defaults, with no reserve; spool-init writes the default config again, or restore the spool's own" ]
+	done
+	[ "$(snapshot)" = "$before" ]
+	spool-init
+	fsck_clean
+}
