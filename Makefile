@@ -26,7 +26,8 @@ CMDS = $(patsubst bin/%.c,%,$(wildcard bin/spool-*.c))
 BINS = $(addprefix bin/,$(CMDS))
 # What the commands share (bin/common.h), as an archive: each command
 # links only the parts it calls.
-CMDOBJ = bin/cmd.o bin/json.o bin/opmain.o bin/picks.o bin/view.o
+CMDOBJ = bin/cmd.o bin/json.o bin/opmain.o bin/picks.o bin/progress.o \
+    bin/view.o
 
 all: $(BINS)
 

@@ -60,6 +60,7 @@ vsay(const char *fmt, va_list ap)
 
 	char *p;
 
+	progress_erase();	/* a message never lands inside it */
 	n = snprintf(line, sizeof(line), "%.64s: ", progname);
 	(void)vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	/* What the user gave may hold a newline: it must not make two. */

@@ -48,6 +48,12 @@ int finish_stdout(int status);
 int worst(int a, int b);
 int64_t min64(int64_t a, int64_t b);
 
+/* A progress line on a terminal, for long runs. */
+void progress_begin(int want, double hint);
+void progress_show(const char *what, size_t done, size_t total);
+void progress_hide(void);
+void progress_erase(void);
+
 /* Times and jobs as people read them. */
 const char *fmt_age(char *buf, size_t len, int64_t ms);
 const char *fmt_time(char *buf, size_t len, int64_t ms);

@@ -266,13 +266,17 @@ in_batches(const struct picks *l, int64_t before,
 		}
 		if (act(arg, items, n) == -1)
 			die(EXIT_TEMP, "%s", strerror(errno));
+		progress_hide();
 		for (k = 0; k < n; k++) {
 			if (items[k].res.status == 0)
 				printf("%s\n", items[k].id);
 			status = worst(status, report(items[k].id,
 			    &items[k].res));
 		}
+		(void)fflush(stdout);	/* the IDs before the count */
+		progress_show(NULL, i + n, l->n);
 	}
+	progress_erase();
 	free(items);
 	return status;
 }

@@ -231,6 +231,8 @@ main(int argc, char **argv)
 		select_old(p.sp, kind, cutoff, keep < 0 ? 0 : (size_t)keep,
 		    &l, &status);
 		before = cutoff + 1;
+		/* More than one batch: a long run, shown on a terminal. */
+		progress_begin(l.n > SPOOL_BATCH_MAX, 0);
 		status = worst(status, in_batches(&l, before, purge, &p));
 	} else
 		named_in_batches(argv + optind, argc - optind, 0, purge, &p,

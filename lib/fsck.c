@@ -149,11 +149,29 @@ add_name(struct fsck *f, const char *a, const char *b, size_t *at)
 	return 0;
 }
 
+/* Tell the progress display, every 64 things and at the last. */
+static void
+tell(const struct spool *sp, const char *what, size_t done, size_t total)
+{
+	if (sp->progress != NULL && ((done & 63) == 0 || done == total))
+		sp->progress(sp->progress_arg, what, done, total);
+}
+
+void
+spool_set_progress(struct spool *sp, void (*fn)(void *arg, const char *what,
+    size_t done, size_t total), void *arg)
+{
+	sp->progress = fn;
+	sp->progress_arg = arg;
+}
+
 static int
 add_ent(struct fsck *f, size_t idlen, const char *dir, const char *name,
     int state, int misplaced)
 {
 	struct ent *e;
+
+	tell(f->sp, "files", f->nents + 1, 0);
 
 	if (f->nents == f->capents) {
 		f->capents = f->capents ? f->capents * 2 : 1024;
@@ -1266,6 +1284,7 @@ spool_fsck(struct spool *sp, int flags,
 		if (check_job(&f, id, f.ents + e0, k - e0) == -1)
 			goto fail;
 		i++;
+		tell(sp, "jobs", i, nmeta);
 	}
 	for (i = 0; i < f.nstrays; i++) {
 		if (repair && quarantine(&f, f.strays[i]) == -1)

@@ -532,6 +532,14 @@ int spool_fsck(struct spool *sp, int flags,
     void (*say)(void *arg, const char *what, const char *problem, int fixed),
     void *arg);
 
+/*
+ * How a long run goes, for a progress display: spool_fsck() calls fn now
+ * and then with what it counts ("files" read, then "jobs" checked), how
+ * many so far, and of how many (0 while not known).  fn NULL: not told.
+ */
+void spool_set_progress(struct spool *sp, void (*fn)(void *arg,
+    const char *what, size_t done, size_t total), void *arg);
+
 /* Validation and parsing, shared by every command (return 1 if valid). */
 int spool_valid_id(const char *s);	/* [A-Za-z0-9._-], first alnum, <=128 */
 int spool_valid_note(const char *s);	/* same alphabet: ops, INC-4411 */

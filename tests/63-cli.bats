@@ -38,11 +38,11 @@ forms() {
 	[ "$stderr" = "spool-ls: --reason: bad reason '--help' (permanent, exhausted, deadline, side-effect or cancelled)" ]
 }
 
-@test "spool-redrive --help shows the bulk form: -, --all, --rate, --dry-run" {
+@test "spool-redrive --help shows the bulk form: -, -0, --all, --rate, --dry-run" {
 	run -0 --separate-stderr spool-redrive --help
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
 usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] ID ...
-       spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] [--dry-run] [--rate N/s] - | --all [--reason R] [--class C] [--older-than DUR]
+       spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] [--dry-run] [--rate N/s] [-0] - | --all [--reason R] [--class C] [--older-than DUR]
 EOF
 }
 
@@ -213,4 +213,59 @@ EOF2
 	[ "$(snapshot)" = "$before" ]
 	spool-init
 	fsck_clean
+}
+
+# N files to enqueue, in $BATS_TEST_TMPDIR/f/.
+files() {
+	mkdir -p "$BATS_TEST_TMPDIR/f"
+	for i in $(seq "$1"); do echo "$i" >"$BATS_TEST_TMPDIR/f/$i"; done
+}
+
+# on_tty CMD: run the shell command CMD with a terminal for stdin, stdout
+# and stderr (script(1), whose output ends lines in CR LF); its stdout is
+# redirected by CMD itself, so $output is what stderr showed.
+on_tty() {
+	run -0 script -qec "$1" /dev/null
+}
+
+# Whether $output shows the progress line LINE (a pattern) and ends with
+# it erased: CR, spaces, CR, and nothing after.
+shows_progress() {
+	local cr=$'\r' pat
+	pat="$cr$1 "
+	[[ $output = *$pat* ]] || { echo "no progress: $(printf %q "$output")" >&2; return 1; }
+	[[ $output =~ $cr\ +$cr$ ]] || { echo "not erased: $(printf %q "$output")" >&2; return 1; }
+}
+
+@test "progress on a terminal: spool-enqueue of many files, spool-purge of many jobs, spool-fsck" {
+	files 300
+	on_tty "spool-enqueue $BATS_TEST_TMPDIR/f/* >/dev/null"
+	shows_progress "spool-enqueue: 300 of 300 files, *.*/s, ETA 0m00s"
+	[ "$(ids_in new | wc -l)" -eq 300 ]
+	on_tty "spool-fsck"
+	shows_progress "spool-fsck: 300 of 300 jobs, *.*/s, ETA 0m00s"
+	[[ $output = *$'\r'"spool-fsck: 64 files"* ]]
+	for n in 256 44; do
+		spool-claim -n $n | awk '{ print $1, $2, "ok" }' | spool-finish - >/dev/null
+	done
+	on_tty "spool-purge done --older-than 0 >/dev/null"
+	shows_progress "spool-purge: 300 of 300, *.*/s, ETA 0m00s"
+	[ -z "$(ids_in done)" ]
+}
+
+@test "no progress when stderr is not a terminal, nor for a short run" {
+	files 300
+	run -0 --separate-stderr spool-enqueue "$BATS_TEST_TMPDIR"/f/*
+	[ "$stderr" = "" ]
+	[ "${#lines[@]}" -eq 300 ]
+	run -0 --separate-stderr spool-fsck
+	[ "$stderr$output" = "" ]
+	spool-claim -n 256 | awk '{ print $1, $2, "ok" }' | spool-finish - >/dev/null
+	spool-claim -n 44 | awk '{ print $1, $2, "ok" }' | spool-finish - >/dev/null
+	run -0 --separate-stderr spool-purge done --older-than 0
+	[ "$stderr" = "" ]
+	[ "${#lines[@]}" -eq 300 ]
+	# On a terminal, one batch is no long run.
+	on_tty "spool-enqueue $BATS_TEST_TMPDIR/f/1 $BATS_TEST_TMPDIR/f/2 >/dev/null"
+	[ "$output" = "" ]
 }
