@@ -75,18 +75,19 @@ _spool_options()
 		_spool_arg='-d --class --detail --delay' ;;
 	spool-fsck)
 		_spool_arg='-d'
-		_spool_flag='--repair' ;;
+		_spool_flag='--repair --restored --verify' ;;
 	spool-init)
-		_spool_arg='-d --group' ;;
+		_spool_arg='-d --group'
+		_spool_flag='--upgrade' ;;
 	spool-ls)
 		_spool_arg='-d --older-than --reason'
 		_spool_flag='-0 -l --json' ;;
 	spool-purge)
 		_spool_arg='-d --older-than --keep --by --note'
-		_spool_flag='-0 --dry-run' ;;
+		_spool_flag='-0 --dry-run --missing' ;;
 	spool-redrive)
 		_spool_arg='-d --by --note --rate --reason --class --older-than'
-		_spool_flag='-0 --reconciled --dry-run --all' ;;
+		_spool_flag='-0 --reconciled --edited --dry-run --all' ;;
 	spool-renew)
 		_spool_arg='-d --lease' ;;
 	spool-run)
@@ -109,7 +110,8 @@ _spool_reasons='permanent exhausted deadline side-effect cancelled'
 
 # The names that spool-stat --warn and --crit compare (spool-stat(1),
 # "METRICS").
-_spool_metrics='paused new ready leased done dropped dead damaged cycles2
+_spool_metrics='paused new ready leased done dropped dead damaged quarantined
+    hand_edits cycles2
     lag oldest_dead oldest_lease redriven_queued redriven_done
     redriven_parked redriven_dropped dead_permanent dead_exhausted
     dead_deadline dead_side_effect dead_cancelled dead_class_none

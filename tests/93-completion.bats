@@ -48,8 +48,9 @@ offers() {
 
 # Jobs in every state, once for the file, at $BATS_FILE_TMPDIR/spool (the
 # completion only reads it): n1 ready and n2 an hour later (another bucket
-# of new/), l1 and l2 leased (l2 under its second token), d1 done, p1 and
-# p2 parked, g1 purged (only its sidecar is left).
+# of new/), l1 and l2 leased (l2 under its second token; their tokens in
+# $TL1 and $TL2, drawn from the spool-wide counter in claim order), d1
+# done, p1 and p2 parked, g1 purged (gone, sidecar and all).
 setup_file() {
 	local id
 	export PATH="$BATS_TEST_DIRNAME/../bin:$PATH" SPOOL_HOST=testhost
@@ -59,17 +60,25 @@ setup_file() {
 		spool-enqueue --id "$id" <<<"$id" >/dev/null
 	done
 	spool-claim -n 6 --owner w1 >/dev/null
-	spool-finish l2 1 release >/dev/null
+	spool-finish l2 "$(tok l2)" release >/dev/null
 	spool-claim --owner w1 >/dev/null
-	spool-finish d1 1 ok >/dev/null
-	spool-finish p1 1 permanent >/dev/null
-	spool-finish --class invalid-input p2 1 permanent >/dev/null
-	spool-finish g1 1 ok >/dev/null
+	spool-finish d1 "$(tok d1)" ok >/dev/null
+	spool-finish p1 "$(tok p1)" permanent >/dev/null
+	spool-finish --class invalid-input p2 "$(tok p2)" permanent >/dev/null
+	spool-finish g1 "$(tok g1)" ok >/dev/null
 	spool-purge done g1 >/dev/null
 	spool-enqueue --id n1 <<<n1 >/dev/null
 	spool-enqueue --id n2 --delay 1h <<<n2 >/dev/null
-	[ "$(ls "$SPOOL_DIR/leased")" = "$(printf '%s\n' l1,1 l2,2)" ]
-	[ -e "$SPOOL_DIR/meta/g1" ]
+	export TL1 TL2
+	TL1=$(tok l1) TL2=$(tok l2)
+	[ "$(ls "$SPOOL_DIR/leased")" = "$(printf '%s\n' "l1,$TL1" "l2,$TL2")" ]
+	[ "$TL2" -eq 7 ]
+	[ ! -e "$SPOOL_DIR/meta/g1" ]
+}
+
+# The token of ID's lease, from its name in leased/.
+tok() {
+	ls "$SPOOL_DIR/leased" | sed -n "s/^$1,//p"
 }
 
 # setup_file's environment is every test's.
@@ -133,16 +142,16 @@ EOF
 
 @test "spool-finish offers a leased job, then its token, then the outcomes; spool-renew the same" {
 	offers spool-finish '' <<<$'l1\nl2'
-	offers spool-finish l2 '' <<<2
-	offers spool-finish l1 '' <<<1
+	offers spool-finish l2 '' <<<"$TL2"
+	offers spool-finish l1 '' <<<"$TL1"
 	offers spool-finish p1 '' <<<''
-	offers spool-finish l2 2 '' <<<$'ok\npermanent\nrelease\nretry'
-	offers spool-finish l2 2 re <<<$'release\nretry'
-	offers spool-finish --class transient --delay 5s l2 2 r <<<$'release\nretry'
-	offers spool-finish l2 2 ok '' <<<''
+	offers spool-finish l2 "$TL2" '' <<<$'ok\npermanent\nrelease\nretry'
+	offers spool-finish l2 "$TL2" re <<<$'release\nretry'
+	offers spool-finish --class transient --delay 5s l2 "$TL2" r <<<$'release\nretry'
+	offers spool-finish l2 "$TL2" ok '' <<<''
 	offers spool-renew --lease 5m '' <<<$'l1\nl2'
-	offers spool-renew l2 '' <<<2
-	offers spool-renew l2 2 '' <<<''
+	offers spool-renew l2 '' <<<"$TL2"
+	offers spool-renew l2 "$TL2" '' <<<''
 }
 
 @test "spool-purge offers its kinds, then the jobs of done/ or dead/" {
@@ -232,7 +241,7 @@ EOF
 	    "$BATS_TEST_DIRNAME/../man/spool-fsck.1" >"$BATS_TEST_TMPDIR/spool-fsck.1"
 	run -1 diff <(man_options "$BATS_TEST_TMPDIR/spool-fsck.1") \
 	    <(comp_options spool-fsck)
-	[ "$output" = $'2d1\n< spool-fsck --verbose' ]
+	[ "$output" = $'3d2\n< spool-fsck --verbose' ]
 	[ "$(man_options "$BATS_TEST_DIRNAME/../man/spool-ls.1" | tr '\n' ' ')" = \
 	    "spool-ls --json spool-ls --older-than spool-ls --reason spool-ls -0 spool-ls -d spool-ls -l " ]
 	[ "$(man_options "$BATS_TEST_DIRNAME/../man/spool-stat.1" | tr '\n' ' ')" = \
