@@ -46,9 +46,9 @@ opened() {
 	opened "$SPOOL_DIR" 100 "$SPOOL_DIR/config:10: malformed (see spool(7), FILES)"
 }
 
-@test "EUCLEAN: a state directory missing, 111" {
+@test "EUCLEAN: a state directory missing, 100" {
 	rmdir "$SPOOL_DIR/leased"
-	opened "$SPOOL_DIR" 111 \
+	opened "$SPOOL_DIR" 100 \
 	    "$SPOOL_DIR: damaged spool: a state directory is missing or not a directory"
 }
 
@@ -83,7 +83,7 @@ opened() {
 	return "$rc"
 }
 
-@test "any other error, such as EACCES: the system's word for it, 111" {
+@test "EACCES: the system's word for it, 100: a person must act" {
 	if [ "$(id -u)" = 0 ]; then
 		# Root reads any directory: run the commands as nobody.
 		chmod 755 "$BATS_TEST_TMPDIR"
@@ -94,10 +94,24 @@ opened() {
 		as() { "$@"; }
 	fi
 	for cmd in spool-ls spool-claim; do
-		run -111 --separate-stderr as "$BATS_TEST_DIRNAME/../bin/$cmd" -d "$SPOOL_DIR"
+		run -100 --separate-stderr as "$BATS_TEST_DIRNAME/../bin/$cmd" -d "$SPOOL_DIR"
 		[ "$stderr" = "$cmd: $SPOOL_DIR: Permission denied" ]
 	done
 	run -3 --separate-stderr as "$BATS_TEST_DIRNAME/../bin/spool-stat" -d "$SPOOL_DIR" --crit 'dead>0'
 	[ "$output" = "SPOOL UNKNOWN - $SPOOL_DIR: Permission denied" ]
 	chmod 755 "$SPOOL_DIR"
+}
+
+@test "any other error, such as EMFILE: the system's word for it, 111" {
+	before=$(snapshot)
+	for cmd in spool-ls spool-claim; do
+		run -111 --separate-stderr bash -c 'ulimit -n 6 && exec "$0" "$@"' \
+		    "$cmd" -d "$SPOOL_DIR"
+		[ "$output" = "" ]
+		[ "$stderr" = "$cmd: $SPOOL_DIR: Too many open files" ]
+	done
+	run -3 --separate-stderr bash -c 'ulimit -n 6 && exec "$0" "$@"' \
+	    spool-stat -d "$SPOOL_DIR" --crit 'dead>0'
+	[ "$output" = "SPOOL UNKNOWN - $SPOOL_DIR: Too many open files" ]
+	[ "$(snapshot)" = "$before" ]
 }
