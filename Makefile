@@ -47,8 +47,10 @@ lib/libspool.a: $(LIBOBJ)
 $(LIBOBJ): lib/spool.h lib/internal.h
 $(CMDOBJ) $(BINS:=.o): bin/common.h lib/spool.h
 
+# What --version prints: every build of bin/cmd.c needs it.
+VERSION_DEF = -DSPOOL_VERSION='"$(SPOOL_VERSION)"'
 bin/cmd.o: VERSION
-bin/cmd.o: CPPFLAGS += -DSPOOL_VERSION='"$(SPOOL_VERSION)"'
+bin/cmd.o: CPPFLAGS += $(VERSION_DEF)
 
 bin/common.a: $(CMDOBJ)
 	$(AR) rcs $@ $(CMDOBJ)
