@@ -157,7 +157,7 @@ Description: A durable job queue that is a directory (libspool)
 Version: $(cat "$ROOT/VERSION")
 Cflags: -I\${includedir}
 Libs: -L\${libdir} -lspool
-Libs.private: -luuid
+Libs.private: -luuid -lxxhash
 EOF
 }
 
@@ -226,7 +226,7 @@ EOF
 
 @test "spool(3)'s example, built with pkg-config --static, runs on a spool without libspool.so" {
 	run -0 --separate-stderr pc --static --libs
-	[ "${output% }" = "-L$D/usr/local/lib -lspool -luuid" ]
+	[ "${output% }" = "-L$D/usr/local/lib -lspool -luuid -lxxhash" ]
 	man_example 1 >"$BATS_TEST_TMPDIR/example.c"
 	cc -static -o "$BATS_TEST_TMPDIR/example" "$BATS_TEST_TMPDIR/example.c" \
 	    $(pc --static --cflags --libs)
