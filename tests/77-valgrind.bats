@@ -524,7 +524,7 @@ resume ops INC-6" ]
 	vg_wait
 	vg_status repair 0
 	diff -u - <(LC_ALL=C sort "$V/repair.out" "$V/repair.err") <<EOT
-done/nobody: a job file with no sidecar (quarantined)
+done/nobody: a file no job owns (no sidecar, and no audit line of ID nobody) (quarantined): to make it a job, spool-enqueue --id nobody FILE
 done/not a job: not a job's name (quarantined)
 j2: its last transition was cut short before its move (marked void)
 tmp: left,999999999: left by an interrupted enqueue, never published (removed)
