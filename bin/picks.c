@@ -43,8 +43,9 @@ picks_add(struct picks *l, const char *id, size_t len, int64_t since,
     int *status)
 {
 	if (strlen(id) != len) {
-		say("%.140s: bad ID: the input holds a NUL byte (give -0 to read "
-		    "IDs that end in NUL, as spool-ls -0 prints them)", id);
+		say("%.140s: bad ID: the input holds a NUL byte (give -0 to "
+		    "read IDs that end in NUL, as spool-ls -0 prints them)",
+		    id);
 		*status = worst(*status, EXIT_PERM);
 		l->bad++;
 		return;

@@ -165,7 +165,8 @@ main(int argc, char **argv)
 			break;
 		default:
 			if ((a = negative_operand(argv)) != NULL)
-				die(EXIT_PERM, "bad token '%.40s' (a number from 1 to 2^63-1)", a);
+				die(EXIT_PERM, "bad token '%.40s' (a number "
+				    "from 1 to 2^63-1)", a);
 			usage();
 		}
 	}

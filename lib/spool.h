@@ -527,7 +527,7 @@ int spool_list(struct spool *sp, enum spool_state state,
 #define SPOOL_FSCK_REPAIR	1
 #define SPOOL_FSCK_RESTORED	2
 #define SPOOL_FSCK_VERIFY	4
-#define SPOOL_FSCK_NOTE		2	/* say()'s fixed: a note, not a fault */
+#define SPOOL_FSCK_NOTE		2	/* say()'s fixed: not a fault */
 int spool_fsck(struct spool *sp, int flags,
     void (*say)(void *arg, const char *what, const char *problem, int fixed),
     void *arg);
