@@ -13,6 +13,9 @@ WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
     $(WERROR_FLAG)
 CPPFLAGS += -Ilib
 LDLIBS = -luuid -lxxhash
+# One VERSION file: spool.pc, debian/changelog and every command's
+# --version (tests/92-install.bats checks that they agree).
+SPOOL_VERSION := $(shell cat VERSION)
 ifeq ($(SAN),1)
 CFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=address,undefined
@@ -23,7 +26,8 @@ CMDS = $(patsubst bin/%.c,%,$(wildcard bin/spool-*.c))
 BINS = $(addprefix bin/,$(CMDS))
 # What the commands share (bin/common.h), as an archive: each command
 # links only the parts it calls.
-CMDOBJ = bin/cmd.o bin/json.o bin/opmain.o bin/picks.o bin/view.o
+CMDOBJ = bin/cmd.o bin/json.o bin/opmain.o bin/picks.o bin/progress.o \
+    bin/view.o
 
 all: $(BINS)
 
@@ -42,6 +46,11 @@ lib/libspool.a: $(LIBOBJ)
 
 $(LIBOBJ): lib/spool.h lib/internal.h
 $(CMDOBJ) $(BINS:=.o): bin/common.h lib/spool.h
+
+# What --version prints: every build of bin/cmd.c needs it.
+VERSION_DEF = -DSPOOL_VERSION='"$(SPOOL_VERSION)"'
+bin/cmd.o: VERSION
+bin/cmd.o: CPPFLAGS += $(VERSION_DEF)
 
 bin/common.a: $(CMDOBJ)
 	$(AR) rcs $@ $(CMDOBJ)

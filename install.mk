@@ -18,7 +18,6 @@
 # The units, crontabs and man pages name the commands and handlers by the
 # paths of this install (they say /usr/local in the source).
 
-SPOOL_VERSION := $(shell cat VERSION)
 # The soname's number: 0 while the interface may still change (spool(3),
 # "ABI").
 SOMAJOR = 0

@@ -60,6 +60,7 @@ vsay(const char *fmt, va_list ap)
 
 	char *p;
 
+	progress_erase();	/* a message never lands inside it */
 	n = snprintf(line, sizeof(line), "%.64s: ", progname);
 	(void)vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	/* What the user gave may hold a newline: it must not make two. */
@@ -99,6 +100,57 @@ usage(void)
 	exit(EXIT_PERM);
 }
 
+/*
+ * getopt_long(3), with the two options every command takes: --help, the
+ * usage (every form, as the man page's SYNOPSIS) on stdout; --version, the
+ * version and the on-disk formats this build reads (spool-layout.md,
+ * "Formats").  Neither is in a command's own table: an unknown long option
+ * is looked at by name, so that "--note --help" stays a note.
+ */
+int
+cmd_getopt(int argc, char **argv, const char *optstring,
+    const struct option *longopts)
+{
+	const char *arg;
+	int c;
+
+	c = getopt_long(argc, argv, optstring, longopts, NULL);
+	if (c != '?' || optopt != 0 || optind < 1 || optind > argc)
+		return c;
+	arg = argv[optind - 1];
+	if (strcmp(arg, "--help") == 0) {
+		printf("usage: %s\n", usage_text);
+		exit(finish_stdout(EXIT_DONE));
+	}
+	if (strcmp(arg, "--version") == 0) {
+		printf("%s %s (spool format %d; reads format 1 too)\n",
+		    progname, SPOOL_VERSION, SPOOL_FORMAT);
+		exit(finish_stdout(EXIT_DONE));
+	}
+	return c;
+}
+
+/*
+ * The operand that getopt took for an unknown option because it begins
+ * with '-' and a digit, as a negative token does ("spool-finish a -1 ok");
+ * NULL if the unknown option was not one.  No command has a digit option
+ * but spool-ls's -0.
+ */
+const char *
+negative_operand(char **argv)
+{
+	const char *a;
+
+	if (optopt < '0' || optopt > '9' || optind < 1)
+		return NULL;
+	/* A lone "-1" is passed; "-12" is not yet, at its first digit. */
+	a = argv[optind - 1];
+	if (a[0] != '-' || a[strlen(a) - 1] != optopt)
+		a = argv[optind];
+	return a != NULL && a[0] == '-' && a[1] >= '0' && a[1] <= '9' ? a :
+	    NULL;
+}
+
 const char *
 spool_dir(const char *dflag)
 {
@@ -117,7 +169,7 @@ int
 open_failure(const char *dir, int err, char *msg, size_t len)
 {
 	char host[SPOOL_HOST_MAX + 1];
-	int status = EXIT_PERM;
+	int status = EXIT_PERM, line;
 
 	switch (err) {
 	case ENODATA:
@@ -128,7 +180,11 @@ open_failure(const char *dir, int err, char *msg, size_t len)
 		(void)snprintf(msg, len, "%s: unknown spool format", dir);
 		break;
 	case EBADMSG:
-		(void)snprintf(msg, len, "%s/config: malformed", dir);
+		if ((line = spool_config_line(dir)) > 0)
+			(void)snprintf(msg, len, "%s/config:%d: malformed "
+			    "(see spool(7), FILES)", dir, line);
+		else
+			(void)snprintf(msg, len, "%s/config: malformed", dir);
 		break;
 	case EUCLEAN:
 		(void)snprintf(msg, len, "%s: damaged spool: a state directory "
@@ -274,8 +330,14 @@ report(const char *id, const struct spool_result *res)
 			say("%s: no such job", id);
 			break;
 		case SPOOL_NO_STALE:
-			say("%s: stale token: the current token is %" PRIu64
-			    " and %s", id, res->token, where(res->state));
+			/* No token was ever issued: nothing to be stale. */
+			if (res->token == 0)
+				say("%s: not leased: never claimed, %s", id,
+				    where(res->state));
+			else
+				say("%s: stale token: the current token is %"
+				    PRIu64 " and %s", id, res->token,
+				    where(res->state));
 			break;
 		case SPOOL_NO_UNRECONCILED:
 			say("%s: its side effect may have happened: reconcile "

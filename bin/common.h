@@ -27,6 +27,10 @@ void cmd_init(char **argv, int prints);
 void die(int status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
 void usage(void) __attribute__((noreturn));
+struct option;
+int cmd_getopt(int argc, char **argv, const char *optstring,
+    const struct option *longopts);
+const char *negative_operand(char **argv);
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int open_failure(const char *dir, int err, char *msg, size_t len);
 struct spool *open_spool(const char *dir);
@@ -43,6 +47,12 @@ int damaged(const char *id);
 int finish_stdout(int status);
 int worst(int a, int b);
 int64_t min64(int64_t a, int64_t b);
+
+/* A progress line on a terminal, for long runs. */
+void progress_begin(int want, double hint);
+void progress_show(const char *what, size_t done, size_t total);
+void progress_hide(void);
+void progress_erase(void);
 
 /* Times and jobs as people read them. */
 const char *fmt_age(char *buf, size_t len, int64_t ms);
@@ -75,6 +85,7 @@ struct picks {
 	size_t bad;		/* operands or lines that were not IDs */
 };
 
+extern int ids_nul;
 int ids_on_stdin(char **args, int nargs);
 void read_ids(struct picks *l, char **args, int nargs, int *status);
 void picks_add(struct picks *l, const char *id, size_t len, int64_t since,

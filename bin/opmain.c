@@ -16,9 +16,12 @@
 
 #include "common.h"
 
-/* -d DIR, --by WHO, --note TICKET: drop, cancel, pause and resume. */
+/*
+ * -d DIR, --by WHO, --note TICKET: drop, cancel, pause and resume; and -0
+ * for those that read IDs (ids: drop and cancel).
+ */
 static const char *
-operator_options(int argc, char **argv, struct spool_operator *op)
+operator_options(int argc, char **argv, struct spool_operator *op, int ids)
 {
 	static const struct option longopts[] = {
 		{ "by", required_argument, NULL, 'b' },
@@ -28,8 +31,12 @@ operator_options(int argc, char **argv, struct spool_operator *op)
 	const char *dir = NULL;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, ids ? "0d:" : "d:", longopts)) !=
+	    -1) {
 		switch (c) {
+		case '0':
+			ids_nul = 1;
+			break;
 		case 'd':
 			dir = optarg;
 			break;
@@ -73,7 +80,7 @@ act_main(int argc, char **argv, item_action action)
 	int status = EXIT_DONE;
 
 	cmd_init(argv, 1);
-	dir = operator_options(argc, argv, &op);
+	dir = operator_options(argc, argv, &op, 1);
 	if (op.by == NULL || op.note == NULL || optind == argc)
 		usage();
 	(void)ids_on_stdin(argv + optind, argc - optind);
@@ -97,7 +104,7 @@ pause_main(int argc, char **argv, int on)
 	int paused;
 
 	cmd_init(argv, 0);
-	dir = operator_options(argc, argv, &op);
+	dir = operator_options(argc, argv, &op, 0);
 	if (optind != argc || (op.by == NULL) != (op.note == NULL))
 		usage();
 	sp = open_spool(spool_dir(dir));

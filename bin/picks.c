@@ -17,6 +17,9 @@
 
 #include "common.h"
 
+/* -0: the IDs on stdin end in NUL, as spool-ls -0 and find -print0 write. */
+int ids_nul;
+
 static int
 append(struct picks *l, const char *id, int64_t since)
 {
@@ -39,7 +42,15 @@ void
 picks_add(struct picks *l, const char *id, size_t len, int64_t since,
     int *status)
 {
-	if (strlen(id) != len || !spool_valid_id(id)) {
+	if (strlen(id) != len) {
+		say("%.140s: bad ID: the input holds a NUL byte (give -0 to "
+		    "read IDs that end in NUL, as spool-ls -0 prints them)",
+		    id);
+		*status = worst(*status, EXIT_PERM);
+		l->bad++;
+		return;
+	}
+	if (!spool_valid_id(id)) {
 		say("%.140s: bad ID", id);
 		*status = worst(*status, EXIT_PERM);
 		l->bad++;
@@ -49,19 +60,26 @@ picks_add(struct picks *l, const char *id, size_t len, int64_t since,
 		die(EXIT_TEMP, "%s", strerror(errno));
 }
 
-/* 1 if the operands are a lone "-": IDs on stdin, which must be open. */
+/*
+ * 1 if the operands are a lone "-": IDs on stdin, which must be open.
+ * -0 says how stdin ends its IDs: without "-" it is a usage error.
+ */
 int
 ids_on_stdin(char **args, int nargs)
 {
-	if (nargs != 1 || strcmp(args[0], "-") != 0)
+	if (nargs != 1 || strcmp(args[0], "-") != 0) {
+		if (ids_nul)
+			usage();
 		return 0;
+	}
 	if (stdin_closed)
 		die(EXIT_PERM, "standard input is closed");
 	return 1;
 }
 
 /*
- * Add to l the operands, or with a lone "-" the IDs on stdin, one a line:
+ * Add to l the operands, or with a lone "-" the IDs on stdin, one a line
+ * (with -0, each ending in NUL):
  * at most max of them (0: all), and return 0 at the end of the input.
  */
 static int
@@ -78,7 +96,8 @@ read_some(struct picks *l, char **args, int nargs, size_t max, int *status)
 		return 0;
 	}
 	while (max == 0 || l->n < max) {
-		if ((len = getline(&line, &cap, stdin)) == -1) {
+		if ((len = getdelim(&line, &cap, ids_nul ? '\0' : '\n',
+		    stdin)) == -1) {
 			if (ferror(stdin))
 				die(EXIT_TEMP, "stdin: %s", strerror(errno));
 			free(line);
@@ -86,7 +105,7 @@ read_some(struct picks *l, char **args, int nargs, size_t max, int *status)
 			cap = 0;
 			return 0;
 		}
-		if (len > 0 && line[len - 1] == '\n')
+		if (len > 0 && line[len - 1] == (ids_nul ? '\0' : '\n'))
 			line[--len] = '\0';
 		if (len > 0)
 			picks_add(l, line, (size_t)len, 0, status);
@@ -248,13 +267,17 @@ in_batches(const struct picks *l, int64_t before,
 		}
 		if (act(arg, items, n) == -1)
 			die(EXIT_TEMP, "%s", strerror(errno));
+		progress_hide();
 		for (k = 0; k < n; k++) {
 			if (items[k].res.status == 0)
 				printf("%s\n", items[k].id);
 			status = worst(status, report(items[k].id,
 			    &items[k].res));
 		}
+		(void)fflush(stdout);	/* the IDs before the count */
+		progress_show(NULL, i + n, l->n);
 	}
+	progress_erase();
 	free(items);
 	return status;
 }

@@ -8,7 +8,7 @@
 #include "common.h"
 
 const char *usage_text = "spool-cancel [-d DIR] --by WHO --note TICKET "
-    "ID ... | -";
+    "ID ... | [-0] -";
 
 int
 main(int argc, char **argv)

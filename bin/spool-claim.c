@@ -28,7 +28,7 @@ main(int argc, char **argv)
 	int c, r;
 
 	cmd_init(argv, 1);
-	while ((c = getopt_long(argc, argv, "d:n:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "d:n:", longopts)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;

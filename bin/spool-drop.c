@@ -7,7 +7,7 @@
 #include "common.h"
 
 const char *usage_text = "spool-drop [-d DIR] --by WHO --note TICKET "
-    "ID ... | -";
+    "ID ... | [-0] -";
 
 int
 main(int argc, char **argv)

@@ -39,7 +39,7 @@ main(int argc, char **argv)
 	cmd_init(argv, 1);
 	memset(&tmpl, 0, sizeof(tmpl));
 	tmpl.deadline_ms = -1;
-	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;
@@ -74,6 +74,7 @@ main(int argc, char **argv)
 	sp = open_spool(spool_dir(dir));
 	if ((jobs = calloc(CHUNK, sizeof(*jobs))) == NULL)
 		die(EXIT_TEMP, "%s", strerror(errno));
+	progress_begin(nfiles > CHUNK, 0);
 	for (i = 0; i < nfiles; i += n) {
 		size_t opened = 0;
 		size_t *which = calloc(CHUNK, sizeof(*which));
@@ -117,6 +118,7 @@ main(int argc, char **argv)
 			    "below the spool's reserve (see reserve and "
 			    "reserve-inodes in spool(7))" : strerror(e));
 		}
+		progress_hide();
 		for (k = 0; k < opened; k++) {
 			struct spool_job *j = &jobs[k];
 
@@ -129,7 +131,10 @@ main(int argc, char **argv)
 				    tmpl.id : files[which[k]], &j->res));
 		}
 		free(which);
+		(void)fflush(stdout);	/* the IDs before the count */
+		progress_show("files", i + n, nfiles);
 	}
+	progress_erase();
 	free(jobs);
 	spool_close(sp);
 	return finish_stdout(status);

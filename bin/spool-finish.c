@@ -143,12 +143,12 @@ main(int argc, char **argv)
 	};
 	struct opts o = { .class = SPOOL_CLASS_NONE, .delay = -1 };
 	struct spool_finish f;
-	const char *dir = NULL;
+	const char *dir = NULL, *a;
 	struct spool *sp;
 	int c, status;
 
 	cmd_init(argv, 1);
-	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;
@@ -164,6 +164,9 @@ main(int argc, char **argv)
 			o.delay = opt_duration("--delay", optarg, 1);
 			break;
 		default:
+			if ((a = negative_operand(argv)) != NULL)
+				die(EXIT_PERM, "bad token '%.40s' (a number "
+				    "from 1 to 2^63-1)", a);
 			usage();
 		}
 	}

@@ -16,8 +16,17 @@ static void
 print(void *arg, const char *what, const char *problem, int fixed)
 {
 	(void)arg;
-	(void)fixed;	/* the problem's text says what was done */
-	printf("%s: %s\n", what, problem);
+	progress_hide();
+	/* A fault's text says what was done; a note says it is one. */
+	printf("%s: %s%s\n", what, fixed == SPOOL_FSCK_NOTE ? "note: " : "",
+	    problem);
+}
+
+static void
+tick(void *arg, const char *what, size_t done, size_t total)
+{
+	(void)arg;
+	progress_show(what, done, total);
 }
 
 int
@@ -34,7 +43,7 @@ main(int argc, char **argv)
 	int c, flags = 0, r;
 
 	cmd_init(argv, 1);
-	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;
@@ -56,7 +65,10 @@ main(int argc, char **argv)
 	    SPOOL_FSCK_RESTORED)) == (SPOOL_FSCK_REPAIR | SPOOL_FSCK_RESTORED))
 		usage();
 	sp = open_spool(spool_dir(dir));
+	progress_begin(1, 0);
+	spool_set_progress(sp, tick, NULL);
 	r = spool_fsck(sp, flags, print, NULL);
+	progress_erase();
 	if (r == -1 && errno == EPROTO)
 		die(EXIT_PERM, "--restored: a spool of format 1 counts tokens "
 		    "per job: run spool-init --upgrade first");

@@ -20,7 +20,7 @@ main(int argc, char **argv)
 	int c, upgrade = 0;
 
 	cmd_init(argv, 0);
-	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;

@@ -169,7 +169,7 @@ main(int argc, char **argv)
 	int c;
 
 	cmd_init(argv, 1);
-	while ((c = getopt_long(argc, argv, "0d:l", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "0d:l", longopts)) != -1) {
 		switch (c) {
 		case '0':
 		case 'l':

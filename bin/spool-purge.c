@@ -20,9 +20,9 @@ const char *usage_text = "spool-purge [-d DIR] [--dry-run] done | dropped "
     "       spool-purge [-d DIR] [--dry-run] dead --by WHO --note TICKET "
     "--older-than DUR [--keep N]\n"
     "       spool-purge [-d DIR] [--dry-run] [--by WHO --note TICKET] "
-    "done | dead ID ... | -\n"
+    "done | dead ID ... | [-0] -\n"
     "       spool-purge [-d DIR] [--dry-run] --missing --by WHO --note "
-    "TICKET ID ... | -";
+    "TICKET ID ... | [-0] -";
 
 /* Nothing writes a tmp/ file for a day: its enqueue died. */
 #define TMP_AGE_MS	(24LL * 3600 * 1000)
@@ -119,6 +119,21 @@ purge(void *arg, struct spool_item *items, size_t n)
 	return 0;
 }
 
+/*
+ * Who and why, both given (need: or else neither): otherwise say which is
+ * missing, rather than the usage, which has four forms.
+ */
+static void
+who_and_why(const struct spool_operator *op, const char *what, int need)
+{
+	if ((op->by != NULL && op->note != NULL) ||
+	    (!need && op->by == NULL && op->note == NULL))
+		return;
+	die(EXIT_PERM, "%s: --by WHO and --note TICKET %s; missing: %s", what,
+	    need ? "are needed" : "go together", op->by == NULL ?
+	    op->note == NULL ? "--by and --note" : "--by" : "--note");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -142,8 +157,11 @@ main(int argc, char **argv)
 	int c, named, missing = 0, status = EXIT_DONE;
 
 	cmd_init(argv, 1);
-	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "0d:", longopts)) != -1) {
 		switch (c) {
+		case '0':
+			ids_nul = 1;
+			break;
 		case 'd':
 			dir = optarg;
 			break;
@@ -173,9 +191,9 @@ main(int argc, char **argv)
 		usage();
 	if (missing) {
 		/* Only named jobs, and who and why: a removal by hand. */
-		if (op.by == NULL || op.note == NULL || older_than != -1 ||
-		    keep != -1)
+		if (older_than != -1 || keep != -1)
 			usage();
+		who_and_why(&op, "--missing", 1);
 		(void)ids_on_stdin(argv + optind, argc - optind);
 		p.sp = open_spool(spool_dir(dir));
 		p.op = &op;
@@ -195,13 +213,11 @@ main(int argc, char **argv)
 		kind = DEAD;
 	else
 		usage();
-	/* Parked jobs go only by a person's named request; both or none. */
-	if ((op.by == NULL) != (op.note == NULL) ||
-	    (kind == DEAD && op.by == NULL) ||
-	    (named ? older_than != -1 || keep != -1 : older_than == -1))
+	if (named ? older_than != -1 || keep != -1 : older_than == -1)
 		usage();
-	if (named)
-		(void)ids_on_stdin(argv + optind, argc - optind);
+	/* Parked jobs go only by a person's named request; both or none. */
+	who_and_why(&op, state, kind == DEAD);
+	(void)ids_on_stdin(argv + optind, argc - optind);
 	p.sp = open_spool(spool_dir(dir));
 	p.op = op.by != NULL ? &op : NULL;
 	p.from = kind == DEAD ? SPOOL_DEAD : SPOOL_DONE;
@@ -215,6 +231,8 @@ main(int argc, char **argv)
 		select_old(p.sp, kind, cutoff, keep < 0 ? 0 : (size_t)keep,
 		    &l, &status);
 		before = cutoff + 1;
+		/* More than one batch: a long run, shown on a terminal. */
+		progress_begin(l.n > SPOOL_BATCH_MAX, 0);
 		status = worst(status, in_batches(&l, before, purge, &p));
 	} else
 		named_in_batches(argv + optind, argc - optind, 0, purge, &p,

@@ -18,11 +18,13 @@
 
 #include "common.h"
 
-const char *usage_text = "spool-redrive [-d DIR] --by WHO --note TICKET "
-    "[--reconciled] [--edited] ID ...";
-static const char bulk_usage[] = "spool-redrive [-d DIR] --by WHO --note "
-    "TICKET [--reconciled] [--edited] [--dry-run] [--rate N/s] - | --all "
-    "[--reason R] [--class C] [--older-than DUR]";
+/* Both forms for --help; a usage error shows the form it tried. */
+#define NAMED_USAGE "spool-redrive [-d DIR] --by WHO --note TICKET " \
+    "[--reconciled] [--edited] ID ..."
+#define BULK_USAGE "spool-redrive [-d DIR] --by WHO --note TICKET " \
+    "[--reconciled] [--edited] [--dry-run] [--rate N/s] [-0] - | --all " \
+    "[--reason R] [--class C] [--older-than DUR]"
+const char *usage_text = NAMED_USAGE "\n       " BULK_USAGE;
 
 #define NS	1000000000LL
 
@@ -114,44 +116,6 @@ wait_until(int64_t until)
 	}
 }
 
-/*
- * Progress on a terminal: one line rewritten in place, erased before any
- * message and at the end.  It is only a display: a failed write is let be.
- */
-static int progress_width;
-
-static void
-progress(const struct bulk *b, size_t done, size_t total, int64_t elapsed)
-{
-	/* The first job starts at once: the rate is of the gaps after it. */
-	double rate = done > 1 && elapsed > 0 ? (double)(done - 1) * NS /
-	    (double)elapsed : (double)b->rate;
-	long eta = (long)((double)(total - done) / rate + 0.5);
-	char line[160];
-	int n;
-
-	n = snprintf(line, sizeof(line), "\r%s: %zu of %zu, %.1f/s, ETA "
-	    "%ldm%02lds ", progname, done, total, rate, eta / 60, eta % 60);
-	if (n > 0 && (size_t)n < sizeof(line)) {
-		progress_width = n - 1;
-		(void)!write(2, line, (size_t)n);
-	}
-}
-
-static void
-progress_erase(void)
-{
-	char line[160];
-	int n;
-
-	if (progress_width == 0)
-		return;
-	n = snprintf(line, sizeof(line), "\r%*s\r", progress_width, "");
-	if (n > 0 && (size_t)n < sizeof(line))
-		(void)!write(2, line, (size_t)n);
-	progress_width = 0;
-}
-
 /* Why a bulk run ended early. */
 #define STOP_SIGNAL	1
 #define STOP_ERROR	2
@@ -187,13 +151,14 @@ bulk(struct spool *sp, const struct spool_operator *op, struct bulk *b,
     struct picks *l)
 {
 	struct spool_item item;
-	int64_t start, now, next, shown = 0, interval = NS / b->rate;
-	int tty = !b->dry_run && isatty(2), status = EXIT_DONE, stopped = 0;
+	int64_t start, next, interval = NS / b->rate;
+	int status = EXIT_DONE, stopped = 0;
 	size_t i, total = l->n + l->bad;
 
 	b->refused = l->bad;
 	if (!b->dry_run)
 		block_stops();
+	progress_begin(!b->dry_run, (double)b->rate);
 	start = next = clock_ns(CLOCK_MONOTONIC);
 	for (i = 0; i < l->n; i++) {
 		memset(&item, 0, sizeof(item));
@@ -208,7 +173,6 @@ bulk(struct spool *sp, const struct spool_operator *op, struct bulk *b,
 		} else {
 			next = clock_ns(CLOCK_MONOTONIC) + interval;
 			if (spool_redrive(sp, op, &item, 1) == -1) {
-				progress_erase();
 				say("%s", strerror(errno));
 				stopped = STOP_ERROR;
 				break;
@@ -227,14 +191,9 @@ bulk(struct spool *sp, const struct spool_operator *op, struct bulk *b,
 				b->refused++;
 			else
 				b->failed++;
-			progress_erase();
 		}
 		status = worst(status, report(item.id, &item.res));
-		now = clock_ns(CLOCK_MONOTONIC);
-		if (tty && (now - shown >= NS / 4 || i + 1 == l->n)) {
-			progress(b, i + 1, l->n, now - start);
-			shown = now;
-		}
+		progress_show(NULL, i + 1, l->n);
 	}
 	progress_erase();
 	summary(b, total, clock_ns(CLOCK_MONOTONIC) - start, stopped);
@@ -294,8 +253,11 @@ main(int argc, char **argv)
 	int c, stdin_ids, filters = 0, status = EXIT_DONE;
 
 	cmd_init(argv, 1);
-	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "0d:", longopts)) != -1) {
 		switch (c) {
+		case '0':
+			ids_nul = 1;
+			break;
 		case 'd':
 			dir = optarg;
 			break;
@@ -336,14 +298,16 @@ main(int argc, char **argv)
 			op.reconciled = 1;
 			break;
 		default:
+			usage_text = NAMED_USAGE;
 			usage();
 		}
 	}
 	stdin_ids = argc - optind == 1 && strcmp(argv[optind], "-") == 0;
 	/* The usage shown is that of the form the command line tried. */
-	if (b.all || stdin_ids || b.dry_run || filters || b.paced) {
-		usage_text = bulk_usage;
-		if (b.all ? optind < argc : !stdin_ids || filters)
+	usage_text = NAMED_USAGE;
+	if (b.all || stdin_ids || b.dry_run || filters || b.paced || ids_nul) {
+		usage_text = BULK_USAGE;
+		if (b.all ? optind < argc || ids_nul : !stdin_ids || filters)
 			usage();
 	}
 	if (op.by == NULL || op.note == NULL || (optind == argc && !b.all))

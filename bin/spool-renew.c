@@ -15,14 +15,14 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct spool_result res;
-	const char *dir = NULL, *id;
+	const char *dir = NULL, *a, *id;
 	int64_t lease = 0;
 	struct spool *sp;
 	uint64_t token;
 	int c, status;
 
 	cmd_init(argv, 0);
-	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;
@@ -31,6 +31,9 @@ main(int argc, char **argv)
 			lease = opt_duration("--lease", optarg, 0);
 			break;
 		default:
+			if ((a = negative_operand(argv)) != NULL)
+				die(EXIT_PERM, "bad token '%.40s' (a number "
+				    "from 1 to 2^63-1)", a);
 			usage();
 		}
 	}

@@ -1081,7 +1081,7 @@ main(int argc, char **argv)
 	w.grace_ms = 30000;
 	w.idle_ms = -1;
 	/* '+': the handler's own options are not ours. */
-	while ((c = getopt_long(argc, argv, "+d:j:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "+d:j:", longopts)) != -1) {
 		switch (c) {
 		case '1':
 			w.once = 1;

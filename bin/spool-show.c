@@ -238,7 +238,7 @@ main(int argc, char **argv)
 	int c, json = 0;
 
 	cmd_init(argv, 1);
-	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;

@@ -770,7 +770,7 @@ main(int argc, char **argv)
 
 	cmd_init(argv, 1);
 	/* A bad option is reported after the loop: UNKNOWN if checking. */
-	while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;

@@ -62,7 +62,10 @@ _spool_options()
 {
 	_spool_flag=
 	case $1 in
-	spool-cancel|spool-drop|spool-pause|spool-resume)
+	spool-cancel|spool-drop)
+		_spool_arg='-d --by --note'
+		_spool_flag='-0' ;;
+	spool-pause|spool-resume)
 		_spool_arg='-d --by --note' ;;
 	spool-claim)
 		_spool_arg='-d --lease --owner -n' ;;
@@ -81,10 +84,10 @@ _spool_options()
 		_spool_flag='-0 -l --json' ;;
 	spool-purge)
 		_spool_arg='-d --older-than --keep --by --note'
-		_spool_flag='--dry-run --missing' ;;
+		_spool_flag='-0 --dry-run --missing' ;;
 	spool-redrive)
 		_spool_arg='-d --by --note --rate --reason --class --older-than'
-		_spool_flag='--reconciled --edited --dry-run --all' ;;
+		_spool_flag='-0 --reconciled --edited --dry-run --all' ;;
 	spool-renew)
 		_spool_arg='-d --lease' ;;
 	spool-run)

@@ -149,11 +149,29 @@ add_name(struct fsck *f, const char *a, const char *b, size_t *at)
 	return 0;
 }
 
+/* Tell the progress display, every 64 things and at the last. */
+static void
+tell(const struct spool *sp, const char *what, size_t done, size_t total)
+{
+	if (sp->progress != NULL && ((done & 63) == 0 || done == total))
+		sp->progress(sp->progress_arg, what, done, total);
+}
+
+void
+spool_set_progress(struct spool *sp, void (*fn)(void *arg, const char *what,
+    size_t done, size_t total), void *arg)
+{
+	sp->progress = fn;
+	sp->progress_arg = arg;
+}
+
 static int
 add_ent(struct fsck *f, size_t idlen, const char *dir, const char *name,
     int state, int misplaced)
 {
 	struct ent *e;
+
+	tell(f->sp, "files", f->nents + 1, 0);
 
 	if (f->nents == f->capents) {
 		f->capents = f->capents ? f->capents * 2 : 1024;
@@ -1177,7 +1195,12 @@ check_tmp(struct fsck *f)
 	return e != 0 ? -1 : 0;
 }
 
-/* The top directory holds only a spool's own names. */
+/*
+ * The top directory: config must be there (without it every command runs
+ * on the built-in defaults, with no reserve).  Any other name is noted,
+ * not counted: nothing of a spool reads it, and a file a person keeps
+ * there (a README, a config.orig) must not fail every check for ever.
+ */
 static int
 check_top(struct fsck *f, struct spool *sp)
 {
@@ -1190,14 +1213,21 @@ check_top(struct fsck *f, struct spool *sp)
 	DIR *d;
 	int i, known, e;
 
+	if (faccessat(sp->dirfd, "config", F_OK, AT_SYMLINK_NOFOLLOW) == -1) {
+		if (errno != ENOENT)
+			return -1;
+		problem(f, "config", 0, "missing: every command runs on the "
+		    "built-in defaults, with no reserve; spool-init writes the "
+		    "default config again, or restore the spool's own");
+	}
 	if ((d = dir_list(sp->dirfd)) == NULL)
 		return -1;
 	while ((errno = 0, de = dir_next(d)) != NULL) {
 		for (known = 0, i = 0; i < NELEM(ours) && !known; i++)
 			known = strcmp(de->d_name, ours[i]) == 0;
 		if (!known)
-			problem(f, de->d_name, 0, "not part of a spool (left "
-			    "alone)");
+			f->say(f->arg, de->d_name, "not part of a spool (left "
+			    "alone)", SPOOL_FSCK_NOTE);
 	}
 	e = errno;
 	(void)closedir(d);	/* read-only */
@@ -1359,6 +1389,7 @@ spool_fsck(struct spool *sp, int flags,
 		if (check_job(&f, id, f.ents + e0, k - e0) == -1)
 			goto fail;
 		i++;
+		tell(sp, "jobs", i, nmeta);
 	}
 	for (i = 0; i < f.nstrays; i++) {
 		if (repair && quarantine(&f, f.strays[i]) == -1)

@@ -37,6 +37,10 @@ struct spool {
 	char host[HOST_MAX + 1];	/* names this writer's audit file */
 	char writer[HOST_MAX + 24];	/* host:pid, the audit writer column */
 	unsigned long tmpseq;
+	/* spool_set_progress(): told how a long run goes */
+	void (*progress)(void *arg, const char *what, size_t done,
+	    size_t total);
+	void *progress_arg;
 };
 
 /*

@@ -66,10 +66,17 @@ read_small(int dirfd, const char *name, char *buf, size_t size)
 	return 0;
 }
 
+/*
+ * The spool's defaults from config's text; -1 if it is malformed, with
+ * *bad the number of the line at fault: the first bad one, or that of
+ * multi-host=yes without skew, or the later of backoff and backoff-max
+ * when the longest delay is below the first.
+ */
 static int
-parse_config(struct spool *sp, char *text)
+parse_config(struct spool *sp, char *text, int *bad)
 {
 	char *line, *next, *eq;
+	int n = 0, multi_line = 0, backoff_line = 0;
 	int64_t v;
 
 	sp->lease_ms = 30000;
@@ -81,6 +88,7 @@ parse_config(struct spool *sp, char *text)
 	for (line = text; line != NULL && *line != '\0'; line = next) {
 		if ((next = strchr(line, '\n')) != NULL)
 			*next++ = '\0';
+		*bad = ++n;
 		if (line[0] == '#' || line[0] == '\0')
 			continue;
 		if ((eq = strchr(line, '=')) == NULL)
@@ -107,10 +115,13 @@ parse_config(struct spool *sp, char *text)
 			if (strcmp(eq, "yes") != 0 && strcmp(eq, "no") != 0)
 				return -1;
 			sp->multi_host = strcmp(eq, "yes") == 0;
+			multi_line = n;
 			continue;
 		}
 		if (spool_parse_duration(eq, &v) == -1)
 			return -1;
+		if (strncmp(line, "backoff", 7) == 0)
+			backoff_line = n;
 		if (strcmp(line, "lease") == 0 && v > 0)
 			sp->lease_ms = v;
 		else if (strcmp(line, "deadline") == 0 && v > 0)
@@ -125,10 +136,13 @@ parse_config(struct spool *sp, char *text)
 			return -1;
 	}
 	/* Several hosts' clocks never agree exactly: say by how much. */
-	if (sp->multi_host && sp->skew_ms <= 0)
+	if (sp->multi_host && sp->skew_ms <= 0) {
+		*bad = multi_line;
 		return -1;
+	}
 	if (sp->skew_ms == -1)
 		sp->skew_ms = 0;
+	*bad = backoff_line;
 	return sp->backoff_max_ms >= sp->backoff_ms ? 0 : -1;
 }
 
@@ -223,7 +237,7 @@ spool_open(const char *dir)
 	char cfg[4096];
 	int *fds[NSUBDIRS];
 	size_t i;
-	int e;
+	int e, bad;
 
 	if ((sp = calloc(1, sizeof(*sp))) == NULL)
 		return NULL;
@@ -262,7 +276,7 @@ spool_open(const char *dir)
 			goto fail;
 		cfg[0] = '\0';
 	}
-	if (parse_config(sp, cfg) == -1) {
+	if (parse_config(sp, cfg, &bad) == -1) {
 		errno = EBADMSG;
 		goto fail;
 	}
@@ -301,6 +315,32 @@ spool_close(struct spool *sp)
 			(void)close_fd(fds[i]);	/* read, or synced */
 	free(sp->path);
 	free(sp);
+}
+
+/*
+ * Which line of dir's config is malformed: its number, 0 if the file is
+ * not (or is longer than any config), -1 with errno if it cannot be read.
+ */
+int
+spool_config_line(const char *dir)
+{
+	struct spool tmp;
+	char cfg[4096];
+	int fd, bad = 0, r, e;
+
+	if ((fd = open_top(dir)) == -1)
+		return -1;
+	r = read_small(fd, "config", cfg, sizeof(cfg));
+	e = errno;
+	(void)close_fd(fd);	/* read-only */
+	if (r == -1) {
+		if (e == EBADMSG)
+			return 0;
+		errno = e;
+		return -1;
+	}
+	memset(&tmp, 0, sizeof(tmp));
+	return parse_config(&tmp, cfg, &bad) == -1 ? bad : 0;
 }
 
 /*

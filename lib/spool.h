@@ -144,6 +144,14 @@ struct spool_result {
 struct spool *spool_open(const char *dir);
 void spool_close(struct spool *sp);
 
+/*
+ * After spool_open() failed with EBADMSG: the number of the first line of
+ * dir's config at fault (for multi-host=yes without skew, that line; for
+ * backoff-max below backoff, the later of the two), or 0 if no line is (a
+ * file longer than 4095 bytes); -1 with errno if it cannot be read.
+ */
+int spool_config_line(const char *dir);
+
 
 /*
  * This process's host ID, as it names its audit file and its entry in
@@ -502,7 +510,9 @@ int spool_list(struct spool *sp, enum spool_state state,
 
 /*
  * Check every invariant of spool-layout.md; say(arg, what, problem, fixed)
- * is called once per violation (what: a job ID or a path).  flags:
+ * is called once per violation (what: a job ID or a path; fixed: 1 if
+ * repaired), and with fixed SPOOL_FSCK_NOTE for what is no violation but
+ * worth a look (a name in the top directory that is not a spool's).  flags:
  * SPOOL_FSCK_REPAIR completes or rolls back what crashes interrupted,
  * appends the missing audit lines, moves files no job owns to quarantine/
  * (never deletes a payload).  SPOOL_FSCK_RESTORED (with repair) is for a
@@ -517,9 +527,18 @@ int spool_list(struct spool *sp, enum spool_state state,
 #define SPOOL_FSCK_REPAIR	1
 #define SPOOL_FSCK_RESTORED	2
 #define SPOOL_FSCK_VERIFY	4
+#define SPOOL_FSCK_NOTE		2	/* say()'s fixed: not a fault */
 int spool_fsck(struct spool *sp, int flags,
     void (*say)(void *arg, const char *what, const char *problem, int fixed),
     void *arg);
+
+/*
+ * How a long run goes, for a progress display: spool_fsck() calls fn now
+ * and then with what it counts ("files" read, then "jobs" checked), how
+ * many so far, and of how many (0 while not known).  fn NULL: not told.
+ */
+void spool_set_progress(struct spool *sp, void (*fn)(void *arg,
+    const char *what, size_t done, size_t total), void *arg);
 
 /* Validation and parsing, shared by every command (return 1 if valid). */
 int spool_valid_id(const char *s);	/* [A-Za-z0-9._-], first alnum, <=128 */

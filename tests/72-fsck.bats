@@ -131,7 +131,7 @@ EOT
 	touch "$SPOOL_DIR/extra"
 	run -1 spool-fsck
 	diff -u - <(echo "$output") <<'EOT'
-extra: not part of a spool (left alone)
+extra: note: not part of a spool (left alone)
 j1: sidecar meta/j1 is not a readable record log: spool-fsck --repair moves it to quarantine/ and makes it again
 j2: its file is missing from dead/: if it was removed on purpose, record that with spool-purge --missing --by WHO --note TICKET j2
 EOT

@@ -368,15 +368,15 @@ EOT
 	vg purgeusage spool-purge new queued
 	vg_wait
 	vg_is drop 1 "parked" "spool-drop: queued: not parked: the job is in new/"
-	vg_is dropusage 100 "" "usage: spool-drop [-d DIR] --by WHO --note TICKET ID ... | -"
+	vg_is dropusage 100 "" "usage: spool-drop [-d DIR] --by WHO --note TICKET ID ... | [-0] -"
 	vg_is cancel 1 "q2" "spool-cancel: done: not queued: the job is in done/"
-	vg_is cancelusage 100 "" "usage: spool-cancel [-d DIR] --by WHO --note TICKET ID ... | -"
+	vg_is cancelusage 100 "" "usage: spool-cancel [-d DIR] --by WHO --note TICKET ID ... | [-0] -"
 	vg_is purge 1 "d2" "spool-purge: parked2: not done: the job is in dead/"
 	vg_is purgedead 0 "parked3" ""
 	vg_is purgeusage 100 "" "usage: spool-purge [-d DIR] [--dry-run] done | dropped --older-than DUR [--keep N]
        spool-purge [-d DIR] [--dry-run] dead --by WHO --note TICKET --older-than DUR [--keep N]
-       spool-purge [-d DIR] [--dry-run] [--by WHO --note TICKET] done | dead ID ... | -
-       spool-purge [-d DIR] [--dry-run] --missing --by WHO --note TICKET ID ... | -"
+       spool-purge [-d DIR] [--dry-run] [--by WHO --note TICKET] done | dead ID ... | [-0] -
+       spool-purge [-d DIR] [--dry-run] --missing --by WHO --note TICKET ID ... | [-0] -"
 	diff -u - <(states parked q2 d2 parked3) <<EOT
 parked done
 q2 dead
@@ -462,8 +462,8 @@ resume ops INC-6" ]
 	vg_wait
 	vg_same lsbad spool-ls -l done
 	vg_same showbad spool-show bad
-	vg_status lsbad 100
-	vg_status showbad 100
+	vg_status lsbad 111
+	vg_status showbad 111
 	grep -q '^spool-ls: bad: ' "$V/lsbad.err"
 	grep -q '^done ' "$V/lsbad.out"
 }

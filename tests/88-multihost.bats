@@ -16,14 +16,14 @@ multi() {
 	before=$(snapshot)
 	echo 'multi-host=yes' >>"$SPOOL_DIR/config"
 	run -100 --separate-stderr spool-ls
-	[ "$stderr" = "spool-ls: $SPOOL_DIR/config: malformed" ]
+	[ "$stderr" = "spool-ls: $SPOOL_DIR/config:10: malformed (see spool(7), FILES)" ]
 	echo 'skew=0' >>"$SPOOL_DIR/config"
 	run -100 --separate-stderr spool-ls
-	[ "$stderr" = "spool-ls: $SPOOL_DIR/config: malformed" ]
+	[ "$stderr" = "spool-ls: $SPOOL_DIR/config:10: malformed (see spool(7), FILES)" ]
 	sed -i '/^multi-host\|^skew/d' "$SPOOL_DIR/config"
 	echo 'multi-host=maybe' >>"$SPOOL_DIR/config"
 	run -100 --separate-stderr spool-ls
-	[ "$stderr" = "spool-ls: $SPOOL_DIR/config: malformed" ]
+	[ "$stderr" = "spool-ls: $SPOOL_DIR/config:10: malformed (see spool(7), FILES)" ]
 	sed -i '/^multi-host/d' "$SPOOL_DIR/config"
 	[ "$(snapshot)" = "$before" ]
 	[ ! -e "$SPOOL_DIR/hosts" ]

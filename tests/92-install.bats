@@ -307,10 +307,14 @@ EOF
 	diff -u <(for c in $CMDS; do echo "complete -F _spool $c"; done) - <<<"$output"
 }
 
-@test "VERSION, spool.pc, the shared library's name and debian/changelog agree" {
+@test "VERSION, spool.pc, the shared library's name, debian/changelog and --version agree" {
 	v=$(cat "$ROOT/VERSION")
 	[[ $v =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]
 	[ "$(pc --modversion)" = "$v" ]
+	for c in $CMDS; do
+		[ "$("$D/usr/local/bin/$c" --version)" = \
+		    "$c $v (spool format 2; reads format 1 too)" ]
+	done
 	[ -f "$D/usr/local/lib/libspool.so.$v" ]
 	[ "$(head -n 1 "$ROOT/debian/changelog")" = "spool ($v) unstable; urgency=medium" ]
 }

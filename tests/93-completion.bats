@@ -48,13 +48,13 @@ offers() {
 
 # Jobs in every state, once for the file, at $BATS_FILE_TMPDIR/spool (the
 # completion only reads it): n1 ready and n2 an hour later (another bucket
-# of new/), l1 and l2 leased (l2 under its second token), d1 done, p1 and
-# p2 parked, g1 purged (nothing of it is left).
+# of new/), l1 and l2 leased (l2 under its second token; their tokens in
+# $TL1 and $TL2, drawn from the spool-wide counter in claim order), d1
+# done, p1 and p2 parked, g1 purged (gone, sidecar and all).
 setup_file() {
 	local id
 	export PATH="$BATS_TEST_DIRNAME/../bin:$PATH" SPOOL_HOST=testhost
 	export SPOOL_DIR="$BATS_FILE_TMPDIR/spool"
-	tok() { find "$SPOOL_DIR/leased" -name "$1,*" -printf '%f\n' | sed 's/.*,//'; }
 	spool-init
 	for id in l1 l2 d1 p1 p2 g1; do
 		spool-enqueue --id "$id" <<<"$id" >/dev/null
@@ -69,8 +69,16 @@ setup_file() {
 	spool-purge done g1 >/dev/null
 	spool-enqueue --id n1 <<<n1 >/dev/null
 	spool-enqueue --id n2 --delay 1h <<<n2 >/dev/null
-	[ "$(ls "$SPOOL_DIR/leased")" = "$(printf '%s\n' l1,1 l2,7)" ]
+	export TL1 TL2
+	TL1=$(tok l1) TL2=$(tok l2)
+	[ "$(ls "$SPOOL_DIR/leased")" = "$(printf '%s\n' "l1,$TL1" "l2,$TL2")" ]
+	[ "$TL2" -eq 7 ]
 	[ ! -e "$SPOOL_DIR/meta/g1" ]
+}
+
+# The token of ID's lease, from its name in leased/.
+tok() {
+	ls "$SPOOL_DIR/leased" | sed -n "s/^$1,//p"
 }
 
 # setup_file's environment is every test's.
@@ -134,16 +142,16 @@ EOF
 
 @test "spool-finish offers a leased job, then its token, then the outcomes; spool-renew the same" {
 	offers spool-finish '' <<<$'l1\nl2'
-	offers spool-finish l2 '' <<<7
-	offers spool-finish l1 '' <<<1
+	offers spool-finish l2 '' <<<"$TL2"
+	offers spool-finish l1 '' <<<"$TL1"
 	offers spool-finish p1 '' <<<''
-	offers spool-finish l2 2 '' <<<$'ok\npermanent\nrelease\nretry'
-	offers spool-finish l2 2 re <<<$'release\nretry'
-	offers spool-finish --class transient --delay 5s l2 2 r <<<$'release\nretry'
-	offers spool-finish l2 2 ok '' <<<''
+	offers spool-finish l2 "$TL2" '' <<<$'ok\npermanent\nrelease\nretry'
+	offers spool-finish l2 "$TL2" re <<<$'release\nretry'
+	offers spool-finish --class transient --delay 5s l2 "$TL2" r <<<$'release\nretry'
+	offers spool-finish l2 "$TL2" ok '' <<<''
 	offers spool-renew --lease 5m '' <<<$'l1\nl2'
-	offers spool-renew l2 '' <<<7
-	offers spool-renew l2 2 '' <<<''
+	offers spool-renew l2 '' <<<"$TL2"
+	offers spool-renew l2 "$TL2" '' <<<''
 }
 
 @test "spool-purge offers its kinds, then the jobs of done/ or dead/" {

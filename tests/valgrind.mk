@@ -24,6 +24,8 @@ $(VG_DIR)/obj/bin-%.o: bin/%.c bin/common.h lib/spool.h
 	$(VG_CC) $(VG_CFLAGS) $(VG_WARN) -Ilib -c -o $@ $<
 
 VG_CMDOBJ = $(patsubst bin/%.o,$(VG_DIR)/obj/bin-%.o,$(CMDOBJ))
+$(VG_DIR)/obj/bin-cmd.o: VERSION
+$(VG_DIR)/obj/bin-cmd.o: VG_CFLAGS += $(VERSION_DEF)
 
 $(VG_BINS): $(VG_DIR)/%: $(VG_DIR)/obj/bin-%.o $(VG_CMDOBJ) $(VG_LIBOBJ)
 	$(VG_CC) -o $@ $^ -luuid -lxxhash
