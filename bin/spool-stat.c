@@ -165,6 +165,8 @@ visit(void *arg, const char *id, const char *file)
 		return -1;
 	}
 	st->state[in.state]++;
+	if (in.payload_resized)
+		st->damaged++;	/* in its place, but not the bytes enqueued */
 	if (in.cycles >= 2)
 		st->cycles2++;
 	switch (in.state) {

@@ -217,6 +217,7 @@ spool_job_info(struct spool *sp, const char *id, int history,
 	in->dropped = c->ev == SPOOL_EV_DROP;
 	in->payload_size = c->sum != 0 ? c->size : 0;
 	in->payload_xxh3 = c->sum;
+	in->payload_resized = c->sum != 0 && (uint64_t)j.fsize != c->size;
 	if (replay(in, j.text, j.textlen, j.voidtail, history) == -1)
 		goto fail;
 	job_close(&j);

@@ -86,6 +86,7 @@ struct job {
 	dev_t dev;		/* the job file, once located */
 	ino_t ino;
 	mode_t fmode;	/* its mode: none may read it after a chmod 000 */
+	off_t fsize;	/* its size, as the file is now */
 	size_t npending, written;	/* queued; written, not yet synced */
 	int event;		/* the audit event of the queued record */
 	char pending[2048];	/* lines to append on commit: last, and

@@ -138,6 +138,7 @@ job_locate(struct spool *sp, struct job *j)
 		j->dev = st.st_dev;
 		j->ino = st.st_ino;
 		j->fmode = st.st_mode;
+		j->fsize = st.st_size;
 		return 0;
 	}
 	j->voidtail = 1;
@@ -154,6 +155,7 @@ job_locate(struct spool *sp, struct job *j)
 		j->dev = st.st_dev;
 		j->ino = st.st_ino;
 		j->fmode = st.st_mode;
+		j->fsize = st.st_size;
 	}
 	j->cur = j->prev;
 	memset(&j->prev, 0, sizeof(j->prev));

@@ -474,6 +474,8 @@ struct spool_job_info {
 	int64_t acted;		/* the last operator action on it (by, note) */
 	uint64_t payload_size;	/* the payload's bytes and XXH3-64 checksum, */
 	uint64_t payload_xxh3;	/* as recorded; 0 if the record has none */
+	int payload_resized;	/* the file's size is not the recorded one:
+				   edited by hand, or torn */
 	struct spool_delivery *deliveries;	/* every cycle's, in order */
 	size_t ndeliveries;
 };

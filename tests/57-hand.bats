@@ -5,8 +5,8 @@
 # removed, spool-fsck clean after --repair (and after the person's command
 # where one is needed), the audit log saying what was adopted, and
 # spool-stat --crit 'damaged>0' critical from the edit until it is settled
-# (but for a copy and an edited payload, which spool-stat does not read
-# payloads to find: spool(7) says so).
+# (but for a copy, which spool-stat, reading no payload, does not see:
+# spool-stat(1) says so).
 
 load helpers
 
@@ -400,8 +400,10 @@ EOT
 	run -1 spool-fsck
 	[ "$output" = "d1: its payload is 22 bytes, its record says 17: changed by hand, or torn; check it, then spool-redrive --edited or spool-drop" ]
 	before=$(snapshot)
+	damaged 1
 	run -1 spool-fsck --repair
 	[ "$(snapshot)" = "$before" ]
+	damaged 1
 	run -1 --separate-stderr spool-redrive --by ann --note T-6 d1
 	[ "$stderr" = "spool-redrive: d1: its payload is not the one enqueued (changed by hand?): check it, then redrive with --edited to send it as it is" ]
 	[ "$(snapshot)" = "$before" ]
