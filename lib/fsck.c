@@ -68,6 +68,8 @@ struct fsck {
 	int verify;			/* SPOOL_FSCK_VERIFY */
 	uint64_t maxtok;		/* the highest token anything names */
 	int forgot;			/* sidecars removed: sync meta/ */
+	int pause_ev;			/* the last pause or resume line's */
+	int64_t pause_t;
 };
 
 /*
@@ -282,8 +284,17 @@ index_line(void *arg, const char *line, size_t len)
 	struct spool_audit a;
 	struct akey *k;
 
-	if (spool_audit_parse(line, len, &a) == -1 || a.id[0] == '\0')
+	if (spool_audit_parse(line, len, &a) == -1)
 		return 0;
+	if (a.id[0] == '\0') {
+		/* The last pause or resume, for check_pause. */
+		if ((a.event == SPOOL_EV_PAUSE || a.event == SPOOL_EV_RESUME) &&
+		    (f->pause_ev == 0 || a.time >= f->pause_t)) {
+			f->pause_ev = a.event;
+			f->pause_t = a.time;
+		}
+		return 0;
+	}
 	if (f->nkeys == f->capkeys) {
 		f->capkeys = f->capkeys ? f->capkeys * 2 : 4096;
 		if ((k = realloc(f->keys, f->capkeys * sizeof(*k))) == NULL)
@@ -395,6 +406,62 @@ quarantine(struct fsck *f, const char *rel)
 	    sync_dir(sp->dirfd, "quarantine") == -1)
 		return -1;
 	return 0;
+}
+
+/*
+ * A new cycle removes the previous cycle's file from done/ and then logs
+ * supersede: a crash between the two leaves the file gone and no line.
+ * The line appended takes the enqueue's time.
+ */
+static int
+check_supersede(struct fsck *f, struct job *j, uint64_t idh)
+{
+	struct stat st;
+	struct rec gone;
+	size_t lo = 0, hi = f->nkeys, mid;
+	int r;
+
+	if (j->voidtail || j->cur.ev != SPOOL_EV_ENQUEUE ||
+	    j->prev.loc != SPOOL_DONE)
+		return 0;
+	if ((r = place_stat(f->sp, j->id, &j->prev, &st)) != 0)
+		return r == -1 && errno != EUCLEAN ? -1 : 0;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (f->keys[mid].idh < idh)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < f->nkeys && f->keys[lo].idh == idh; lo++)
+		if (f->keys[lo].ev == SPOOL_EV_SUPERSEDE &&
+		    f->keys[lo].tok == j->prev.tok &&
+		    f->keys[lo].t >= j->cur.t)
+			return 0;
+	if (f->nkeys > 0 && j->cur.t < f->oldest)
+		return 0;	/* its line may have been in a rotated log */
+	gone = j->prev;
+	gone.t = j->cur.t;
+	if (f->repair && audit_add(&f->ab, f->sp, j->id, &gone,
+	    SPOOL_EV_SUPERSEDE) == -1)
+		return -1;
+	problem(f, j->id, f->repair, "no audit line for the removal of its "
+	    "previous cycle's file%s", f->repair ? " (appended)" : "");
+	return 0;
+}
+
+/* None of the job's files found by the scan is there any more. */
+static int
+all_gone(struct fsck *f, const struct ent *ents, size_t n)
+{
+	struct stat st;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (fstatat(f->sp->dirfd, ENT_REL(f, &ents[i]), &st,
+		    AT_SYMLINK_NOFOLLOW) == 0)
+			return 0;
+	return 1;
 }
 
 /*
@@ -984,13 +1051,23 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 		problem(f, id, f->repair, "its last transition was cut short "
 		    "before its move%s", f->repair ? " (marked void)" : "");
 	}
-	if (f->repair && job_settle(sp, &j, &f->ab) == -1)
+	if (check_supersede(f, &j, idh) == -1 ||
+	    (f->repair && job_settle(sp, &j, &f->ab) == -1))
 		goto fail;
-	if (sp->format >= 2 && j.cur.ev == SPOOL_EV_PURGE && n == 0) {
-		/* A purge cut short before it removed the sidecar. */
-		if (f->repair && sys_unlinkat(sp->metafd, id, 0) == -1 &&
-		    errno != ENOENT)
-			goto fail;
+	if (sp->format >= 2 && j.cur.ev == SPOOL_EV_PURGE && (n == 0 ||
+	    (f->repair && all_gone(f, ents, n)))) {
+		/*
+		 * A purge cut short before it removed the sidecar (or before
+		 * its unlink, which settling just made): the sidecar goes once
+		 * the purge's audit line is on disk, as a purge does it.
+		 */
+		if (f->repair) {
+			check_audit(f, &j, idh, cut);
+			if (audit_flush(sp, &f->ab) == -1 ||
+			    (sys_unlinkat(sp->metafd, id, 0) == -1 &&
+			    errno != ENOENT))
+				goto fail;
+		}
 		f->forgot |= f->repair;
 		problem(f, id, f->repair, "purged, but its sidecar is still in "
 		    "meta/%s", f->repair ? " (removed)" : "");
@@ -1031,6 +1108,60 @@ fail:
 	f->err = errno;
 	job_close(&j);
 	return -1;
+}
+
+/*
+ * The pause has no sidecar: a pause or resume cut short after its rename
+ * or unlink, before its audit line, leaves "paused" present while the
+ * log's last pause or resume is not a pause, or the other way round.
+ * Repair appends the missing line, naming whom "paused" names.  A pause
+ * older than every line kept may have had its line in a rotated log.
+ */
+static int
+check_pause(struct fsck *f)
+{
+	char text[2 * SPOOL_ID_MAX + 32];
+	struct stat st;
+	struct rec r;
+	ssize_t len;
+	int fd, paused;
+
+	if ((paused = spool_paused(f->sp)) == -1)
+		return -1;
+	if (paused == (f->pause_ev == SPOOL_EV_PAUSE))
+		return 0;
+	memset(&r, 0, sizeof(r));
+	r.t = now_ms();
+	if (paused) {
+		fd = sys_openat(f->sp->dirfd, "paused", O_RDONLY | O_CLOEXEC |
+		    O_NOFOLLOW | O_NONBLOCK, 0);
+		if (fd == -1 || fstat(fd, &st) == -1 ||
+		    (len = read_full(fd, text, sizeof(text) - 1)) == -1) {
+			if (fd != -1)
+				(void)close_fd(fd);
+			return -1;
+		}
+		(void)close_fd(fd);	/* read */
+		if (f->nkeys > 0 && (int64_t)st.st_mtim.tv_sec * 1000 <
+		    f->oldest)
+			return 0;
+		text[len] = '\0';
+		if (sscanf(text, "%128s %128s", r.by, r.note) != 2 ||
+		    !spool_valid_note(r.by) || !spool_valid_note(r.note))
+			r.by[0] = r.note[0] = '\0';
+		if (strcmp(r.by, "-") == 0)
+			r.by[0] = '\0';
+		if (strcmp(r.note, "-") == 0)
+			r.note[0] = '\0';
+	}
+	if (f->repair && audit_add(&f->ab, f->sp, "-", &r, paused ?
+	    SPOOL_EV_PAUSE : SPOOL_EV_RESUME) == -1)
+		return -1;
+	problem(f, "paused", f->repair, "%s, but the audit log's last pause "
+	    "or resume says otherwise%s", paused ? "present" : "absent",
+	    f->repair ? paused ? " (pause appended)" : " (resume appended)" :
+	    "");
+	return 0;
 }
 
 /* tmp/: a file whose process is gone, or that is a day old, is left over. */
@@ -1262,6 +1393,7 @@ spool_fsck(struct spool *sp, int flags,
 		    " (quarantined)" : "");
 	}
 	if (check_tmp(&f) == -1 || check_tokens(&f) == -1 ||
+	    check_pause(&f) == -1 ||
 	    (f.forgot && sync_dir(sp->metafd, ".") == -1) ||
 	    audit_flush(sp, &f.ab) == -1)
 		goto fail;
