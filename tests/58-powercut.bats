@@ -3,7 +3,7 @@
 # every state a power cut may leave during a command, repairs it with
 # spool-fsck --repair and checks it.  make check samples the states
 # (bound 3 a cut point); POWERCUT_FULL=1 (make check-powercut) enumerates
-# every state of the single-job commands, samples the batches (bound 24),
+# every state of the single-job commands, samples the batches (bound 12),
 # and skips every sync of every command in turn.  The seed is printed.
 
 load helpers
@@ -111,7 +111,7 @@ EOF
 
 @test "the explorer: no violation in any state of any command" {
 	local args=(--seed "$SEED" --bound 3)
-	[ -z "${POWERCUT_FULL:-}" ] || args=(--seed "$SEED" --full --bound 24)
+	[ -z "${POWERCUT_FULL:-}" ] || args=(--seed "$SEED" --full --bound 12)
 	run -0 "$EXPLORE" "${args[@]}"
 	printf '%s\n' "$output" >&3
 	diff -u - <(violations) <<'EOF'
