@@ -5,6 +5,8 @@
  * renaming it.  The line format is in spool-layout.md, "Audit log".
  */
 #define _GNU_SOURCE
+#include <sys/stat.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -283,6 +285,42 @@ audit_add(struct abuf *ab, struct spool *sp, const char *id,
 	return 0;
 }
 
+/*
+ * A power cut may leave the log's last line torn, without its newline: the
+ * next append then begins with one, or its first line would be read as the
+ * rest of the torn one and skipped.  A log this process cannot read is
+ * taken as whole.
+ */
+static int
+mend_tail(int fd, struct abuf *ab)
+{
+	struct stat st;
+	char c;
+
+	if (fstat(fd, &st) == -1)
+		return -1;
+	if (st.st_size == 0 || sys_pread(fd, &c, 1, st.st_size - 1) != 1 ||
+	    c == '\n')
+		return 0;
+	if (abuf_grow(ab, 1) == -1)
+		return -1;
+	memmove(ab->p + 1, ab->p, ab->len);
+	ab->p[0] = '\n';
+	ab->len++;
+	return 0;
+}
+
+static int
+audit_open(struct spool *sp, const char *name, int flags)
+{
+	int fd;
+
+	fd = sys_openat(sp->auditfd, name, O_RDWR | flags, 0666);
+	if (fd == -1 && errno == EACCES)
+		fd = sys_openat(sp->auditfd, name, O_WRONLY | flags, 0666);
+	return fd;
+}
+
 int
 audit_flush(struct spool *sp, struct abuf *ab)
 {
@@ -292,19 +330,20 @@ audit_flush(struct spool *sp, struct abuf *ab)
 	if (ab->len == 0)
 		return 0;
 	(void)snprintf(name, sizeof(name), "%s.log", sp->host);
-	fd = sys_openat(sp->auditfd, name,
-	    O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
+	fd = audit_open(sp, name,
+	    O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd == -1 && errno == ENOENT) {
-		fd = sys_openat(sp->auditfd, name, O_WRONLY | O_APPEND |
-		    O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+		fd = audit_open(sp, name,
+		    O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW);
 		created = fd != -1;
 		if (fd == -1 && errno == EEXIST)
-			fd = sys_openat(sp->auditfd, name, O_WRONLY | O_APPEND |
-			    O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
+			fd = audit_open(sp, name,
+			    O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	}
 	if (fd == -1)
 		return -1;
 	if ((created && file_mode(sp, fd, 0660) == -1) ||
+	    (!created && mend_tail(fd, ab) == -1) ||
 	    write_all(fd, ab->p, ab->len) == -1)
 		goto fail;
 	crash_point("audit-written");

@@ -68,6 +68,8 @@ struct fsck {
 	int verify;			/* SPOOL_FSCK_VERIFY */
 	uint64_t maxtok;		/* the highest token anything names */
 	int forgot;			/* sidecars removed: sync meta/ */
+	int pause_ev;			/* the last pause or resume line's */
+	int64_t pause_t;
 };
 
 /*
@@ -300,8 +302,17 @@ index_line(void *arg, const char *line, size_t len)
 	struct spool_audit a;
 	struct akey *k;
 
-	if (spool_audit_parse(line, len, &a) == -1 || a.id[0] == '\0')
+	if (spool_audit_parse(line, len, &a) == -1)
 		return 0;
+	if (a.id[0] == '\0') {
+		/* The last pause or resume, for check_pause. */
+		if ((a.event == SPOOL_EV_PAUSE || a.event == SPOOL_EV_RESUME) &&
+		    (f->pause_ev == 0 || a.time >= f->pause_t)) {
+			f->pause_ev = a.event;
+			f->pause_t = a.time;
+		}
+		return 0;
+	}
 	if (f->nkeys == f->capkeys) {
 		f->capkeys = f->capkeys ? f->capkeys * 2 : 4096;
 		if ((k = realloc(f->keys, f->capkeys * sizeof(*k))) == NULL)
@@ -462,6 +473,56 @@ logged_since(struct fsck *f, const char *id, const struct akey *want)
 	if (spool_audit_scan(f->sp, wanted_line, &w) == -1)
 		return -1;
 	return w.found;
+}
+
+/*
+ * A new cycle removes the previous cycle's file from done/ and then logs
+ * supersede: a crash between the two leaves the file gone and no line.
+ * The line appended takes the enqueue's time.
+ */
+static int
+check_supersede(struct fsck *f, struct job *j, uint64_t idh)
+{
+	struct stat st;
+	struct rec gone;
+	size_t lo;
+	int r;
+
+	if (j->voidtail || j->cur.ev != SPOOL_EV_ENQUEUE ||
+	    j->prev.loc != SPOOL_DONE)
+		return 0;
+	if ((r = place_stat(f->sp, j->id, &j->prev, &st)) != 0)
+		return r == -1 && errno != EUCLEAN ? -1 : 0;
+	for (lo = audit_first(f, idh); lo < f->nkeys && f->keys[lo].idh == idh;
+	    lo++)
+		if (f->keys[lo].ev == SPOOL_EV_SUPERSEDE &&
+		    f->keys[lo].tok == j->prev.tok &&
+		    f->keys[lo].t >= j->cur.t)
+			return 0;
+	if (f->nkeys > 0 && j->cur.t < f->oldest)
+		return 0;	/* its line may have been in a rotated log */
+	gone = j->prev;
+	gone.t = j->cur.t;
+	if (f->repair && audit_add(&f->ab, f->sp, j->id, &gone,
+	    SPOOL_EV_SUPERSEDE) == -1)
+		return -1;
+	problem(f, j->id, f->repair, "no audit line for the removal of its "
+	    "previous cycle's file%s", f->repair ? " (appended)" : "");
+	return 0;
+}
+
+/* None of the job's files found by the scan is there any more. */
+static int
+all_gone(struct fsck *f, const struct ent *ents, size_t n)
+{
+	struct stat st;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (fstatat(f->sp->dirfd, ENT_REL(f, &ents[i]), &st,
+		    AT_SYMLINK_NOFOLLOW) == 0)
+			return 0;
+	return 1;
 }
 
 /*
@@ -1015,20 +1076,6 @@ damaged_sidecar(struct fsck *f, const char *id, struct ent *ents, size_t n)
 	return f->repair ? orphans(f, id, ents, n, NULL) : 0;
 }
 
-/* Is any of the job's files found by the scan still there? */
-static int
-files_left(struct fsck *f, struct ent *ents, size_t n)
-{
-	struct stat st;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (fstatat(f->sp->dirfd, ENT_REL(f, &ents[i]), &st,
-		    AT_SYMLINK_NOFOLLOW) == 0)
-			return 1;
-	return 0;
-}
-
 /* One job: its sidecar, its files, its tokens, its audit lines. */
 static int
 check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
@@ -1092,22 +1139,23 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 		problem(f, id, f->repair, "its last transition was cut short "
 		    "before its move%s", f->repair ? " (marked void)" : "");
 	}
-	if (f->repair && job_settle(sp, &j, &f->ab) == -1)
+	if (check_supersede(f, &j, idh) == -1 ||
+	    (f->repair && job_settle(sp, &j, &f->ab) == -1))
 		goto fail;
-	/*
-	 * A purge cut short before it removed the sidecar (or before its
-	 * unlink, which job_settle has just done).
-	 */
 	if (sp->format >= 2 && j.cur.ev == SPOOL_EV_PURGE && (n == 0 ||
-	    (f->repair && !files_left(f, ents, n)))) {
+	    (f->repair && all_gone(f, ents, n)))) {
 		/*
-		 * The purge's audit line, if a crash kept it from being
-		 * written, goes to the log before the sidecar, its last trace.
+		 * A purge cut short before it removed the sidecar (or before
+		 * its unlink, which settling just made): the sidecar goes once
+		 * the purge's audit line is on disk, as a purge does it.
 		 */
-		check_audit(f, &j, idh, 0);
-		if (f->repair && (audit_flush(sp, &f->ab) == -1 ||
-		    (sys_unlinkat(sp->metafd, id, 0) == -1 && errno != ENOENT)))
-			goto fail;
+		if (f->repair) {
+			check_audit(f, &j, idh, cut);
+			if (audit_flush(sp, &f->ab) == -1 ||
+			    (sys_unlinkat(sp->metafd, id, 0) == -1 &&
+			    errno != ENOENT))
+				goto fail;
+		}
 		f->forgot |= f->repair;
 		problem(f, id, f->repair, "purged, but its sidecar is still in "
 		    "meta/%s", f->repair ? " (removed)" : "");
@@ -1149,6 +1197,60 @@ fail:
 	f->err = errno;
 	job_close(&j);
 	return -1;
+}
+
+/*
+ * The pause has no sidecar: a pause or resume cut short after its rename
+ * or unlink, before its audit line, leaves "paused" present while the
+ * log's last pause or resume is not a pause, or the other way round.
+ * Repair appends the missing line, naming whom "paused" names.  A pause
+ * older than every line kept may have had its line in a rotated log.
+ */
+static int
+check_pause(struct fsck *f)
+{
+	char text[2 * SPOOL_ID_MAX + 32];
+	struct stat st;
+	struct rec r;
+	ssize_t len;
+	int fd, paused;
+
+	if ((paused = spool_paused(f->sp)) == -1)
+		return -1;
+	if (paused == (f->pause_ev == SPOOL_EV_PAUSE))
+		return 0;
+	memset(&r, 0, sizeof(r));
+	r.t = now_ms();
+	if (paused) {
+		fd = sys_openat(f->sp->dirfd, "paused", O_RDONLY | O_CLOEXEC |
+		    O_NOFOLLOW | O_NONBLOCK, 0);
+		if (fd == -1 || fstat(fd, &st) == -1 ||
+		    (len = read_full(fd, text, sizeof(text) - 1)) == -1) {
+			if (fd != -1)
+				(void)close_fd(fd);
+			return -1;
+		}
+		(void)close_fd(fd);	/* read */
+		if (f->nkeys > 0 && (int64_t)st.st_mtim.tv_sec * 1000 <
+		    f->oldest)
+			return 0;
+		text[len] = '\0';
+		if (sscanf(text, "%128s %128s", r.by, r.note) != 2 ||
+		    !spool_valid_note(r.by) || !spool_valid_note(r.note))
+			r.by[0] = r.note[0] = '\0';
+		if (strcmp(r.by, "-") == 0)
+			r.by[0] = '\0';
+		if (strcmp(r.note, "-") == 0)
+			r.note[0] = '\0';
+	}
+	if (f->repair && audit_add(&f->ab, f->sp, "-", &r, paused ?
+	    SPOOL_EV_PAUSE : SPOOL_EV_RESUME) == -1)
+		return -1;
+	problem(f, "paused", f->repair, "%s, but the audit log's last pause "
+	    "or resume says otherwise%s", paused ? "present" : "absent",
+	    f->repair ? paused ? " (pause appended)" : " (resume appended)" :
+	    "");
+	return 0;
 }
 
 /*
@@ -1398,6 +1500,7 @@ spool_fsck(struct spool *sp, int flags,
 		    " (quarantined)" : "");
 	}
 	if (check_tmp(&f) == -1 || check_tokens(&f) == -1 ||
+	    check_pause(&f) == -1 ||
 	    (f.forgot && sync_dir(sp->metafd, ".") == -1) ||
 	    audit_flush(sp, &f.ab) == -1)
 		goto fail;

@@ -139,12 +139,36 @@ write_at(int fd, const void *buf, size_t n, off_t off)
 	return 0;
 }
 
+/*
+ * SPOOL_TEST_SKIP_SYNC=N: the process's N-th sync (from 1, in the order
+ * the calls are made) is not made but reported done, so that the power-cut
+ * explorer (tests/powercut) can show what each sync is for.  While the
+ * variable is set, psync() makes its syncs one after another in the order
+ * given, so that N names the same sync in every run.  Unset, it costs one
+ * getenv per process.
+ */
+static long
+skip_sync_at(void)
+{
+	static long at = -1;
+	const char *s;
+
+	if (at == -1)
+		at = (s = getenv("SPOOL_TEST_SKIP_SYNC")) != NULL ?
+		    strtol(s, NULL, 10) : 0;
+	return at;
+}
+
 /* sync(fd), again after EINTR, counted. */
 static int
 sync_with(int (*sync)(int), int fd)
 {
+	static long nth;
 	int r;
 
+	if (skip_sync_at() > 0 &&
+	    __atomic_add_fetch(&nth, 1, __ATOMIC_RELAXED) == skip_sync_at())
+		return 0;
 	do
 		r = sync(fd);
 	while (r == -1 && errno == EINTR);
@@ -212,14 +236,16 @@ psync(const int *fds, size_t n, size_t ndirs, int *errs)
 	struct psync p = { fds, errs, n, n - ndirs, 0 };
 	pthread_attr_t attr;
 	size_t i, nt = 0;
-	int small;
+	int small, serial;
 
-	small = n > 1 && pthread_attr_init(&attr) == 0;
+	/* One after another while a test skips a sync (see sync_with). */
+	serial = skip_sync_at() > 0;
+	small = !serial && n > 1 && pthread_attr_init(&attr) == 0;
 	if (small && pthread_attr_setstacksize(&attr, PSYNC_STACK) != 0) {
 		(void)pthread_attr_destroy(&attr);
 		small = 0;
 	}
-	for (; nt < PSYNC_THREADS - 1 && nt + 1 < n; nt++)
+	for (; !serial && nt < PSYNC_THREADS - 1 && nt + 1 < n; nt++)
 		if (pthread_create(&tids[nt], small ? &attr : NULL,
 		    psync_worker, &p) != 0)
 			break;	/* fewer threads: the work still gets done */

@@ -161,8 +161,9 @@ EOF
 	printf '%s\n' "t=$T ev=enqueue at=new:$T tok=0 att=0 cyc=1 max=5 dl=$((T + 1000)) ttl=1000 created=$T" \
 	    "t=$T ev=purge at=absent tok=9 att=0 cyc=1 max=5 dl=$((T + 1000)) ttl=1000 created=$T" \
 	    >"$SPOOL_DIR/meta/ghost"
-	printf '%s\n' "2026-11-30T08:12:16.000Z enqueue ghost 0 0 1 - - - - h:1" \
-	    "2026-11-30T08:12:16.000Z purge ghost 9 0 1 - - - - h:1" \
+	# Its lines, which the purge made durable before it removed the sidecar.
+	printf '%s\n' "2026-11-30T08:12:16.000Z enqueue ghost 0 0 1 - - - - testhost:1" \
+	    "2026-11-30T08:12:16.000Z purge ghost 9 0 1 - - - - testhost:1" \
 	    >>"$SPOOL_DIR/audit/testhost.log"
 	run -1 spool-fsck
 	[ "$output" = "ghost: purged, but its sidecar is still in meta/" ]

@@ -18,6 +18,8 @@ command -v cc >/dev/null 2>&1 || missing="$missing gcc libc6-dev"
 if [ "$mode" != build ]; then
 	command -v bats >/dev/null 2>&1 || missing="$missing bats"
 	command -v strace >/dev/null 2>&1 || missing="$missing strace"
+	# The power-cut explorer (tests/powercut/explore).
+	[ -x /usr/bin/python3 ] || missing="$missing python3"
 	command -v mandoc >/dev/null 2>&1 || missing="$missing mandoc"
 	command -v jq >/dev/null 2>&1 || missing="$missing jq"
 	command -v promtool >/dev/null 2>&1 || missing="$missing prometheus"

@@ -1,0 +1,181 @@
+#!/usr/bin/env bats
+# Power cuts (spool-layout.md, "Crashes"): tests/powercut/explore builds
+# every state a power cut may leave during a command, repairs it with
+# spool-fsck --repair and checks it.  make check samples the states
+# (bound 3 a cut point); POWERCUT_FULL=1 (make check-powercut) enumerates
+# every state of the single-job commands, samples the batches (bound 12),
+# and skips every sync of every command in turn.  The seed is printed.
+
+load helpers
+
+EXPLORE="$BATS_TEST_DIRNAME/powercut/explore"
+SEED=${POWERCUT_SEED:-14}
+
+# The table, reduced to what must hold: the command, the violations in
+# each rename model (split-rename losses of a job's name apart: no fsync
+# order can prevent them; spool-layout.md, "Crashes").
+violations() {
+	awk 'NR <= 2 || /^  / { next }
+	    NF == 9 { print $1, $5, $8 } NF != 9 { print }' <<<"$output"
+}
+
+@test "an append after a torn audit line starts a line of its own" {
+	export SPOOL_TEST_NOW=1796026336000
+	spool-enqueue --id j1 </dev/null >/dev/null
+	# a power cut kept the first 30 bytes of the line
+	truncate -s 30 "$SPOOL_DIR/audit/testhost.log"
+	spool-enqueue --id j2 </dev/null >/dev/null
+	run -0 "$BATS_TEST_DIRNAME/powercut/audit-lines" "$SPOOL_DIR"
+	diff -u - <(printf '%s\n' "$output") <<'EOF'
+unparsed 2026-11-30T08:12:16.000Z enque
+enqueue j2 0 0 1 - - - -
+EOF
+	run -0 spool-fsck --repair
+	[ "$output" = "j1: no audit line for its enqueue at 1796026336000 ms (appended)" ]
+	fsck_clean
+}
+
+@test "a purge cut short before its unlink: one repair ends it, its line first" {
+	export SPOOL_TEST_NOW=1796026336000
+	spool-enqueue --id j1 </dev/null >/dev/null
+	spool-claim >/dev/null
+	spool-finish j1 1 ok >/dev/null
+	run -137 env SPOOL_TEST_CRASH=purge-recorded spool-purge done j1
+	run -0 spool-fsck --repair
+	diff -u - <(printf '%s\n' "$output") <<'EOF'
+j1: no audit line for its purge at 1796026336000 ms (appended)
+j1: purged, but its sidecar is still in meta/ (removed)
+EOF
+	fsck_clean
+	[ ! -e "$SPOOL_DIR/meta/j1" ] && [ ! -e "$SPOOL_DIR/done/j1" ]
+	[ "$(audit_events | tail -1)" = "purge j1 1 1 1 - - - -" ]
+}
+
+@test "a purge cut short before its audit line: the line before the sidecar goes" {
+	export SPOOL_TEST_NOW=1796026336000
+	spool-enqueue --id j1 </dev/null >/dev/null
+	spool-claim >/dev/null
+	spool-finish j1 1 ok >/dev/null
+	run -137 env SPOOL_TEST_CRASH=purge-synced spool-purge done j1
+	run -0 spool-fsck --repair
+	diff -u - <(printf '%s\n' "$output") <<'EOF'
+j1: no audit line for its purge at 1796026336000 ms (appended)
+j1: purged, but its sidecar is still in meta/ (removed)
+EOF
+	fsck_clean
+	[ "$(audit_events | tail -1)" = "purge j1 1 1 1 - - - -" ]
+}
+
+@test "a new cycle cut short after removing the old done file: supersede is logged" {
+	export SPOOL_TEST_NOW=1796026336000
+	spool-enqueue --id j1 </dev/null >/dev/null
+	spool-claim >/dev/null
+	spool-finish j1 1 ok >/dev/null
+	run -137 env SPOOL_TEST_CRASH=enqueue-synced spool-enqueue --id j1
+	# what came next: the removal, then (not reached) the supersede line
+	rm "$SPOOL_DIR/done/j1"
+	run -1 spool-fsck
+	diff -u - <(printf '%s\n' "$output") <<'EOF'
+j1: no audit line for the removal of its previous cycle's file
+j1: no audit line for its enqueue at 1796026336000 ms
+EOF
+	run -0 spool-fsck --repair
+	fsck_clean
+	diff -u - <(audit_events | tail -2 | cut -d' ' -f1-5,7-) <<'EOF'
+supersede j1 1 1 1 - - -
+enqueue j1 1 0 2 - - -
+EOF
+}
+
+@test "a pause or a resume without its audit line: repair appends it" {
+	export SPOOL_TEST_NOW=1796026336000
+	# a pause cut short after its rename: "paused" and no line
+	printf 'ops T-1\n' >"$SPOOL_DIR/paused"
+	run -1 spool-fsck
+	[ "$output" = "paused: present, but the audit log's last pause or resume says otherwise" ]
+	run -0 spool-fsck --repair
+	[ "$output" = "paused: present, but the audit log's last pause or resume says otherwise (pause appended)" ]
+	fsck_clean
+	[ "$(audit_events)" = "pause - 0 0 0 ops - - T-1" ]
+	# a resume cut short after its unlink
+	rm "$SPOOL_DIR/paused"
+	run -1 spool-fsck
+	[ "$output" = "paused: absent, but the audit log's last pause or resume says otherwise" ]
+	run -0 spool-fsck --repair
+	fsck_clean
+	[ "$(audit_events | tail -1)" = "resume - 0 0 0 - - - -" ]
+	spool-pause --by ops --note T-2
+	spool-resume
+	fsck_clean
+}
+
+@test "the explorer: no violation in any state of any command" {
+	local args=(--seed "$SEED" --bound 3)
+	[ -z "${POWERCUT_FULL:-}" ] || args=(--seed "$SEED" --full --bound 12)
+	run -0 "$EXPLORE" "${args[@]}"
+	printf '%s\n' "$output" >&3
+	diff -u - <(violations) <<'EOF'
+enqueue-first 0 0
+enqueue 0 0
+enqueue-cycle 0 0
+claim 0 0
+reclaim 0 0
+finish-ok 0 0
+finish-fail 0 0
+finish-retry 0 0
+renew 0 0
+redrive 0 0
+drop 0 0
+cancel 0 0
+cancel-leased 0 0
+purge 0 0
+purge-newhost 0 0
+pause 0 0
+resume 0 0
+fsck-repair 0 0
+enqueue-batch 0 0
+claim-batch 0 0
+finish-batch 0 0
+0 violations
+EOF
+}
+
+# Each sync spool-layout.md calls necessary ("Why each is needed"), skipped
+# alone: the explorer must find a state it breaks.  With POWERCUT_FULL,
+# every sync of every command, against tests/powercut/teeth: a sync that
+# no state shows is needed is one that layout says buys no safety, or one
+# that a record and spool-fsck --repair stand in for (spool-layout.md,
+# "Power cuts").
+@test "the explorer's teeth: without each necessary sync, a violation" {
+	if [ -n "${POWERCUT_FULL:-}" ]; then
+		run -0 "$EXPLORE" --teeth --seed "$SEED" --bound 3
+		printf '%s\n' "$output" >&3
+		diff -u "$BATS_TEST_DIRNAME/powercut/teeth" - <<<"$output"
+		return
+	fi
+	run -0 "$EXPLORE" --teeth --seed "$SEED" --bound 3 \
+	    enqueue-first:1 enqueue-first:2 enqueue-first:3 enqueue-first:4 \
+	    enqueue-first:5 enqueue-first:6 enqueue-first:7 \
+	    enqueue-cycle:5 claim:2 claim:4 finish-ok:2 \
+	    finish-fail:2 purge-newhost:3 purge-newhost:4 pause:1 pause:2 \
+	    resume:1
+	diff -u - <(printf '%s\n' "$output") <<'EOF'
+enqueue-first 1 fdatasync(tmp/j1,PID.N): violation
+enqueue-first 2 fdatasync(meta/j1): violation
+enqueue-first 3 fsync(meta): violation
+enqueue-first 4 fsync(new): violation
+enqueue-first 5 fsync(new/00001a22): violation
+enqueue-first 6 fsync(new/00001a22/b83): violation
+enqueue-first 7 fsync(new/00001a22/b83/64a): violation
+enqueue-cycle 5 fsync(done): violation
+claim 2 fdatasync(tokens): violation
+claim 4 fsync(leased): violation
+finish-ok 2 fsync(done): violation
+finish-fail 2 fsync(dead): violation
+purge-newhost 3 fdatasync(audit/h.log): violation
+purge-newhost 4 fsync(audit): violation
+pause 1 fdatasync(tmp/paused,PID): violation
+pause 2 fsync(.): violation
+resume 1 fsync(.): violation
+EOF
+}
