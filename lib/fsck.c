@@ -1149,13 +1149,10 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 		 * its unlink, which settling just made): the sidecar goes once
 		 * the purge's audit line is on disk, as a purge does it.
 		 */
-		if (f->repair) {
-			check_audit(f, &j, idh, cut);
-			if (audit_flush(sp, &f->ab) == -1 ||
-			    (sys_unlinkat(sp->metafd, id, 0) == -1 &&
-			    errno != ENOENT))
-				goto fail;
-		}
+		check_audit(f, &j, idh, cut);
+		if (f->repair && (audit_flush(sp, &f->ab) == -1 ||
+		    (sys_unlinkat(sp->metafd, id, 0) == -1 && errno != ENOENT)))
+			goto fail;
 		f->forgot |= f->repair;
 		problem(f, id, f->repair, "purged, but its sidecar is still in "
 		    "meta/%s", f->repair ? " (removed)" : "");
