@@ -173,21 +173,6 @@ EOF
 	fsck_clean
 }
 
-@test "a purge cut short before its audit line: --repair logs it, then removes the sidecar" {
-	cycle j1 >/dev/null
-	run -137 env SPOOL_TEST_CRASH=purge-synced SPOOL_TEST_NOW=$((T + 1)) spool-purge done j1
-	[ "$(audit_events | tail -1 | cut -d' ' -f1,2)" = "ok j1" ]
-	run -1 spool-fsck
-	[ "$output" = "j1: no audit line for its purge at $((T + 1)) ms
-j1: purged, but its sidecar is still in meta/" ]
-	run -0 spool-fsck --repair
-	[ "$output" = "j1: no audit line for its purge at $((T + 1)) ms (appended)
-j1: purged, but its sidecar is still in meta/ (removed)" ]
-	[ "$(audit_events | tail -1 | cut -d' ' -f1,2)" = "purge j1" ]
-	[ ! -e "$SPOOL_DIR/meta/j1" ]
-	fsck_clean
-}
-
 @test "a process waiting on a sidecar's lock that a purge removes opens the name again" {
 	t1=$(cycle j1)
 	exec 9<"$SPOOL_DIR/meta/j1"
