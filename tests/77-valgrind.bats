@@ -462,8 +462,8 @@ resume ops INC-6" ]
 	vg_wait
 	vg_same lsbad spool-ls -l done
 	vg_same showbad spool-show bad
-	vg_status lsbad 111
-	vg_status showbad 111
+	vg_status lsbad 100
+	vg_status showbad 100
 	grep -q '^spool-ls: bad: ' "$V/lsbad.err"
 	grep -q '^done ' "$V/lsbad.out"
 }
