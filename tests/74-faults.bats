@@ -65,6 +65,7 @@ run_shim() {
 	ASAN_OPTIONS=${TESTED_ASAN_OPTIONS:-${ASAN_OPTIONS:-}} \
 	    LD_PRELOAD=$SHIM SHIM_ROOT=$AREA SHIM_COUNT="$TW/count" SHIM_LOG=${LOGF:-} \
 	    SHIM_FAMILY=$1 SHIM_NTH=$2 SHIM_ERRNO=$3 SPOOL_TEST_NOW=$NOW \
+	    SPOOL_TEST_NOREPLACE=$NOREPLACE \
 	    "${ACT[@]}" <"$STDIN" >"$TW/out" 2>"$TW/err" || rc=$?
 	read_out
 }
@@ -290,6 +291,7 @@ sweep() {
 @test "spool-enqueue of a batch of three: every call failed in turn" { plain sweep batch; }
 @test "spool-enqueue of a done ID (a new cycle): every call failed in turn" { plain sweep re-enqueue; }
 @test "spool-claim: every call failed in turn" { plain sweep claim; }
+@test "spool-claim by link and unlink (no RENAME_NOREPLACE): every call failed in turn" { plain sweep claim-link; }
 @test "spool-claim taking over an expired lease: every call failed in turn" { plain sweep reclaim; }
 @test "spool-finish ok: every call failed in turn" { plain sweep finish-ok; }
 @test "spool-finish retry: every call failed in turn" { plain sweep finish-retry; }

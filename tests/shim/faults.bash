@@ -118,7 +118,8 @@ plain() {
 # changed" exactly when j1 moved), MUST (must: no job may be missing, even
 # before the producer retries), AGAIN (how a person recovers from a
 # failure: see recover), EDITED (--edited: a redrive of j1 after it takes
-# its payload as it is), AFTER (a check of what recovery must leave).
+# its payload as it is), AFTER (a check of what recovery must leave),
+# NOREPLACE (off: moves by link and unlink, as without RENAME_NOREPLACE).
 
 st_none() { :; }
 st_spool() { spool-init; }
@@ -197,7 +198,7 @@ killed_at() {
 
 scenario() {
 	SETUP=st_spool NOW=$T1 STDIN=/dev/null IDS="j1=one" FROM= TO= MOVES=1
-	MUST=must AGAIN= EDITED= AFTER=
+	MUST=must AGAIN= EDITED= AFTER= NOREPLACE=
 	case $1 in
 	init) SETUP=st_none ACT=(spool-init) IDS= MOVES=0 AGAIN=init ;;
 	enqueue) ACT=(spool-enqueue --id j1) STDIN=$P1 FROM=absent TO=new MUST= ;;
@@ -211,6 +212,8 @@ scenario() {
 		;;
 	claim) SETUP=st_queued ACT=(spool-claim --owner w1 --lease 1h)
 		FROM=new TO=leased,1 MOVES=0 ;;
+	claim-link) SETUP=st_queued ACT=(spool-claim --owner w1 --lease 1h)
+		FROM=new TO=leased,1 MOVES=0 NOREPLACE=off ;;
 	reclaim)
 		SETUP=st_leased NOW=$((T0 + 7200000))
 		ACT=(spool-claim --owner w2 --lease 1h) FROM=leased,1 TO=leased,2
@@ -441,7 +444,8 @@ recover() {
 # again: the command once more, without faults: exit 0, nothing on stderr.
 again() {
 	local r=0 e
-	SPOOL_TEST_NOW=$NOW "${ACT[@]}" <"$STDIN" >/dev/null 2>"$TW/rerr" || r=$?
+	SPOOL_TEST_NOW=$NOW SPOOL_TEST_NOREPLACE=$NOREPLACE "${ACT[@]}" <"$STDIN" \
+	    >/dev/null 2>"$TW/rerr" || r=$?
 	slurp "$TW/rerr" e
 	[ "$r" -eq 0 ] && [ -z "$e" ] && return 0
 	why="${ACT[*]} again: exit $r: ${e%$'\n'}"
