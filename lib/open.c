@@ -448,7 +448,7 @@ spool_init(const char *dir, const char *groupname)
 	struct group *gr = NULL;
 	char buf[64];
 	size_t i;
-	int made, fd, tmpfd = -1, format = 2, e;
+	int made, fd, tmpfd = -1, format = 2, fresh = 0, e;
 
 	memset(&sp, 0, sizeof(sp));
 	sp.group = groupname != NULL;
@@ -466,6 +466,7 @@ spool_init(const char *dir, const char *groupname)
 		if (errno != ENODATA || check_empty_or_ours(sp.dirfd) == -1)
 			goto fail;
 		format = 2;
+		fresh = 1;
 	}
 	if (gr != NULL && (fchown(sp.dirfd, (uid_t)-1, gr->gr_gid) == -1 ||
 	    fchmod(sp.dirfd, 02770) == -1))
@@ -491,8 +492,12 @@ spool_init(const char *dir, const char *groupname)
 	if (faccessat(sp.dirfd, "config", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
 	    write_top_file(&sp, "config", default_config, 0) == -1)
 		goto fail;
-	/* A new spool's counter: no token has been handed out. */
-	if (format == 2 && faccessat(sp.dirfd, "tokens", F_OK,
+	/*
+	 * A new spool's counter: no token has been handed out.  Never on a
+	 * spool that exists: its counter, if lost, is spool-fsck's to make
+	 * again, above every token it may have handed out.
+	 */
+	if (fresh && faccessat(sp.dirfd, "tokens", F_OK,
 	    AT_SYMLINK_NOFOLLOW) == -1 && (tokens_text(buf, sizeof(buf),
 	    1) == -1 || write_top_file(&sp, "tokens", buf, 0) == -1))
 		goto fail;
