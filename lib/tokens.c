@@ -133,18 +133,31 @@ open_tokens(struct spool *sp)
 }
 
 /*
- * Write text (len bytes, over the n read) in place, synced if sync, and let
- * the lock go.  text NULL: only let it go, keeping errno: the caller failed.
+ * Write text (len bytes, over the n read) in place and let the lock go;
+ * with sync (a text of the same next whose last nobody trusts), synced
+ * first.  If that sync fails, the new next may still be read from the
+ * cache: sync is written over it before the lock goes, so that the next
+ * claim reserves, and syncs, a block of its own above it.  text NULL: only
+ * let the lock go, keeping errno: the caller failed.
  */
 static int
-put_tokens(struct spool *sp, const char *text, int len, ssize_t n, int sync)
+put_tokens(struct spool *sp, const char *text, int len, ssize_t n,
+    const char *sync)
 {
 	int e, rv = -1;
 
 	if (text != NULL && write_at(sp->tokfd, text, (size_t)len, 0) != -1 &&
-	    ((size_t)len >= (size_t)n || sys_ftruncate(sp->tokfd, len) != -1) &&
-	    (!sync || sync_fd(sp->tokfd) != -1))
-		rv = 0;
+	    ((size_t)len >= (size_t)n || sys_ftruncate(sp->tokfd, len) != -1)) {
+		if (sync == NULL || sync_fd(sp->tokfd) != -1)
+			rv = 0;
+		else {
+			e = errno;
+			if (write_at(sp->tokfd, sync, strlen(sync), 0) != -1)
+				(void)sys_ftruncate(sp->tokfd,
+				    (off_t)strlen(sync));
+			errno = e;
+		}
+	}
 	e = errno;
 	(void)sys_flock(sp->tokfd, LOCK_UN);
 	errno = e;
@@ -162,6 +175,7 @@ token_take(struct spool *sp, uint64_t hi, uint64_t *tok)
 	struct tokens c;
 	const char *boot;
 	uint64_t last;
+	char untrusted[256];
 	ssize_t n;
 	int len, reserve;
 
@@ -194,10 +208,16 @@ token_take(struct spool *sp, uint64_t hi, uint64_t *tok)
 	/*
 	 * A reservation is durable before the lock is let go: another
 	 * process may hand out a token of the block as soon as it sees it.
+	 * If its sync fails, the new next may still be read from the cache:
+	 * then no one may trust last, so that the next claim reserves, and
+	 * syncs, a block of its own above it.
 	 */
-	return put_tokens(sp, text, len, n, reserve);
+	c.boot[0] = '\0';
+	if (format(untrusted, sizeof(untrusted), &c) == -1)
+		goto out;
+	return put_tokens(sp, text, len, n, reserve ? untrusted : NULL);
 out:
-	return put_tokens(sp, NULL, 0, 0, 0);
+	return put_tokens(sp, NULL, 0, 0, NULL);
 }
 
 /*
@@ -227,9 +247,9 @@ tokens_raise(struct spool *sp, uint64_t floor)
 		floor = c.next;
 	if ((len = tokens_text(text, sizeof(text), floor)) == -1)
 		goto out;
-	return put_tokens(sp, text, len, n, 1);
+	return put_tokens(sp, text, len, n, text);
 out:
-	return put_tokens(sp, NULL, 0, 0, 0);
+	return put_tokens(sp, NULL, 0, 0, NULL);
 }
 
 /* The highest token a sidecar or a lease's name holds, into *max. */
