@@ -608,12 +608,16 @@ check_payload(struct fsck *f, struct job *j)
 	if (fd == -1 && errno == EACCES) {
 		/* A mode changed by hand: job files are read-only, not 0. */
 		if (f->repair && fchmodat(p.dirfd, p.name, f->sp->group ?
-		    0440 : 0444, 0) == 0)
+		    0440 : 0444, AT_SYMLINK_NOFOLLOW) == 0)
 			fd = sys_openat(p.dirfd, p.name, O_RDONLY | O_CLOEXEC |
 			    O_NOFOLLOW | O_NONBLOCK, 0);
 		problem(f, j->id, fd != -1, "its file cannot be read (its mode "
 		    "was changed?)%s", fd != -1 ? " (made readable again)" :
 		    ": give it back mode 0444 (0440 in a group spool)");
+		if (fd == -1) {
+			place_done(&p);
+			return 0;	/* reported; not this fsck's to end */
+		}
 	}
 	place_done(&p);
 	if (fd == -1)
@@ -871,16 +875,18 @@ settle_missing(struct fsck *f, struct job *j, const char *where,
 	 * once its file is put back (an adoption cut short after its record
 	 * leaves one): each needs its audit line, before the adoption's.
 	 */
-	if (f->repair && how != PUT_BACK)
-		check_audit(f, j, hash_id(j->id, strlen(j->id)), 0);
+	if (f->repair && how != PUT_BACK &&
+	    check_audit(f, j, hash_id(j->id, strlen(j->id)), 0) == -1)
+		return -1;
 	if (f->repair && (how == PUT_BACK ? put_back(f, j, rel) :
 	    adopt(f, j, rel, how)) == -1)
 		return -1;
 	problem(f, j->id, f->repair, "moved by hand from %s/ to %s: %s%s%s",
 	    state, rel, f->repair ? done[how] : todo[how], why != NULL ?
 	    "; " : "", why != NULL ? why : "");
-	if (f->repair && how == PUT_BACK)
-		check_audit(f, j, hash_id(j->id, strlen(j->id)), 0);
+	if (f->repair && how == PUT_BACK &&
+	    check_audit(f, j, hash_id(j->id, strlen(j->id)), 0) == -1)
+		return -1;
 	return 0;
 }
 
@@ -1149,9 +1155,10 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 		 * its unlink, which settling just made): the sidecar goes once
 		 * the purge's audit line is on disk, as a purge does it.
 		 */
-		check_audit(f, &j, idh, cut);
-		if (f->repair && (audit_flush(sp, &f->ab) == -1 ||
-		    (sys_unlinkat(sp->metafd, id, 0) == -1 && errno != ENOENT)))
+		if (check_audit(f, &j, idh, cut) == -1 ||
+		    (f->repair && (audit_flush(sp, &f->ab) == -1 ||
+		    (sys_unlinkat(sp->metafd, id, 0) == -1 &&
+		    errno != ENOENT))))
 			goto fail;
 		f->forgot |= f->repair;
 		problem(f, id, f->repair, "purged, but its sidecar is still in "

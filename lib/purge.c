@@ -99,10 +99,15 @@ purge_missing(struct spool *sp, const struct spool_operator *op,
 	r.cls = j.cur.cls;
 	(void)snprintf(r.by, sizeof(r.by), "%s", op->by);
 	(void)snprintf(r.note, sizeof(r.note), "%s", op->note);
-	if (job_record(&j, &r) == -1 || job_commit(&j) == -1 ||
+	if (job_record(&j, &r) == -1) {
+		failed(&it->res, errno, 0);
+		goto out;
+	}
+	/* Written: from here a failure leaves the purge recorded. */
+	if (job_commit(&j) == -1 ||
 	    audit_add(&ab, sp, j.id, &r, SPOOL_EV_PURGE) == -1 ||
 	    audit_flush(sp, &ab) == -1) {
-		failed(&it->res, errno, 0);
+		failed(&it->res, errno, 1);
 		goto out;
 	}
 	it->res.state = SPOOL_ABSENT;

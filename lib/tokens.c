@@ -30,6 +30,8 @@
 #include "internal.h"
 
 #define TOKEN_BLOCK	1024	/* tokens reserved by one flush */
+/* The largest token: records and the counter hold 18 decimal digits. */
+#define TOKEN_MAX	UINT64_C(999999999999999999)
 
 /* The kernel's ID of this boot; "" if it cannot be read (never trusted). */
 static const char *
@@ -195,7 +197,7 @@ token_take(struct spool *sp, uint64_t hi, uint64_t *tok)
 	last = boot[0] != '\0' && strcmp(c.boot, boot) == 0 ? c.last :
 	    c.next - 1;
 	*tok = (last > hi ? last : hi) + 1;
-	if (*tok >= INT64_MAX - TOKEN_BLOCK) {
+	if (*tok >= TOKEN_MAX - TOKEN_BLOCK) {
 		errno = EOVERFLOW;
 		goto out;
 	}
@@ -233,6 +235,10 @@ tokens_raise(struct spool *sp, uint64_t floor)
 	ssize_t n;
 	int len;
 
+	if (floor >= TOKEN_MAX - TOKEN_BLOCK) {
+		errno = EOVERFLOW;
+		return -1;
+	}
 	if (open_tokens(sp) == -1) {
 		if (errno != EUCLEAN || tokens_text(text, sizeof(text),
 		    floor) == -1)
