@@ -384,13 +384,23 @@ teardown() {
 	[ -z "${WEB:-}" ] || kill "$WEB"
 }
 
-# serve_until N CMD: run the worker CMD until N jobs are done, stop it
-# with SIGTERM as systemd would; it exits 0 and prints nothing.
+# serve_until "ID ..." CMD: run the worker CMD until each job named is in
+# done/ of the worker's spool, stop it with SIGTERM as systemd would; it
+# exits 0 and prints nothing.
+all_done() {
+	local dir=$1 id
+	shift
+	for id; do
+		[ -e "$dir/done/$id" ] || return 1
+	done
+}
+
 serve_until() {
-	local pid i=0 rc=0
+	local pid i=0 rc=0 dir
+	dir=$(sed 's/.* -d *\([^ ]*\).*/\1/' <<<"$2")
 	sh -c "exec $2" >"$BATS_TEST_TMPDIR/out" 2>&1 3>&- &
 	pid=$!
-	until [ "$(ids_in done | wc -l)" -ge "$1" ]; do
+	until all_done "$dir" $1; do
 		[ $((i += 1)) -lt 600 ] || { kill $pid; return 1; }
 		sleep 0.05
 	done
@@ -416,7 +426,7 @@ serve_until() {
 	    sed "s|/var/spool/hooks|$SPOOL_DIR|
 		s|/usr/local/libexec/spool/|$TOP/contrib/|
 		s|https://hooks.example.org/in|http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")/in|")
-	serve_until 3 "$cmd"
+	serve_until "hook-1 hook-2 hook-3" "$cmd"
 	# Four at once: in any order.
 	diff -u - <(LC_ALL=C sort "$BATS_TEST_TMPDIR/posts") <<EOT
 hook-1 event=1
@@ -440,7 +450,7 @@ EOT
 	cmd=$(sed -n '/^ExecStart=/,/[^\\]$/p' <<<"$EX_TEXT" | sed 's/^ExecStart=//; s/\\$//' |
 	    tr -d '\n' | sed "s|%i|hooks|g; s|/usr/local/bin/|$TOP/bin/|
 		s|/var/spool/hooks|$SPOOL_DIR|; s|/etc/spool-run/hooks|$BATS_TEST_TMPDIR/hooks|")
-	serve_until 1 "$cmd"
+	serve_until unit-1 "$cmd"
 	[ "$(cat "$BATS_TEST_TMPDIR/posts")" = "event=unit" ]
 	ex_skip '*/10 * * * * spool' \
 	    'its worker waits a minute of real time for work before it exits'
