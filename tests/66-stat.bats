@@ -361,10 +361,11 @@ EOF
 	# Four producers, workers and finishers at a time, each call with
 	# many jobs: 2,500 files an enqueue (the IDs are made: UUIDs), 256
 	# leases a claim, and finishes from stdin.  A claimer stops when it
-	# finds nothing; the last to stop has found nothing left.
+	# finds nothing; the last to stop has found nothing left.  The leases
+	# outlast a loaded machine's run, so that none is taken over.
 	(cd "$in" && ls | xargs -P 4 -n 2500 spool-enqueue) >/dev/null
 	for p in 1 2 3 4; do
-		(while spool-claim --owner w$p -n 256 >>"$leases.$p"; do :; done) &
+		(while spool-claim --owner w$p -n 256 --lease 1h >>"$leases.$p"; do :; done) &
 	done
 	wait
 	cat "$leases".* | awk '{ print $1, $2, "permanent" }' >"$leases"
