@@ -430,12 +430,9 @@ move_noreplace(int fromfd, const char *from, int tofd, const char *to)
 	while (r == -1 && errno == EINTR);
 	if (r == 0) {
 		crash_point("move-linked");
-		/*
-		 * The job is under its new name now.  Its old one, if the
-		 * unlink fails, is a second name, as after a crash here: the
-		 * next command on the job removes it (see "Crashes").
-		 */
-		(void)sys_unlinkat(fromfd, from, 0);
+		/* The source's name is the job's second: see "Crashes". */
+		if (sys_unlinkat(fromfd, from, 0) == -1 && errno != ENOENT)
+			return -1;
 		goto moved;
 	}
 	if (errno != EPERM && errno != EOPNOTSUPP && errno != ENOSYS &&

@@ -99,13 +99,12 @@ purge_missing(struct spool *sp, const struct spool_operator *op,
 	r.cls = j.cur.cls;
 	(void)snprintf(r.by, sizeof(r.by), "%s", op->by);
 	(void)snprintf(r.note, sizeof(r.note), "%s", op->note);
-	if (job_record(&j, &r) == -1) {
-		failed(&it->res, errno, 0);
+	/* A purge's record, once written, is the purge (as in batch.c). */
+	if (job_record(&j, &r) == -1 || job_commit(&j) == -1) {
+		failed(&it->res, errno, j.written != 0);
 		goto out;
 	}
-	/* Written: from here a failure leaves the purge recorded. */
-	if (job_commit(&j) == -1 ||
-	    audit_add(&ab, sp, j.id, &r, SPOOL_EV_PURGE) == -1 ||
+	if (audit_add(&ab, sp, j.id, &r, SPOOL_EV_PURGE) == -1 ||
 	    audit_flush(sp, &ab) == -1) {
 		failed(&it->res, errno, 1);
 		goto out;
