@@ -1,9 +1,12 @@
 # make check-multihost: several hosts on one spool, on a real GlusterFS
-# volume and on a real CephFS (tests/multihost; as root).  Outside CI each
-# may skip, saying why.
+# volume (tests/multihost; as root).  make check-multihost-cephfs: the same
+# on a real CephFS; not in check-multihost yet: ceph-fuse can keep the lock
+# of a command killed while it waited for it (spool-layout.md, "Several
+# hosts"), and a lock kept on tokens stops every claim until that client is
+# restarted, so the stress may hang.  Outside CI each may skip, saying why.
 MULTIHOST_SECONDS ?= 60
 
-check-multihost: check-multihost-glusterfs check-multihost-cephfs
+check-multihost: check-multihost-glusterfs
 
 check-multihost-glusterfs check-multihost-cephfs: all
 	@tests/multihost -f $(@:check-multihost-%=%) -t $(MULTIHOST_SECONDS); \
