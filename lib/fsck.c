@@ -1216,8 +1216,7 @@ check_pause(struct fsck *f)
 	char text[2 * SPOOL_ID_MAX + 32];
 	struct stat st;
 	struct rec r;
-	ssize_t len;
-	int fd, paused;
+	int paused;
 
 	if ((paused = spool_paused(f->sp)) == -1)
 		return -1;
@@ -1226,19 +1225,18 @@ check_pause(struct fsck *f)
 	memset(&r, 0, sizeof(r));
 	r.t = now_ms();
 	if (paused) {
-		fd = sys_openat(f->sp->dirfd, "paused", O_RDONLY | O_CLOEXEC |
-		    O_NOFOLLOW | O_NONBLOCK, 0);
-		if (fd == -1 || fstat(fd, &st) == -1 ||
-		    (len = read_full(fd, text, sizeof(text) - 1)) == -1) {
-			if (fd != -1)
-				(void)close_fd(fd);
+		if (fstatat(f->sp->dirfd, "paused", &st,
+		    AT_SYMLINK_NOFOLLOW) == -1)
 			return -1;
+		if (read_small(f->sp->dirfd, "paused", text,
+		    sizeof(text)) == -1) {
+			if (errno != EBADMSG)
+				return -1;
+			text[0] = '\0';	/* not ours: names no one */
 		}
-		(void)close_fd(fd);	/* read */
 		if (f->nkeys > 0 && (int64_t)st.st_mtim.tv_sec * 1000 <
 		    f->oldest)
 			return 0;
-		text[len] = '\0';
 		if (sscanf(text, "%128s %128s", r.by, r.note) != 2 ||
 		    !spool_valid_note(r.by) || !spool_valid_note(r.note))
 			r.by[0] = r.note[0] = '\0';

@@ -108,6 +108,7 @@ extern struct spool_counters counters;
 int64_t now_ms(void);
 void crash_point(const char *name);
 ssize_t read_full(int fd, void *buf, size_t n);
+int read_small(int dirfd, const char *name, char *buf, size_t size);
 int write_all(int fd, const void *buf, size_t n);
 int write_at(int fd, const void *buf, size_t n, off_t off);
 int sync_fd(int fd);

@@ -106,6 +106,33 @@ read_full(int fd, void *buf, size_t n)
 	return (ssize_t)got;
 }
 
+/* A small file of ours, whole, NUL-ended: EBADMSG if it does not fit. */
+int
+read_small(int dirfd, const char *name, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd, e;
+
+	fd = sys_openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK, 0);
+	if (fd == -1)
+		return -1;
+	n = read_full(fd, buf, size - 1);
+	e = errno;
+	(void)close_fd(fd);	/* read-only */
+	if (n == -1) {
+		errno = e;
+		return -1;
+	}
+	if ((size_t)n == size - 1) {
+		errno = EBADMSG;	/* longer than any file of ours */
+		return -1;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+
 /* A write that writes nothing is a full disk (as git's write_in_full). */
 int
 write_all(int fd, const void *buf, size_t n)

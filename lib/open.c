@@ -41,31 +41,6 @@ static const char default_config[] =
     "reserve=16M\n"
     "reserve-inodes=1000\n";
 
-static int
-read_small(int dirfd, const char *name, char *buf, size_t size)
-{
-	ssize_t n;
-	int fd, e;
-
-	fd = sys_openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
-	    O_NONBLOCK, 0);
-	if (fd == -1)
-		return -1;
-	n = read_full(fd, buf, size - 1);
-	e = errno;
-	(void)close_fd(fd);	/* read-only */
-	if (n == -1) {
-		errno = e;
-		return -1;
-	}
-	if ((size_t)n == size - 1) {
-		errno = EBADMSG;	/* longer than any file of ours */
-		return -1;
-	}
-	buf[n] = '\0';
-	return 0;
-}
-
 /*
  * The spool's defaults from config's text; -1 if it is malformed, with
  * *bad the number of the line at fault: the first bad one, or that of

@@ -40,21 +40,15 @@ boot_id(void)
 	static char id[64];
 	static int done;
 	const char *s;
-	ssize_t n;
-	int fd;
 
 	if ((s = getenv("SPOOL_TEST_BOOT_ID")) != NULL)
 		return s;
 	if (done)
 		return id;
 	done = 1;
-	fd = sys_openat(AT_FDCWD, "/proc/sys/kernel/random/boot_id",
-	    O_RDONLY | O_CLOEXEC, 0);
-	if (fd == -1)
-		return id;
-	n = read_full(fd, id, sizeof(id) - 1);
-	(void)close_fd(fd);	/* read-only */
-	id[n > 0 ? n : 0] = '\0';
+	if (read_small(AT_FDCWD, "/proc/sys/kernel/random/boot_id", id,
+	    sizeof(id)) == -1)
+		id[0] = '\0';
 	id[strcspn(id, "\n")] = '\0';
 	if (!spool_valid_id(id))
 		id[0] = '\0';
