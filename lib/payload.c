@@ -28,8 +28,8 @@
  * the bytes' count and checksum.  A checksum of 0, which XXH3 gives one
  * input in 2^64, is made 1: 0 means "not known" in a record.
  */
-static int
-stream(int from, int to, uint64_t *size, uint64_t *sum)
+int
+payload_copy(int from, int to, uint64_t *size, uint64_t *sum)
 {
 	XXH3_state_t *st;
 	char *buf;
@@ -67,17 +67,11 @@ out:
 	return rv;
 }
 
-int
-payload_copy(int from, int to, uint64_t *size, uint64_t *sum)
-{
-	return stream(from, to, size, sum);
-}
-
 /* The size and checksum of what fd holds, read from where it stands. */
 int
 payload_sum(int fd, uint64_t *size, uint64_t *sum)
 {
-	return stream(fd, -1, size, sum);
+	return payload_copy(fd, -1, size, sum);
 }
 
 /*
@@ -100,7 +94,7 @@ payload_matches(int fd, const struct rec *r, int full)
 		return 0;
 	if (!full)
 		return 1;
-	if (stream(fd, -1, &size, &sum) == -1)
+	if (payload_sum(fd, &size, &sum) == -1)
 		return -1;
 	return size == r->size && sum == r->sum;
 }
