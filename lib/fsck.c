@@ -932,7 +932,6 @@ rebuild(struct fsck *f, struct job *j, const char *rel, int state)
 	const char *base = strrchr(rel, '/') + 1;
 	int64_t now = now_ms();
 	struct rec r;
-	int fd, rv;
 
 	memset(&h, 0, sizeof(h));
 	h.id = j->id;
@@ -963,13 +962,8 @@ rebuild(struct fsck *f, struct job *j, const char *rel, int state)
 		r.cls = h.last.class;
 	}
 	r.se = state == SPOOL_LEASED || state == SPOOL_DEAD;
-	fd = sys_openat(sp->dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
-	    O_NONBLOCK, 0);
-	if (fd == -1)
-		return -1;
-	rv = payload_sum(fd, &r.size, &r.sum);
-	(void)close_fd(fd);	/* read-only */
-	if (rv == -1 || job_record(j, &r) == -1 || job_commit(j) == -1 ||
+	if (payload_sum_at(sp->dirfd, rel, &r.size, &r.sum) == -1 ||
+	    job_record(j, &r) == -1 || job_commit(j) == -1 ||
 	    sync_dir(sp->metafd, ".") == -1 ||
 	    audit_add(&f->ab, sp, j->id, &r, SPOOL_EV_REBUILD) == -1)
 		return -1;

@@ -138,6 +138,8 @@ int reason_from_name(const char *s);
 /* payload.c: a payload's size and checksum */
 int payload_copy(int from, int to, uint64_t *size, uint64_t *sum);
 int payload_sum(int fd, uint64_t *size, uint64_t *sum);
+int payload_sum_at(int dirfd, const char *name, uint64_t *size,
+    uint64_t *sum);
 int payload_matches(int fd, const struct rec *r, int full);
 
 /* tokens.c: the spool-wide token counter (format 2) */

@@ -74,6 +74,23 @@ payload_sum(int fd, uint64_t *size, uint64_t *sum)
 	return payload_copy(fd, -1, size, sum);
 }
 
+/* The size and checksum of the file name in dirfd, never a symlink's. */
+int
+payload_sum_at(int dirfd, const char *name, uint64_t *size, uint64_t *sum)
+{
+	int fd, rv, e;
+
+	fd = sys_openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK, 0);
+	if (fd == -1)
+		return -1;
+	rv = payload_sum(fd, size, sum);
+	e = errno;
+	(void)close_fd(fd);	/* read-only */
+	errno = e;
+	return rv;
+}
+
 /*
  * Is the payload of the job whose current record is r, in the file fd,
  * the one that was enqueued (or last recorded)?  1 if it is, or if the

@@ -23,19 +23,11 @@ static int
 parked_payload(struct spool *sp, const struct job *j, uint64_t *size,
     uint64_t *sum)
 {
-	int fd, rv, e;
-
-	fd = sys_openat(sp->deadfd, j->id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
-	    O_NONBLOCK, 0);
-	if (fd == -1 && errno == EACCES)
+	if (payload_sum_at(sp->deadfd, j->id, size, sum) == 0)
+		return 0;
+	if (errno == EACCES)
 		errno = EUCLEAN;	/* its mode changed by hand: damaged */
-	if (fd == -1)
-		return -1;
-	rv = payload_sum(fd, size, sum);
-	e = errno;
-	(void)close_fd(fd);	/* read-only */
-	errno = e;
-	return rv;
+	return -1;
 }
 
 /*
