@@ -11,15 +11,6 @@ load examples
 
 MAN="$BATS_TEST_DIRNAME/../man"
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
-T0=1796025600000	# 2026-11-30T08:00:00.000Z
-
-# at HH:MM:SS CMD...: CMD with the clock pinned at that time of the day.
-at() {
-	local h m s
-	IFS=: read -r h m s <<<"$1"
-	shift
-	SPOOL_TEST_NOW=$((T0 + ((10#$h - 8) * 3600 + 10#$m * 60 + 10#$s) * 1000)) "$@"
-}
 
 # page NAME: start NAME's EXAMPLES, run from the spool's directory's
 # parent, with the clock pinned at 08:00 and these stand-ins: sleep(1)

@@ -9,15 +9,6 @@ load helpers
 load examples
 
 PAGE="$BATS_TEST_DIRNAME/../man/spool.7"
-T0=1796025600000	# 2026-11-30T08:00:00.000Z
-
-# at HH:MM:SS CMD...: CMD with the clock pinned at that time of the day.
-at() {
-	local h m s
-	IFS=: read -r h m s <<<"$1"
-	shift
-	SPOOL_TEST_NOW=$((T0 + ((10#$h - 8) * 3600 + 10#$m * 60 + 10#$s) * 1000)) "$@"
-}
 
 # at_ms MS CMD...: CMD at MS milliseconds after 08:00.
 at_ms() {

@@ -14,6 +14,17 @@
 # FIRST, run command by command.  ex_skip FIRST REASON: the next display is not
 # run, for REASON (its first line must begin with FIRST).  ex_end: every display was stepped or skipped.
 
+# The pages' day: their examples run from 08:00 on 2026-11-30.
+T0=1796025600000	# 2026-11-30T08:00:00.000Z
+
+# at HH:MM:SS CMD...: CMD with the clock pinned at that time of the day.
+at() {
+	local h m s
+	IFS=: read -r h m s <<<"$1"
+	shift
+	SPOOL_TEST_NOW=$((T0 + ((10#$h - 8) * 3600 + 10#$m * 60 + 10#$s) * 1000)) "$@"
+}
+
 # ex_blocks PAGE SECTION: the section's literal displays, "N<TAB>LINE" for
 # each of their lines, displays numbered from 1, with mdoc's escapes undone.
 ex_blocks() {
