@@ -1345,24 +1345,14 @@ check_tokens(struct fsck *f)
 	char text[256];
 	struct tokens c;
 	uint64_t floor;
-	int fd, e, ok = 0;
-	ssize_t n = -1;
+	int ok = 0;
 
 	if (sp->format < 2)
 		return 0;
-	fd = sys_openat(sp->dirfd, "tokens", O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
-	    O_NONBLOCK, 0);
-	if (fd != -1) {
-		n = sys_pread(fd, text, sizeof(text) - 1, 0);
-		e = errno;
-		(void)close_fd(fd);	/* read-only */
-		if (n == -1) {
-			errno = e;
-			return -1;
-		}
-		ok = tokens_parse(text, (size_t)n, &c) == 0;
-	} else if (errno != ENOENT && errno != ELOOP)
-		return -1;
+	if (read_small(sp->dirfd, "tokens", text, sizeof(text)) == 0)
+		ok = tokens_parse(text, strlen(text), &c) == 0;
+	else if (errno != ENOENT && errno != ELOOP && errno != EBADMSG)
+		return -1;	/* lost or too long: made again, below */
 	if (!ok) {
 		floor = f->maxtok + 1 + RESTORE_JUMP;
 		if (f->repair && tokens_raise(sp, floor) == -1)
