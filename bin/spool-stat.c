@@ -207,9 +207,17 @@ audit_line(void *arg, const char *line, size_t len)
 {
 	struct stats *st = arg;
 	struct spool_audit a;
+	int ev;
 
 	if (spool_audit_parse(line, len, &a) == -1)
 		return 0;	/* not ours */
+	if (a.event == SPOOL_EV_VOID) {
+		/* The line it names did not happen: it counts for nothing. */
+		ev = spool_event_from_name(a.note);
+		if (ev > SPOOL_EV_NONE && ev < (int)NEVENT && st->events[ev] > 0)
+			st->events[ev]--;
+		return 0;
+	}
 	st->events[a.event]++;
 	st->hand_edits += strcmp(a.actor, "hand") == 0;
 	if (spool_event_by_operator(a.event) && (st->last.event ==

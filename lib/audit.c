@@ -193,7 +193,7 @@ spool_audit_parse(const char *line, size_t len, struct spool_audit *a)
 	}
 	if (spool_parse_time(f[0], n[0], &a->time) == -1 ||
 	    name(f[1], n[1], spool_event_from_name, &ev) == -1 ||
-	    ev == SPOOL_EV_NONE || ev == SPOOL_EV_VOID ||
+	    ev == SPOOL_EV_NONE ||
 	    word(f[2], n[2], a->id, sizeof(a->id), spool_valid_id) == -1 ||
 	    number(f[3], n[3], INT64_MAX, &tok) == -1 ||
 	    number(f[4], n[4], INT_MAX, &att) == -1 ||
@@ -286,6 +286,32 @@ audit_add(struct abuf *ab, struct spool *sp, const char *id,
 }
 
 /*
+ * The line that says the transition of line a did not happen (a power cut
+ * kept the line, and lost the record or the move): its time, ID, token,
+ * attempt, cycle and actor, its event as the note.
+ */
+int
+audit_void(struct abuf *ab, struct spool *sp, const struct spool_audit *a)
+{
+	struct spool_audit v = *a;
+	size_t n;
+
+	v.event = SPOOL_EV_VOID;
+	v.reason = v.class = 0;
+	(void)snprintf(v.note, sizeof(v.note), "%s",
+	    spool_event_name(a->event));
+	(void)snprintf(v.writer, sizeof(v.writer), "%s", sp->writer);
+	if (abuf_grow(ab, 1024) == -1)
+		return -1;
+	if ((n = audit_format(ab->p + ab->len, ab->size - ab->len, &v)) == 0) {
+		errno = EOVERFLOW;
+		return -1;
+	}
+	ab->len += n;
+	return 0;
+}
+
+/*
  * A power cut may leave the log's last line torn, without its newline: the
  * next append then begins with one, or its first line would be read as the
  * rest of the torn one and skipped.  A log this process cannot read is
@@ -321,12 +347,20 @@ audit_open(struct spool *sp, const char *name, int flags)
 	return fd;
 }
 
+/*
+ * Append the buffered lines to this host's log in one write, not synced:
+ * *fdp is the log, open, for the caller to sync (commit_sync syncs it with
+ * the rest of a transition), *created 1 if this write made the file, whose
+ * name then needs audit/ synced.  With nothing buffered, *fdp is -1.
+ */
 int
-audit_flush(struct spool *sp, struct abuf *ab)
+audit_write(struct spool *sp, struct abuf *ab, int *fdp, int *created)
 {
 	char name[HOST_MAX + 8];
-	int fd, e, created = 0;
+	int fd, e;
 
+	*fdp = -1;
+	*created = 0;
 	if (ab->len == 0)
 		return 0;
 	(void)snprintf(name, sizeof(name), "%s.log", sp->host);
@@ -335,31 +369,59 @@ audit_flush(struct spool *sp, struct abuf *ab)
 	if (fd == -1 && errno == ENOENT) {
 		fd = audit_open(sp, name,
 		    O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW);
-		created = fd != -1;
+		*created = fd != -1;
 		if (fd == -1 && errno == EEXIST)
 			fd = audit_open(sp, name,
 			    O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	}
 	if (fd == -1)
 		return -1;
-	if ((created && file_mode(sp, fd, 0660) == -1) ||
-	    (!created && mend_tail(fd, ab) == -1) ||
-	    write_all(fd, ab->p, ab->len) == -1)
-		goto fail;
+	if ((*created && file_mode(sp, fd, 0660) == -1) ||
+	    (!*created && mend_tail(fd, ab) == -1) ||
+	    write_all(fd, ab->p, ab->len) == -1) {
+		e = errno;
+		(void)close_fd(fd);
+		errno = e;
+		return -1;
+	}
 	crash_point("audit-written");
-	if (sync_fd(fd) == -1)
-		goto fail;
+	*fdp = fd;
+	return 0;
+}
+
+/*
+ * The lines made durable after a write of their own: closing the log
+ * (which reports a write error too), and syncing audit/ if the write made
+ * the log.
+ */
+int
+audit_done(struct spool *sp, struct abuf *ab, int fd, int created)
+{
+	if (fd == -1)
+		return 0;
 	if (close_fd(fd) == -1)
 		return -1;
 	if (created && sync_dir(sp->auditfd, ".") == -1)
 		return -1;
 	ab->len = 0;
 	return 0;
-fail:
-	e = errno;
-	(void)close_fd(fd);
-	errno = e;
-	return -1;
+}
+
+/* Write the buffered lines and wait for them alone. */
+int
+audit_flush(struct spool *sp, struct abuf *ab)
+{
+	int fd, created, e;
+
+	if (audit_write(sp, ab, &fd, &created) == -1)
+		return -1;
+	if (fd != -1 && sync_fd(fd) == -1) {
+		e = errno;
+		(void)close_fd(fd);
+		errno = e;
+		return -1;
+	}
+	return audit_done(sp, ab, fd, created);
 }
 
 static int

@@ -1,10 +1,11 @@
 /*
  * The shape of every call that changes named jobs (finish, redrive, drop,
  * cancel, purge): lock them in ID order and decide each one's record;
- * write the records and fdatasync them side by side; then make the moves,
- * fsync each directory moved into once, write the audit lines in one
- * write and sync them; only then let the jobs go, so that no other process
- * acts on a job before its transition is on disk.
+ * write the records (and, but for finish and cancel, fdatasync them side by
+ * side); then make the moves, write the audit lines in one write, and
+ * sync what is left (each directory moved into once, the log, the records)
+ * in one wait; only then let the jobs go, so that no other process acts on
+ * a job before its transition is on disk.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -84,7 +85,7 @@ batch_run(struct spool *sp, struct batch *b)
 	struct spool_result **res;
 	struct job *jobs;
 	const char **ids;
-	size_t *order, *synced, *later = NULL, i, k, m = 0, ns = 0, nl = 0;
+	size_t *order, *synced, *later = NULL, i, k, m = 0, ns = 0, nl = 0, nm;
 	const size_t *only = b->only;
 	size_t nonly = b->nonly;
 	int *fds, *errs, e;
@@ -148,18 +149,24 @@ batch_run(struct spool *sp, struct batch *b)
 		if (b->one(sp, j, order[k], b) == -1 || job_write(j) == -1)
 			fail_job(b, ids, res, j, errno, 0);
 	}
-	/* 2: the records, durable side by side, before any move. */
+	/*
+	 * 2: the records, durable side by side before any move, unless the
+	 * call's moves are all out of new/ or leased/ (b->onewait), which
+	 * wait for them together with their own syncs (see spool-layout.md,
+	 * "Transitions").
+	 */
 	for (i = 0; i < b->n; i++)
 		if (jobs[i].fd != -1 && jobs[i].written != 0) {
 			synced[ns] = i;
 			fds[ns++] = jobs[i].fd;
 		}
-	(void)psync(fds, ns, 0, errs);
+	if (!b->onewait)
+		(void)psync(fds, ns, 0, errs);
 	(void)snprintf(point, sizeof(point), "%s-recorded", b->name);
 	crash_point(point);
 	/* 3: the moves; a job whose record did not sync stays put (void). */
 	(void)snprintf(point, sizeof(point), "%s-moved", b->name);
-	for (k = 0; k < ns; k++) {
+	for (k = 0, nm = 0; k < ns; k++) {
 		struct job *j = &jobs[synced[k]];
 
 		/*
@@ -167,24 +174,36 @@ batch_run(struct spool *sp, struct batch *b)
 		 * command on the ID removes the file (spool-layout.md,
 		 * "Crashes").  Any other record waits for its move.
 		 */
-		if (errs[k] != 0 || job_move(sp, j, &b->ds) == -1) {
-			fail_job(b, ids, res, j, errs[k] != 0 ? errs[k] : errno,
-			    j->cur.loc == SPOOL_ABSENT);
+		if ((!b->onewait && errs[k] != 0) ||
+		    job_move(sp, j, &b->ds) == -1) {
+			fail_job(b, ids, res, j, !b->onewait && errs[k] != 0 ?
+			    errs[k] : errno, j->cur.loc == SPOOL_ABSENT);
 			continue;
 		}
 		crash_point(point);
 		if (audit_add(&b->ab, sp, j->id, &j->cur, j->event) == -1)
 			failed(res[synced[k]], errno, 1);
+		synced[nm] = synced[k];
+		fds[nm++] = j->fd;
 	}
-	/* 4, 5: each directory moved into, then the audit lines. */
+	/*
+	 * 4, 5: the one wait: each directory moved into and the audit lines
+	 * (and the records, if step 2 did not sync them).  A record that did
+	 * not sync fails its job, which has moved: the state changed.
+	 */
 	(void)snprintf(point, sizeof(point), "%s-synced", b->name);
-	if (dirset_sync(sp, &b->ds) == -1 || (crash_point(point),
-	    audit_flush(sp, &b->ab)) == -1) {
+	if (commit_sync(sp, fds, b->onewait ? nm : 0, errs, &b->ds,
+	    &b->ab) == -1) {
 		e = errno;
 		for (k = 0; k < m; k++)
 			if (res[order[k]]->status == 0)
 				failed(res[order[k]], e, 1);
 	} else {
+		crash_point(point);
+		for (k = 0; b->onewait && k < nm; k++)
+			if (errs[k] != 0 && res[synced[k]]->status == 0)
+				fail_job(b, ids, res, &jobs[synced[k]],
+				    errs[k], 1);
 		(void)snprintf(point, sizeof(point), "%s-logged", b->name);
 		crash_point(point);
 		forget_purged(sp, jobs, b->n, ids, res);
@@ -256,7 +275,7 @@ changed_since(struct spool_item *it, const struct job *j)
 /* The operator's actions on a list of IDs: redrive, drop, cancel, purge. */
 int
 batch_items(struct spool *sp, const struct spool_operator *op,
-    struct spool_item *items, size_t n, const char *name,
+    struct spool_item *items, size_t n, const char *name, int onewait,
     int (*one)(struct spool *sp, struct job *j, size_t i, struct batch *b),
     const void *extra)
 {
@@ -275,5 +294,6 @@ batch_items(struct spool *sp, const struct spool_operator *op,
 	b.op = op;
 	b.extra = extra;
 	b.name = name;
+	b.onewait = onewait;
 	return batch_run(sp, &b);
 }

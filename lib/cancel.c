@@ -43,5 +43,5 @@ int
 spool_cancel(struct spool *sp, const struct spool_operator *op,
     struct spool_item *items, size_t n)
 {
-	return batch_items(sp, op, items, n, "cancel", cancel_one, NULL);
+	return batch_items(sp, op, items, n, "cancel", 1, cancel_one, NULL);
 }

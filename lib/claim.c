@@ -75,35 +75,35 @@ add_lease(struct claim *c, const struct job *j)
 }
 
 /*
- * Group commit of what take() decided: the records fdatasync'd side by
- * side, then the moves, one fsync per directory, one audit write; only
- * then are the jobs let go.  A job whose record or move failed stays where
- * it was (its record void) and its lease is withdrawn.
+ * Group commit of what take() decided: the moves, then the records, the
+ * directories moved into and the audit lines, synced side by side and
+ * waited for once (spool-layout.md, "claim"); only then are the jobs let
+ * go.  A job whose move failed stays where it was (its record void), and
+ * one whose record did not sync is not handed out: its lease, which may
+ * not survive a power cut, expires.
  */
 static int
 flush(struct claim *c)
 {
-	int fds[HELD_MAX], errs[HELD_MAX], rv = 0, claims = 0, parks = 0;
+	int fds[HELD_MAX] = { 0 }, errs[HELD_MAX], rv = 0, claims = 0, parks = 0;
+	size_t i, k, moved[HELD_MAX], nm = 0;
 	struct job *j;
-	size_t i;
 
 	if (c->nheld == 0)
 		return 0;
 	for (i = 0; i < c->nheld; i++) {
-		fds[i] = c->held[i].fd;
 		claims |= c->held[i].cur.ev == SPOOL_EV_CLAIM;
 		parks |= c->held[i].cur.ev == SPOOL_EV_PARK;
 	}
-	(void)psync(fds, c->nheld, 0, errs);
 	if (claims)
 		crash_point("claim-recorded");
 	if (parks)
 		crash_point("park-recorded");
 	for (i = 0; i < c->nheld; i++) {
 		j = &c->held[i];
-		if (errs[i] != 0 || job_move(c->sp, j, &c->ds) == -1) {
+		if (job_move(c->sp, j, &c->ds) == -1) {
 			if (c->job_err == 0)
-				c->job_err = errs[i] != 0 ? errs[i] : errno;
+				c->job_err = errno;
 			if (c->slot[i] != -1)
 				withdraw(c, c->slot[i]);
 			continue;
@@ -114,13 +114,22 @@ flush(struct claim *c)
 			rv = -1;
 		if (j->cur.ev == SPOOL_EV_CLAIM && j->cur.until < c->our_until)
 			c->our_until = j->cur.until;
+		moved[nm] = i;
+		fds[nm++] = j->fd;
 	}
-	if (rv == 0 && dirset_sync(c->sp, &c->ds) == -1)
+	if (rv == 0 && commit_sync(c->sp, fds, nm, errs, &c->ds, &c->ab) ==
+	    -1)
 		rv = -1;
 	else if (rv == 0) {
 		crash_point("claim-synced");
-		if (audit_flush(c->sp, &c->ab) == -1)
-			rv = -1;
+		for (k = 0; k < nm; k++) {
+			if (errs[k] == 0)
+				continue;
+			if (c->job_err == 0)
+				c->job_err = errs[k];
+			if (c->slot[moved[k]] != -1)
+				withdraw(c, c->slot[moved[k]]);
+		}
 	}
 	for (i = 0; i < c->nheld; i++)
 		job_close(&c->held[i]);

@@ -49,5 +49,5 @@ int
 spool_drop(struct spool *sp, const struct spool_operator *op,
     struct spool_item *items, size_t n)
 {
-	return batch_items(sp, op, items, n, "drop", drop_one, NULL);
+	return batch_items(sp, op, items, n, "drop", 0, drop_one, NULL);
 }

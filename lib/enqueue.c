@@ -40,23 +40,30 @@ drop(struct spool *sp, struct pend *p, int err, int changed)
 }
 
 /*
- * fdatasync, side by side, every payload and record of the batch and, if a
+ * fdatasync, side by side, every payload and record of the batch, tmp/
+ * (unless a new cycle holds the lines back, see spool_enqueue) and, if a
  * sidecar was created, meta/: none of them depends on another, and all of
- * them must be durable before the first rename.  Then close the payloads
- * (a close can report a write error too).  A job whose payload or record
- * failed is dropped: its record, never followed by a move, is void.
+ * them must be durable before the first rename.  tmp/ keeps the payloads'
+ * names: a power cut that loses a rename into new/ after the enqueue's
+ * record and audit line leaves the payload there, where spool-fsck
+ * --repair publishes it (the line is written in the rename's wait).  Then close the payloads (a close can report a write error too).
+ * A job whose payload or record failed is dropped: its record, never
+ * followed by a move, is void.
  */
 static void
 sync_batch(struct spool *sp, struct pend *p, const size_t *order, size_t m,
-    int created)
+    int created, int cycle)
 {
-	int *fds, *errs, metafd = -1, all = 0, err;
-	size_t k, n = 0;
+	int *fds, *errs, metafd = -1, tmpfd = -1, all = 0, err;
+	size_t k, n = 0, nf;
 
-	fds = calloc(2 * m + 1, sizeof(*fds));
-	errs = calloc(2 * m + 1, sizeof(*errs));
+	fds = calloc(2 * m + 2, sizeof(*fds));
+	errs = calloc(2 * m + 2, sizeof(*errs));
 	if (fds == NULL || errs == NULL)
 		all = ENOMEM;
+	else if (!cycle && (tmpfd = sys_openat(sp->tmpfd, ".", O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC, 0)) == -1)
+		all = errno;
 	else if (created && (metafd = sys_openat(sp->metafd, ".", O_RDONLY |
 	    O_DIRECTORY | O_CLOEXEC, 0)) == -1)
 		all = errno;
@@ -66,11 +73,15 @@ sync_batch(struct spool *sp, struct pend *p, const size_t *order, size_t m,
 				fds[n++] = p[order[k]].fd;
 				fds[n++] = p[order[k]].j.fd;
 			}
+		nf = n;
+		if (tmpfd != -1)
+			fds[n++] = tmpfd;
 		if (metafd != -1)
 			fds[n++] = metafd;
-		(void)psync(fds, n, metafd != -1, errs);
-		if (metafd != -1)
-			all = errs[n - 1];	/* no sidecar's name is safe */
+		(void)psync(fds, n, (tmpfd != -1) + (metafd != -1), errs);
+		/* No payload's or sidecar's name is safe. */
+		for (k = nf; all == 0 && k < n; k++)
+			all = errs[k];
 	}
 	for (k = 0, n = 0; k < m; k++) {
 		struct pend *q = &p[order[k]];
@@ -88,6 +99,8 @@ sync_batch(struct spool *sp, struct pend *p, const size_t *order, size_t m,
 	}
 	if (metafd != -1)
 		(void)close_fd(metafd);
+	if (tmpfd != -1)
+		(void)close_fd(tmpfd);
 	free(fds);
 	free(errs);
 	crash_point("enqueue-recorded");
@@ -225,7 +238,7 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 	size_t *order = NULL, i, k, m = 0;
 	int64_t now = now_ms();
 	uuid_t uu;
-	int created = 0, e, rv = 0;
+	int created = 0, cycle = 0, e, rv = 0;
 
 	if (n > SPOOL_BATCH_MAX) {
 		errno = EINVAL;
@@ -267,7 +280,10 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 	for (k = 0; k < n; k++)
 		record(sp, &p[order[k]], now, k > 0 && strcmp(p[order[k]].in->id,
 		    p[order[k - 1]].in->id) == 0, &ab, &created);
-	sync_batch(sp, p, order, n, created);
+	for (k = 0; k < n; k++)
+		cycle |= p[order[k]].tmp[0] != '\0' &&
+		    p[order[k]].j.prev.loc == SPOOL_DONE;
+	sync_batch(sp, p, order, n, created, cycle);
 	for (k = 0; k < n; k++) {
 		struct pend *q = &p[order[k]];
 
@@ -285,12 +301,17 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 		    SPOOL_EV_ENQUEUE) == -1)
 			failed(&q->in->res, errno, 1);
 	}
-	e = dirset_sync(sp, &ds) == -1 ? errno : 0;
+	/*
+	 * One wait: every bucket made or moved into, and the lines; but a
+	 * new cycle's lines wait for its removal of the previous cycle's
+	 * file, which waits for the new name: the log then has both at once.
+	 */
+	e = commit_sync(sp, NULL, 0, NULL, &ds, cycle ? NULL : &ab) == -1 ?
+	    errno : 0;
 	if (e == 0)
 		crash_point("enqueue-synced");
-	/* Now that the new names are durable (dirset_sync synced every
-	 * bucket made or moved into): settle removes the previous cycle's
-	 * file from done/. */
+	/* Now that the new names are durable: settle removes the previous
+	 * cycle's file from done/, and logs it. */
 	for (k = 0; k < n && e == 0; k++) {
 		p[order[k]].j.cur_synced = 1;
 		if (p[order[k]].tmp[0] != '\0' &&

@@ -169,5 +169,6 @@ spool_finish(struct spool *sp, struct spool_finish *f, size_t n)
 	b.one = finish_one;
 	b.arg = f;
 	b.name = "finish";
+	b.onewait = 1;
 	return batch_run(sp, &b);
 }

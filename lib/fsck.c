@@ -68,6 +68,8 @@ struct fsck {
 	int verify;			/* SPOOL_FSCK_VERIFY */
 	uint64_t maxtok;		/* the highest token anything names */
 	int forgot;			/* sidecars removed: sync meta/ */
+	char **cut;			/* tmp/ names publish_cut found */
+	size_t ncut;
 	int pause_ev;			/* the last pause or resume line's */
 	int64_t pause_t;
 };
@@ -441,6 +443,7 @@ struct wanted {
 	const char *id;
 	struct akey key;
 	int found;
+	struct spool_audit line;	/* the line found */
 };
 
 static int
@@ -451,8 +454,10 @@ wanted_line(void *arg, const char *line, size_t len)
 
 	if (spool_audit_parse(line, len, &a) == 0 && a.time == w->key.t &&
 	    (int)a.event == w->key.ev && a.token == w->key.tok &&
-	    strcmp(a.id, w->id) == 0)
+	    strcmp(a.id, w->id) == 0) {
 		w->found = 1;
+		w->line = a;
+	}
 	return 0;
 }
 
@@ -463,15 +468,18 @@ wanted_line(void *arg, const char *line, size_t len)
  * again only on a miss, which is rare but for a live spool.
  */
 static int
-logged_since(struct fsck *f, const char *id, const struct akey *want)
+logged_since(struct fsck *f, const char *id, const struct akey *want,
+    struct spool_audit *line)
 {
 	struct wanted w;
 
+	memset(&w, 0, sizeof(w));
 	w.id = id;
 	w.key = *want;
-	w.found = 0;
 	if (spool_audit_scan(f->sp, wanted_line, &w) == -1)
 		return -1;
+	if (line != NULL)
+		*line = w.line;
 	return w.found;
 }
 
@@ -560,7 +568,7 @@ check_audit(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
 		if (f->nkeys > 0 && bsearch(&want, f->keys, f->nkeys,
 		    sizeof(want), cmp_key) != NULL)
 			continue;
-		if ((since = logged_since(f, j->id, &want)) == -1)
+		if ((since = logged_since(f, j->id, &want, NULL)) == -1)
 			return -1;
 		if (since)
 			continue;
@@ -575,6 +583,123 @@ check_audit(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
 		    " ms", spool_event_name(want.ev), r.t);
 	}
 	return 0;
+}
+
+/*
+ * The events whose record a command does not sync before its move, but in
+ * the one wait with its move and its line (spool-layout.md, "Transitions"):
+ * their line may outlive a record that never reached the disk.
+ */
+static int
+onewait_event(int ev)
+{
+	switch (ev) {
+	case SPOOL_EV_CLAIM:
+	case SPOOL_EV_RECLAIM:
+	case SPOOL_EV_PARK:
+	case SPOOL_EV_OK:
+	case SPOOL_EV_RETRY:
+	case SPOOL_EV_RELEASE:
+	case SPOOL_EV_CANCEL:
+	case SPOOL_EV_RENEW:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A record of the job's, as its audit line would show it. */
+struct rkey {
+	struct akey key;
+	int effective;
+};
+
+/*
+ * A line of a transition that did not happen.  A command writes its lines
+ * before the wait that makes its records, moves and lines durable
+ * (spool-layout.md, "Transitions"), so a power cut may keep a line and
+ * lose the transition: the line then names a void record, or (a record
+ * synced in that same wait) none.  A line with no record at all is taken
+ * for one only if it is of such an event and newer than the sidecar (or
+ * its rebuild) by more than the clock skew: older lines may be of an
+ * earlier life of the ID, before a purge removed its sidecar.  Repair
+ * appends a void line for it (its time, ID and token), once: a reader of
+ * the log then knows it for one.
+ */
+static int
+check_unhappened(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
+{
+	const char *p = j->text, *end = j->text + j->textlen, *nl, *next;
+	struct spool_audit line;
+	struct rkey *recs = NULL, *x;
+	struct akey *k;
+	size_t lo, i, n = 0, cap = 0;
+	int64_t first = INT64_MAX, rebuilt = INT64_MIN;
+	struct rec r, v;
+	int rv = 0, since;
+
+	for (; (nl = memchr(p, '\n', (size_t)(end - p))) != NULL; p = next) {
+		next = nl + 1;
+		if (rec_parse(p, (size_t)(nl - p), &r) == -1)
+			continue;
+		if (r.t < first)
+			first = r.t;
+		if (r.ev == SPOOL_EV_REBUILD)
+			rebuilt = r.t;
+		if (r.ev == SPOOL_EV_VOID)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			if ((x = realloc(recs, cap * sizeof(*recs))) == NULL) {
+				free(recs);
+				return -1;
+			}
+			recs = x;
+		}
+		nl = memchr(next, '\n', (size_t)(end - next));
+		recs[n].effective = !(nl != NULL ? rec_parse(next,
+		    (size_t)(nl - next), &v) == 0 && v.ev == SPOOL_EV_VOID :
+		    lastvoid);
+		recs[n].key.idh = idh;
+		recs[n].key.t = r.t;
+		recs[n].key.ev = audit_event(&r);
+		recs[n++].key.tok = r.tok;
+	}
+	for (lo = audit_first(f, idh); lo < f->nkeys && f->keys[lo].idh == idh;
+	    lo++) {
+		k = &f->keys[lo];
+		if (k->ev == SPOOL_EV_VOID || k->t <= rebuilt)
+			continue;
+		for (i = 0; i < n && cmp_key(k, &recs[i].key) != 0; i++)
+			continue;
+		if (i < n ? recs[i].effective : !onewait_event(k->ev) ||
+		    k->t <= first + f->sp->skew_ms)
+			continue;
+		/* Voided already: a void line with its time and token. */
+		for (i = audit_first(f, idh); i < f->nkeys &&
+		    f->keys[i].idh == idh && !(f->keys[i].ev == SPOOL_EV_VOID &&
+		    f->keys[i].t == k->t && f->keys[i].tok == k->tok); i++)
+			continue;
+		if (i < f->nkeys && f->keys[i].idh == idh)
+			continue;
+		/* The index holds hashes: the line must name this very job. */
+		if ((since = logged_since(f, j->id, k, &line)) == -1) {
+			rv = -1;
+			break;
+		}
+		if (!since)
+			continue;
+		if (f->repair && audit_void(&f->ab, f->sp, &line) == -1) {
+			rv = -1;
+			break;
+		}
+		problem(f, j->id, f->repair, "its %s at %" PRId64 " ms is in the "
+		    "audit log but did not happen (a power cut kept the line, "
+		    "not the transition)%s", spool_event_name(k->ev), k->t,
+		    f->repair ? " (void line appended)" : "");
+	}
+	free(recs);
+	return rv;
 }
 
 /*
@@ -843,6 +968,7 @@ settle_missing(struct fsck *f, struct job *j, const char *where,
 	};
 	const char *rel = NULL, *why;
 	const char *state = spool_state_name(j->cur.loc);
+	char prev[NAME_MAX_SPOOL + 8];
 	struct stat st;
 	enum hand how;
 	size_t i, found = 0;
@@ -868,7 +994,18 @@ settle_missing(struct fsck *f, struct job *j, const char *where,
 	}
 	for (i = 0; strcmp(ENT_REL(f, &ents[i]), rel) != 0; i++)
 		continue;
-	if (meant(f, j, rel, ents[i].state, &how, &why) == -1)
+	/*
+	 * Where the record before put it: the move was lost, not made by
+	 * hand (a power cut kept the record and its line, not the move):
+	 * the move is made again.
+	 */
+	if (where_of(f->sp, j->id, &j->prev, prev, sizeof(prev)) == -1)
+		return -1;
+	/* (An enqueue's previous place holds the previous cycle's file.) */
+	if (j->cur.ev != SPOOL_EV_ENQUEUE && strcmp(rel, prev) == 0) {
+		how = PUT_BACK;
+		why = NULL;
+	} else if (meant(f, j, rel, ents[i].state, &how, &why) == -1)
 		return -1;
 	/*
 	 * The records before an adoption took effect; so does the last one
@@ -888,6 +1025,61 @@ settle_missing(struct fsck *f, struct job *j, const char *where,
 	    check_audit(f, j, hash_id(j->id, strlen(j->id)), 0) == -1)
 		return -1;
 	return 0;
+}
+
+/*
+ * An enqueue whose record and audit line a power cut kept, and whose
+ * rename into new/ it lost, left its payload in tmp/ (whose names the
+ * enqueue synced before it renamed).  The one tmp/ file of the job whose
+ * size and checksum are the record's is the job: published, as the
+ * enqueue would have.  1 if found (and, with repair, published).
+ */
+static int
+publish_cut(struct fsck *f, struct job *j)
+{
+	char name[NAME_MAX_SPOOL], idc[SPOOL_ID_MAX + 2];
+	struct dirset ds = { NULL, 0 };
+	struct dirent *de;
+	uint64_t size, sum;
+	char **names;
+	size_t n = 0;
+	DIR *d;
+	int rv;
+
+	if (j->cur.ev != SPOOL_EV_ENQUEUE || j->cur.sum == 0)
+		return 0;
+	(void)snprintf(idc, sizeof(idc), "%s,", j->id);
+	if ((d = dir_list(f->sp->tmpfd)) == NULL)
+		return -1;
+	while ((errno = 0, de = dir_next(d)) != NULL)
+		if (strncmp(de->d_name, idc, strlen(idc)) == 0 &&
+		    payload_sum_at(f->sp->tmpfd, de->d_name, &size, &sum) == 0 &&
+		    size == j->cur.size && sum == j->cur.sum && n++ == 0)
+			(void)snprintf(name, sizeof(name), "%s", de->d_name);
+	rv = errno != 0 ? -1 : 0;
+	(void)closedir(d);	/* read-only */
+	if (rv == -1 || n != 1)
+		return rv;
+	if (!f->repair) {
+		/* Not a leftover for check_tmp to report. */
+		if ((names = realloc(f->cut, (f->ncut + 1) * sizeof(*names))) ==
+		    NULL || (names[f->ncut] = strdup(name)) == NULL) {
+			if (names != NULL)
+				f->cut = names;
+			return -1;
+		}
+		f->cut = names;
+		f->ncut++;
+	} else if (publish_new(f->sp, f->sp->tmpfd, name, j->id,
+	    j->cur.eligible, &ds) == -1 || dirset_sync(f->sp, &ds) == -1) {
+		dirset_free(&ds);
+		return -1;
+	}
+	dirset_free(&ds);
+	problem(f, j->id, f->repair, "its enqueue was cut short before its "
+	    "rename, after its audit line: %s", f->repair ? "published from "
+	    "tmp/" : "spool-fsck --repair publishes it from tmp/");
+	return 1;
 }
 
 /* What the audit log last said of one job. */
@@ -1117,8 +1309,17 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 		j.cur = cur0;
 		j.prev = prev0;
 		j.voidtail = 0;
+		if ((rv = publish_cut(f, &j)) == -1)
+			goto fail;
+		if (rv == 1) {
+			if (check_unhappened(f, &j, idh, 0) == -1)
+				goto fail;
+			job_close(&j);
+			return 0;
+		}
 		if (where_of(sp, id, &j.cur, where, sizeof(where)) == -1 ||
-		    settle_missing(f, &j, where, ents, n) == -1)
+		    settle_missing(f, &j, where, ents, n) == -1 ||
+		    check_unhappened(f, &j, idh, 0) == -1)
 			goto fail;
 		job_close(&j);
 		return 0;
@@ -1173,6 +1374,16 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 		if (strcmp(rel, where) == 0 || fstatat(sp->dirfd, rel, &st,
 		    AT_SYMLINK_NOFOLLOW) == -1)
 			continue;	/* the job, or gone (settled) */
+		if (st.st_ino == j.ino && st.st_dev == j.dev) {
+			/* The job's own file: a move cut short kept both. */
+			if (f->repair && sys_unlinkat(sp->dirfd, rel, 0) == -1 &&
+			    errno != ENOENT)
+				goto fail;
+			problem(f, rel, f->repair, "a second name of job %s's "
+			    "file, left by a move cut short%s", id,
+			    f->repair ? " (removed)" : "");
+			continue;
+		}
 		if (f->repair && quarantine(f, rel) == -1)
 			goto fail;
 		problem(f, rel, f->repair, "a second file of job %s, "
@@ -1187,7 +1398,8 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 	if (amax > j.hi && sp->format < 2)
 		problem(f, id, 0, "the audit log names token %" PRIu64 ", above "
 		    "the sidecar's highest, %" PRIu64, amax, j.hi);
-	if (check_audit(f, &j, idh, cut) == -1)
+	if (check_audit(f, &j, idh, cut) == -1 ||
+	    check_unhappened(f, &j, idh, cut) == -1)
 		goto fail;
 	job_close(&j);
 	return 0;
@@ -1249,6 +1461,17 @@ check_pause(struct fsck *f)
 	return 0;
 }
 
+static int
+cut_found(const struct fsck *f, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < f->ncut; i++)
+		if (strcmp(f->cut[i], name) == 0)
+			return 1;
+	return 0;
+}
+
 /*
  * tmp/: a file whose process is gone, or that is a day old, is left over;
  * in multi-host mode only its age tells.
@@ -1268,7 +1491,7 @@ check_tmp(struct fsck *f)
 		return -1;
 	while ((errno = 0, de = dir_next(d)) != NULL) {
 		if (de->d_name[0] == '.' || fstatat(sp->tmpfd, de->d_name, &st,
-		    AT_SYMLINK_NOFOLLOW) == -1)
+		    AT_SYMLINK_NOFOLLOW) == -1 || cut_found(f, de->d_name))
 			continue;
 		comma = strrchr(de->d_name, ',');
 		pid = comma != NULL ? strtol(comma + 1, NULL, 10) : 0;
@@ -1502,6 +1725,9 @@ out:
 	for (i = 0; i < f.nstrays; i++)
 		free(f.strays[i]);
 	free(f.strays);
+	for (i = 0; i < f.ncut; i++)
+		free(f.cut[i]);
+	free(f.cut);
 	free(f.ents);
 	free(f.keys);
 	abuf_free(&f.ab);

@@ -167,6 +167,8 @@ struct dirset {
 };
 int dirset_add(struct dirset *ds, const char *rel);
 int dirset_sync(struct spool *sp, struct dirset *ds);
+int commit_sync(struct spool *sp, const int *files, size_t nfiles,
+    int *errs, struct dirset *ds, struct abuf *ab);
 void dirset_free(struct dirset *ds);
 
 /* queue.c: moving a job's file into new/, and walking new/'s buckets */
@@ -232,6 +234,8 @@ struct batch {
 	const struct spool_operator *op;
 	const void *extra;		/* what else one() needs */
 	const char *name;		/* "finish": names the crash points */
+	int onewait;			/* records synced with the moves: only
+					   for moves out of new/ and leased/ */
 	const size_t *only;		/* this round's items, ascending */
 	size_t nonly;
 	int64_t now;
@@ -240,7 +244,7 @@ struct batch {
 };
 int batch_run(struct spool *sp, struct batch *b);
 int batch_items(struct spool *sp, const struct spool_operator *op,
-    struct spool_item *items, size_t n, const char *name,
+    struct spool_item *items, size_t n, const char *name, int onewait,
     int (*one)(struct spool *sp, struct job *j, size_t i, struct batch *b),
     const void *extra);
 void refuse(struct spool_result *res, int refusal, const struct job *j);
@@ -261,6 +265,9 @@ int lease_refusal(const struct job *j, uint64_t token,
 int audit_add(struct abuf *ab, struct spool *sp, const char *id,
     const struct rec *r, int event);
 size_t audit_format(char *buf, size_t size, const struct spool_audit *a);
+int audit_void(struct abuf *ab, struct spool *sp, const struct spool_audit *a);
+int audit_write(struct spool *sp, struct abuf *ab, int *fdp, int *created);
+int audit_done(struct spool *sp, struct abuf *ab, int fd, int created);
 int audit_flush(struct spool *sp, struct abuf *ab);
 void abuf_free(struct abuf *ab);
 

@@ -118,6 +118,37 @@ unlink_place(struct spool *sp, const char *id, const struct rec *r)
 }
 
 /*
+ * Is the file of a job whose only record is void in dead/ or leased/?  A
+ * power cut can keep a claim's or a cancel's move and lose its record
+ * (spool-layout.md, "Crashes"): the job is then not absent but damaged,
+ * until spool-fsck --repair puts the file back.
+ */
+static int
+moved_on(struct spool *sp, const char *id)
+{
+	char lid[SPOOL_ID_MAX + 1];
+	struct dirent *de;
+	struct stat st;
+	uint64_t tok;
+	DIR *d;
+	int found = 0;
+
+	if (fstatat(sp->deadfd, id, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	if (errno != ENOENT || (d = dir_list(sp->leasedfd)) == NULL)
+		return -1;
+	while (!found && (errno = 0, de = dir_next(d)) != NULL)
+		found = parse_leased_name(de->d_name, lid, &tok) == 0 &&
+		    strcmp(lid, id) == 0;
+	if (!found && errno != 0) {
+		(void)closedir(d);	/* read-only */
+		return -1;
+	}
+	(void)closedir(d);	/* read-only */
+	return found;
+}
+
+/*
  * Where is the job?  The last record took effect if the file is where it
  * says; if not, the record is void and the job is where the one before it
  * says (checked: EUCLEAN if the file is in neither place).  Changes
@@ -156,6 +187,10 @@ job_locate(struct spool *sp, struct job *j)
 		j->ino = st.st_ino;
 		j->fmode = st.st_mode;
 		j->fsize = st.st_size;
+	} else if ((r = moved_on(sp, j->id)) != 0) {
+		if (r == 1)
+			errno = EUCLEAN;	/* moved, its record lost */
+		return -1;
 	}
 	j->cur = j->prev;
 	memset(&j->prev, 0, sizeof(j->prev));

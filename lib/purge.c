@@ -139,7 +139,7 @@ spool_purge(struct spool *sp, const struct spool_operator *op,
 			purge_missing(sp, op, &items[i]);
 		return 0;
 	}
-	return batch_items(sp, op, items, n, "purge", purge_one, &state);
+	return batch_items(sp, op, items, n, "purge", 0, purge_one, &state);
 }
 
 int

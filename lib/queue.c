@@ -37,45 +37,78 @@ dirset_add(struct dirset *ds, const char *rel)
 }
 
 /*
- * One fsync per directory per call, however many renames went there; the
- * directories of a batch are synced side by side.
+ * The one wait of a transition (spool-layout.md, "Transitions"): every
+ * sync it still needs, issued side by side and waited for once: files[]
+ * (records, fdatasync; errs[i] is 0 or each one's errno, NULL when none),
+ * each directory of ds (fsync, once per call however many moves went
+ * there), and the audit lines buffered in ab, written first.  -1 if a
+ * directory or the log failed: then nothing of the call is sure to be
+ * durable.  The lines are gone from ab once they are.
  */
 int
-dirset_sync(struct spool *sp, struct dirset *ds)
+commit_sync(struct spool *sp, const int *files, size_t nfiles, int *errs,
+    struct dirset *ds, struct abuf *ab)
 {
-	int *fds, *errs, rv = 0, e = 0;
-	size_t i, n = 0;
+	int *fds, *all, rv = 0, e = 0, logfd = -1, created = 0;
+	size_t i, n = 0, nf = nfiles;
 
-	if (ds->n == 0)
-		return 0;
-	if (ds->n == 1)
-		return sync_dir(sp->dirfd, ds->names[0]);
-	fds = calloc(ds->n, sizeof(*fds));
-	errs = calloc(ds->n, sizeof(*errs));
-	if (fds == NULL || errs == NULL) {
-		free(fds);
-		free(errs);
-		return -1;
+	fds = calloc(nfiles + ds->n + 1, sizeof(*fds));
+	all = calloc(nfiles + ds->n + 1, sizeof(*all));
+	if (fds == NULL || all == NULL) {
+		rv = -1;
+		e = errno;
+		goto out;
 	}
-	for (i = 0; i < ds->n && rv == 0; i++) {
+	for (i = 0; i < nfiles; i++)
+		fds[n++] = files[i];
+	if (ab != NULL && audit_write(sp, ab, &logfd, &created) == -1) {
+		rv = -1;
+		e = errno;
+		goto out;
+	}
+	if (logfd != -1) {
+		fds[n++] = logfd;
+		nf++;
+	}
+	for (i = 0; i < ds->n; i++) {
 		fds[n] = sys_openat(sp->dirfd, ds->names[i], O_RDONLY |
 		    O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW, 0);
 		if (fds[n] == -1) {
 			rv = -1;
 			e = errno;
-		} else
-			n++;
+			goto out;
+		}
+		n++;
 	}
-	if (rv == 0 && psync(fds, n, n, errs) == -1) {
+	(void)psync(fds, n, n - nf, all);
+	for (i = 0; i < n; i++)
+		if (all[i] != 0 && (i >= nfiles || errs == NULL) && rv == 0) {
+			rv = -1;
+			e = all[i];
+		}
+	for (i = 0; errs != NULL && i < nfiles; i++)
+		errs[i] = all[i];
+out:
+	for (i = nf; fds != NULL && i < n; i++)
+		(void)close_fd(fds[i]);	/* directories: nothing to lose */
+	if (logfd != -1 && rv == 0 && audit_done(sp, ab, logfd, created) == -1) {
 		rv = -1;
 		e = errno;
-	}
-	for (i = 0; i < n; i++)
-		(void)close_fd(fds[i]);	/* directories: nothing to lose */
+	} else if (logfd != -1 && rv == -1)
+		(void)close_fd(logfd);
 	free(fds);
-	free(errs);
+	free(all);
 	errno = e;
 	return rv;
+}
+
+/* The directories of ds alone, synced side by side. */
+int
+dirset_sync(struct spool *sp, struct dirset *ds)
+{
+	if (ds->n == 1)
+		return sync_dir(sp->dirfd, ds->names[0]);
+	return ds->n == 0 ? 0 : commit_sync(sp, NULL, 0, NULL, ds, NULL);
 }
 
 void

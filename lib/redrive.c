@@ -85,5 +85,5 @@ int
 spool_redrive(struct spool *sp, const struct spool_operator *op,
     struct spool_item *items, size_t n)
 {
-	return batch_items(sp, op, items, n, "redrive", redrive_one, NULL);
+	return batch_items(sp, op, items, n, "redrive", 0, redrive_one, NULL);
 }

@@ -17,6 +17,7 @@ spool_renew(struct spool *sp, const char *id, uint64_t token,
 	struct abuf ab = { NULL, 0, 0 };
 	int64_t now = now_ms();
 	struct job j;
+	struct dirset none = { NULL, 0 };
 	struct rec r;
 	int rv = -1, e = 0;
 
@@ -43,10 +44,11 @@ spool_renew(struct spool *sp, const char *id, uint64_t token,
 	r.until = now + (lease_ms ? lease_ms : sp->lease_ms);
 	if (r.until < j.cur.until)
 		r.until = j.cur.until;
-	if (job_record(&j, &r) == -1 || job_commit(&j) == -1 ||
+	/* The record and its line, synced side by side: one wait. */
+	if (job_record(&j, &r) == -1 || job_write(&j) == -1 ||
 	    (crash_point("renew-recorded"),
 	    audit_add(&ab, sp, id, &r, SPOOL_EV_RENEW)) == -1 ||
-	    audit_flush(sp, &ab) == -1) {
+	    commit_sync(sp, &j.fd, 1, NULL, &none, &ab) == -1) {
 		e = errno;
 		res->status = -1;
 		res->err = e;

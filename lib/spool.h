@@ -382,7 +382,8 @@ int spool_paused(struct spool *sp);
  * The audit log (spool-layout.md, "The audit log"): one line per
  * transition, eleven space-separated fields.  The events are those of the
  * sidecar's records (spool-layout.md, "The sidecar") and a few of the log's
- * own; SPOOL_EV_VOID is only ever a sidecar record.
+ * own; SPOOL_EV_VOID in the log says that the line with its time, ID and
+ * token (its event in note) is of a transition that did not happen.
  */
 enum spool_event {
 	SPOOL_EV_NONE,

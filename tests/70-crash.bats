@@ -235,7 +235,7 @@ redrive() { spool-redrive --by ops --note INC-1 j1; }
 		out=$(spool-fsck 2>&1) && { row "$label" move-linked killed "FAILED: fsck saw nothing"; continue; }
 		case $label in
 		enqueue) grep -q '^tmp: j1,[0-9.]*: left by an interrupted enqueue' <<<"$out" ;;
-		*) grep -q ': a second file of job j1, whose sidecar puts it at ' <<<"$out" ;;
+		*) grep -q ": a second name of job j1's file, left by a move cut short$" <<<"$out" ;;
 		esac || { row "$label" move-linked killed "FAILED: fsck said: $out"; continue; }
 		if spool-fsck --repair >/dev/null && fsck_clean && intact &&
 		    drive_to_done "$before" "$label" && fsck_clean; then

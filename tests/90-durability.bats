@@ -2,7 +2,8 @@
 # Durability: a killed process leaves the page cache intact, so no kill test
 # catches a missing fsync.  Instead, record each command's system calls with
 # strace and check their order (tests/durability.awk): data fdatasync'd
-# before its name is published, sidecar record before the move, directories
+# before its name is published, sidecar record before the move (or, out of
+# new/ or leased/, before the end, with the move's other syncs), directories
 # fsync'd after the last move into them, audit line fdatasync'd last.
 
 load helpers
@@ -36,6 +37,21 @@ EOF
 /s/new/a/b/c: moved into but not fsync'd after
 checked 1 moves
 line 4: /s/tmp/j1,9.1 moved before its data was fdatasync'd
+EOF
+}
+
+@test "the checker catches a move out of leased/ whose record is never synced" {
+	cat >"$BATS_TEST_TMPDIR/bad" <<'EOF'
+write(6</s/meta/j1>, "t=2 ev=ok", 9) = 9
+renameat2(4</s/leased>, "j1,1", 7</s/done>, "j1", RENAME_NOREPLACE) = 0
+write(8</s/audit/h.log>, "line\n", 5) = 5
+fsync(7</s/done>) = 0
+fdatasync(8</s/audit/h.log>) = 0
+EOF
+	run -0 awk -f "$BATS_TEST_DIRNAME/durability.awk" "$BATS_TEST_TMPDIR/bad"
+	diff -u - <(sort <<<"$output") <<'EOF'
+checked 1 moves
+j1: its sidecar record not fdatasync'd after its last write
 EOF
 }
 
@@ -88,16 +104,18 @@ j6 $(lease_token j6) permanent"
 	traced spool-redrive --by ops --note INC-1 j1 j2
 	spool-claim >/dev/null
 	id=$(ls "$SPOOL_DIR/leased" | cut -d, -f1)
-	# renew moves nothing: check its record and audit line by hand
-	ASAN_OPTIONS=detect_leaks=0 strace -y -o "$BATS_TEST_TMPDIR/trace" \
+	# renew moves nothing: check its record and audit line by hand, both
+	# written, then both synced side by side (threads: -f)
+	ASAN_OPTIONS=detect_leaks=0 strace -f -y -o "$BATS_TEST_TMPDIR/trace" \
 	    -e trace=write,pwrite64,fdatasync \
 	    spool-renew "$id" "$(lease_token "$id")"
-	diff -u - <(sed 's/(\([0-9]*\)<[^>]*\/\([a-z]*\)\/[^>]*>.*/ \2/' \
-	    "$BATS_TEST_TMPDIR/trace" | grep -v '^+++') <<'EOF'
+	run -0 sed -n 's/^[0-9]* *\([a-z0-9]*\)([0-9]*<[^>]*\/\([a-z]*\)\/[^>]*>.*/\1 \2/p' \
+	    "$BATS_TEST_TMPDIR/trace"
+	diff -u - <(head -2 <<<"$output"; tail -n +3 <<<"$output" | sort) <<'EOF'
 pwrite64 meta
-fdatasync meta
 write audit
 fdatasync audit
+fdatasync meta
 EOF
 }
 

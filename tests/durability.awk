@@ -1,7 +1,10 @@
 # Reads `strace -f -y` output of one spool command and prints every breach
 # of the durability order (spool-layout.md, "Transitions"):
 #  - a file in tmp/ is fdatasync'd after its last write, before it is moved;
-#  - a job's sidecar record is fdatasync'd before the job's file moves;
+#  - a job's sidecar record is fdatasync'd before the job's file moves,
+#    or, for a move out of new/ or leased/ (which spool-fsck puts back
+#    when its record is lost), after its last write, before the process
+#    ends;
 #  - every directory moved into, and every parent of a new directory, is
 #    fsync'd after the last move there, before the process ends;
 #  - the audit log is fdatasync'd after its last write, and that write comes
@@ -71,10 +74,17 @@ function id_of(name) { sub(/,.*$/, "", name); return name }
 		print "line " n ": " src " moved before its data was fdatasync'd"
 	meta = dir; sub(/\/(new|leased|done|dead)(\/.*)?$/, "/meta/", meta)
 	meta = meta id_of(dst)
-	if (dir !~ /\/(tmp|meta|audit)$/ && !(meta in synced && synced[meta] > wrote[meta] && synced[meta] < n))
+	if (dir ~ /\/(tmp|meta|audit)$/)
+		next
+	if (path(f[1]) ~ /\/(new|leased)(\/.*)?$/)
+		late[meta] = dst
+	else if (!(meta in synced && synced[meta] > wrote[meta] && synced[meta] < n))
 		print "line " n ": " dst " moved before its sidecar record was fdatasync'd"
 }
 END {
+	for (m in late)
+		if (!(m in synced) || synced[m] < wrote[m])
+			print late[m] ": its sidecar record not fdatasync'd after its last write"
 	for (d in into)
 		if (!(d in synced) || synced[d] < into[d])
 			print d ": moved into but not fsync'd after"
