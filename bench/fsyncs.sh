@@ -70,7 +70,7 @@ what() {
 			f = "."
 		n = split(f, c, "/")
 		if (c[1] == "tmp" && c[2] ~ /^paused,/) w = "paused"
-		else if (c[1] == "tmp") w = "payload"
+		else if (c[1] == "tmp") w = n > 1 ? "payload" : "tmp/"
 		else if (c[1] == "meta") w = n > 1 ? "sidecar" : "meta/"
 		else if (c[1] == "audit") w = n > 1 ? "audit" : "audit/"
 		else if (c[1] == "new") w = n == 4 ? "leaf" : n == 3 ? \
@@ -86,11 +86,11 @@ what() {
 			rep[nw] = 1
 		}
 	}
-	# A run of payloads, sidecars and meta/ is synced side by side, in
-	# no set order: it is shown as one group, payload+sidecar+meta/.
+	# A run of payloads, sidecars, tmp/ and meta/ is synced side by side,
+	# in no set order: it is shown as one group, payload+sidecar+tmp/+meta/.
 	function flush(   k, sep) {
 		sep = ""
-		for (k = 1; k <= 3; k++)
+		for (k = 1; k <= 4; k++)
 			if (cnt[g[k]] > 0) {
 				out = out sep g[k] (cnt[g[k]] > 1 ? "x" cnt[g[k]] : "")
 				sep = "+"
@@ -98,10 +98,11 @@ what() {
 			}
 	}
 	END {
-		g[1] = "payload"; g[2] = "sidecar"; g[3] = "meta/"
+		g[1] = "payload"; g[2] = "sidecar"; g[3] = "tmp/"; g[4] = "meta/"
 		out = ""
 		for (i = 1; i <= nw; i++) {
-			if (word[i] == g[1] || word[i] == g[2] || word[i] == g[3]) {
+			if (word[i] == g[1] || word[i] == g[2] || word[i] == g[3] ||
+			    word[i] == g[4]) {
 				if (!ingroup && out != "")
 					out = out " "
 				ingroup = 1
@@ -134,24 +135,25 @@ lease() {	# ID and token of the first claim line
 "$bin/spool-init" -d "$s"
 "$bin/spool-init" -d "$p"
 
-# enqueue: payload, sidecar, meta/ (first cycle), leaf bucket, audit log,
-# and each parent that gained a bucket.  The spool's first command also
+# enqueue: payload, sidecar, tmp/, meta/ (first cycle), leaf bucket, audit
+# log, and each parent that gained a bucket.  The spool's first command also
 # creates its audit file, and fsyncs audit/ for that name.
-count enqueue-first 9 $t0 "$bin/spool-enqueue" -d "$s" --id e1 \
+count enqueue-first 10 $t0 "$bin/spool-enqueue" -d "$s" --id e1 \
     "$scratch/payload"
-count enqueue 5 $t0 "$bin/spool-enqueue" -d "$s" --id e2 "$scratch/payload"
-count enqueue-new-leaf 6 $((t0 + 16)) "$bin/spool-enqueue" -d "$s" --id e3 \
+count enqueue 6 $t0 "$bin/spool-enqueue" -d "$s" --id e2 "$scratch/payload"
+count enqueue-new-leaf 7 $((t0 + 16)) "$bin/spool-enqueue" -d "$s" --id e3 \
     "$scratch/payload"
-# A batch: one payload and one sidecar fdatasync per job; meta/, the leaf
-# and the audit log once.
+# A batch: one payload and one sidecar fdatasync per job; tmp/, meta/, the
+# leaf and the audit log once.
 files=$(i=0; while [ $i -lt 256 ]; do printf '%s ' "$scratch/f$i";
     i=$((i + 1)); done)
 # shellcheck disable=SC2086
-count enqueue-256 515 $t0 "$bin/spool-enqueue" -d "$s" $files
+count enqueue-256 516 $t0 "$bin/spool-enqueue" -d "$s" $files
 
 # claim: the first one finds no next-expiry hint, scans leased/ and
-# writes one (+1); after that, sidecar + leased/ + audit.
-count claim-first 4 $t0 "$bin/spool-claim" -d "$s"
+# writes one (+1), and reserves the spool's first block of tokens (+1);
+# after that, sidecar + leased/ + audit.
+count claim-first 5 $t0 "$bin/spool-claim" -d "$s"
 count claim 3 $t0 "$bin/spool-claim" -d "$s"
 cp "$scratch/out.claim" "$scratch/c1"
 # 100 jobs: one sidecar each, leased/ and the audit log per group of 64.
@@ -214,7 +216,8 @@ count drop 3 $((t0 + 2000)) "$bin/spool-drop" -d "$p" --by bench --note B-1 \
     late
 quiet $t0 "$bin/spool-enqueue" -d "$s" --id c1 "$scratch/payload"
 count cancel 3 $t0 "$bin/spool-cancel" -d "$s" --by bench --note B-1 c1
-count purge 3 $((t0 + 2000)) "$bin/spool-purge" -d "$p" 'done' late
+# A purge also fsyncs meta/ once its sidecars are gone (format 2).
+count purge 4 $((t0 + 2000)) "$bin/spool-purge" -d "$p" 'done' late
 # pause: the paused file and the spool directory that gained it; resume:
 # the directory that lost it; and each its audit line.
 count pause 3 $t0 "$bin/spool-pause" -d "$s"
