@@ -12,7 +12,7 @@ WERROR_FLAG = $(if $(filter 1,$(WERROR)),-Werror)
 WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
     $(WERROR_FLAG)
 CPPFLAGS += -Ilib
-LDLIBS = -luuid -lxxhash
+LDLIBS = -luuid -lxxhash -luring
 # One VERSION file: spool.pc, debian/changelog and every command's
 # --version (tests/92-install.bats checks that they agree).
 SPOOL_VERSION := $(shell cat VERSION)

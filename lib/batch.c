@@ -161,7 +161,7 @@ batch_run(struct spool *sp, struct batch *b)
 			fds[ns++] = jobs[i].fd;
 		}
 	if (!b->onewait)
-		(void)psync(fds, ns, 0, errs);
+		(void)psync(sp, fds, ns, 0, errs);
 	(void)snprintf(point, sizeof(point), "%s-recorded", b->name);
 	crash_point(point);
 	/* 3: the moves; a job whose record did not sync stays put (void). */

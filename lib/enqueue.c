@@ -78,7 +78,7 @@ sync_batch(struct spool *sp, struct pend *p, const size_t *order, size_t m,
 			fds[n++] = tmpfd;
 		if (metafd != -1)
 			fds[n++] = metafd;
-		(void)psync(fds, n, (tmpfd != -1) + (metafd != -1), errs);
+		(void)psync(sp, fds, n, (tmpfd != -1) + (metafd != -1), errs);
 		/* No payload's or sidecar's name is safe. */
 		for (k = nf; all == 0 && k < n; k++)
 			all = errs[k];

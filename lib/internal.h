@@ -36,6 +36,8 @@ struct spool {
 	int64_t skew_ms;	/* clock-skew allowance before a takeover */
 	char host[HOST_MAX + 1];	/* names this writer's audit file */
 	char writer[HOST_MAX + 24];	/* host:pid, the audit writer column */
+	void *ring;		/* io.c: psync's io_uring, made at first use */
+	pid_t ring_pid;		/* whose ring it is; -1: none to be had */
 	unsigned long tmpseq;
 	/* spool_set_progress(): told how a long run goes */
 	void (*progress)(void *arg, const char *what, size_t done,
@@ -112,7 +114,9 @@ int read_small(int dirfd, const char *name, char *buf, size_t size);
 int write_all(int fd, const void *buf, size_t n);
 int write_at(int fd, const void *buf, size_t n, off_t off);
 int sync_fd(int fd);
-int psync(const int *fds, size_t n, size_t ndirs, int *errs);
+int psync(struct spool *sp, const int *fds, size_t n, size_t ndirs,
+    int *errs);
+void ring_free(struct spool *sp);
 int sync_dir(int dirfd, const char *rel);
 int close_fd(int fd);
 int sys_openat(int dirfd, const char *path, int flags, mode_t mode);

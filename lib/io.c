@@ -1,9 +1,9 @@
 /*
  * System calls the way the spool needs them: EINTR retried (never for
- * close), short writes completed, every fsync counted, and the one
- * no-replace move that every state change goes through.  Also three of the
- * test hooks, SPOOL_TEST_NOW, SPOOL_TEST_CRASH and SPOOL_TEST_NOREPLACE
- * (spool(7), ENVIRONMENT); hosts.c reads the fourth, SPOOL_TEST_CLOCK.
+ * close), short writes completed, every fsync counted, the syncs of one
+ * wait issued together (io_uring, else threads), and the one no-replace
+ * move that every state change goes through.  Also most of the test hooks
+ * (spool(7), ENVIRONMENT); hosts.c reads SPOOL_TEST_CLOCK.
  */
 #define _GNU_SOURCE
 #include <sys/file.h>
@@ -20,6 +20,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <liburing.h>
 
 #include "internal.h"
 
@@ -249,30 +251,165 @@ psync_worker(void *arg)
 	return NULL;
 }
 
+/* SPOOL_TEST_ variable name, read once: its number, or 0. */
+static long
+test_number(const char *name, long *cache)
+{
+	const char *s;
+
+	if (*cache == -1)
+		*cache = (s = getenv(name)) != NULL ? strtol(s, NULL, 10) : 0;
+	return *cache;
+}
+
+/*
+ * The syncs of one wait through io_uring (liburing), from this one thread:
+ * the kernel runs them side by side.  Each spool handle makes its ring at
+ * its first wait of more than one sync; a child after fork(2) makes its
+ * own.  Where the kernel refuses io_uring (a container's seccomp profile,
+ * kernel.io_uring_disabled) the threads below do it instead, as they do
+ * with SPOOL_TEST_NO_URING=1, so that the fault shim and strace, which
+ * see no sync a ring makes, see every one.  Test hooks of the ring
+ * itself: SPOOL_TEST_RING_FAIL=N makes its N-th sync (from 1, in the
+ * order they complete) report EIO; SPOOL_TEST_RING_LOG=FILE gets a line
+ * for each.
+ */
+#define RING_ENTRIES	64
+
+static struct io_uring *
+ring_of(struct spool *sp)
+{
+	static long off = -1;
+	struct io_uring *r = sp->ring;
+
+	if (r != NULL && sp->ring_pid == getpid())
+		return r;
+	ring_free(sp);		/* a parent's, in a child: not ours */
+	if (sp->ring_pid == -1 || test_number("SPOOL_TEST_NO_URING", &off))
+		return NULL;
+	if ((r = calloc(1, sizeof(*r))) == NULL ||
+	    io_uring_queue_init(RING_ENTRIES, r, 0) < 0) {
+		free(r);
+		sp->ring_pid = -1;	/* refused: threads from now on */
+		return NULL;
+	}
+	sp->ring = r;
+	sp->ring_pid = getpid();
+	return r;
+}
+
+void
+ring_free(struct spool *sp)
+{
+	if (sp->ring == NULL)
+		return;
+	io_uring_queue_exit(sp->ring);
+	free(sp->ring);
+	sp->ring = NULL;
+	if (sp->ring_pid != -1)
+		sp->ring_pid = 0;
+}
+
+static void
+ring_done(size_t i, int res, int *errs)
+{
+	static long failat = -1, nth;
+	static int logfd = -2;
+	const char *s;
+	char line[32];
+	int n;
+
+	if (test_number("SPOOL_TEST_RING_FAIL", &failat) > 0 &&
+	    ++nth == failat)
+		res = -EIO;
+	if (logfd == -2)
+		logfd = (s = getenv("SPOOL_TEST_RING_LOG")) != NULL ?
+		    open(s, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
+	if (logfd >= 0 && (n = snprintf(line, sizeof(line), "sync %d\n",
+	    res)) > 0)
+		(void)write_all(logfd, line, (size_t)n);
+	errs[i] = res < 0 ? -res : 0;
+	if (res == 0)
+		__atomic_fetch_add(&counters.fsyncs, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * fds[from..n-1] through the ring, RING_ENTRIES at a time; the last ndirs
+ * are directories (fsync), the others files (fdatasync).  How many it
+ * synced: short of n when the ring failed, and is given up.
+ */
+static size_t
+ring_sync(struct spool *sp, struct io_uring *r, const int *fds, size_t n,
+    size_t ndirs, int *errs)
+{
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	size_t i = 0, k, sub, got;
+	int ret;
+
+	while (i < n) {
+		for (sub = 0; i + sub < n && sub < RING_ENTRIES; sub++) {
+			sqe = io_uring_get_sqe(r);
+			io_uring_prep_fsync(sqe, fds[i + sub], i + sub < n - ndirs ?
+			    IORING_FSYNC_DATASYNC : 0);
+			io_uring_sqe_set_data(sqe, (void *)(uintptr_t)(i + sub));
+		}
+		/* One system call submits the round and waits for it. */
+		if (io_uring_submit_and_wait(r, (unsigned)sub) != (int)sub) {
+			/* Not all submitted, or interrupted: the rest again. */
+			ring_free(sp);
+			sp->ring_pid = -1;
+			return i;
+		}
+		for (got = 0; got < sub; got++) {
+			while ((ret = io_uring_wait_cqe(r, &cqe)) == -EINTR)
+				continue;
+			if (ret < 0) {
+				ring_free(sp);
+				sp->ring_pid = -1;
+				return i;
+			}
+			k = (size_t)(uintptr_t)io_uring_cqe_get_data(cqe);
+			ret = cqe->res;
+			io_uring_cqe_seen(r, cqe);
+			if (ret == -EINTR)
+				ret = (k < n - ndirs ? sync_fd(fds[k]) :
+				    sync_dirfd(fds[k])) == -1 ? -errno : 0;
+			ring_done(k, ret, errs);
+		}
+		i += sub;
+	}
+	return n;
+}
+
 /*
  * Sync every descriptor, several at once: a disk (and a journal) commits
  * overlapping syncs together, so a batch costs little more than one.  The
  * last ndirs are directories (fsync), the others files (fdatasync).
- * errs[i] is 0 or the errno of fds[i].  Threads live only for the call,
- * so a process may fork at any other time.  -1 if any failed.
+ * errs[i] is 0 or the errno of fds[i].  Through the spool's ring, or else
+ * threads that live only for the call, so a process may fork at any other
+ * time.  -1 if any failed.
  */
 int
-psync(const int *fds, size_t n, size_t ndirs, int *errs)
+psync(struct spool *sp, const int *fds, size_t n, size_t ndirs, int *errs)
 {
 	pthread_t tids[PSYNC_THREADS - 1];
 	struct psync p = { fds, errs, n, n - ndirs, 0 };
+	struct io_uring *r;
 	pthread_attr_t attr;
 	size_t i, nt = 0;
 	int small, serial;
 
 	/* One after another while a test skips a sync (see sync_with). */
 	serial = skip_sync_at() > 0;
-	small = !serial && n > 1 && pthread_attr_init(&attr) == 0;
+	if (!serial && n > 1 && (r = ring_of(sp)) != NULL)
+		p.next = ring_sync(sp, r, fds, n, ndirs, errs);
+	small = !serial && p.next + 1 < n && pthread_attr_init(&attr) == 0;
 	if (small && pthread_attr_setstacksize(&attr, PSYNC_STACK) != 0) {
 		(void)pthread_attr_destroy(&attr);
 		small = 0;
 	}
-	for (; !serial && nt < PSYNC_THREADS - 1 && nt + 1 < n; nt++)
+	for (; !serial && nt < PSYNC_THREADS - 1 && p.next + nt + 1 < n; nt++)
 		if (pthread_create(&tids[nt], small ? &attr : NULL,
 		    psync_worker, &p) != 0)
 			break;	/* fewer threads: the work still gets done */

@@ -80,7 +80,7 @@ commit_sync(struct spool *sp, const int *files, size_t nfiles, int *errs,
 		}
 		n++;
 	}
-	(void)psync(fds, n, n - nf, all);
+	(void)psync(sp, fds, n, n - nf, all);
 	for (i = 0; i < n; i++)
 		if (all[i] != 0 && (i >= nfiles || errs == NULL) && rv == 0) {
 			rv = -1;

@@ -156,7 +156,7 @@ Description: A durable job queue that is a directory (libspool)
 Version: $(cat "$ROOT/VERSION")
 Cflags: -I\${includedir}
 Libs: -L\${libdir} -lspool
-Libs.private: -luuid -lxxhash
+Libs.private: -luuid -lxxhash -luring
 EOF
 }
 
@@ -225,7 +225,7 @@ EOF
 
 @test "spool(3)'s example, built with pkg-config --static, runs on a spool without libspool.so" {
 	run -0 --separate-stderr pc --static --libs
-	[ "${output% }" = "-L$D/usr/local/lib -lspool -luuid -lxxhash" ]
+	[ "${output% }" = "-L$D/usr/local/lib -lspool -luuid -lxxhash -luring" ]
 	man_example 1 >"$BATS_TEST_TMPDIR/example.c"
 	cc -static -o "$BATS_TEST_TMPDIR/example" "$BATS_TEST_TMPDIR/example.c" \
 	    $(pc --static --cflags --libs)

@@ -102,7 +102,7 @@ acted        ops INC-4411
 EOF
 }
 
-@test "tests/deps.sh build asks for a compiler, libuuid and libxxhash alone; plain, for every test tool" {
+@test "tests/deps.sh build asks for a compiler, libuuid, libxxhash and liburing alone; plain, for every test tool" {
 	p=$(bare_path cc id)
 	run -0 --separate-stderr env -i PATH="$p" "$ROOT/tests/deps.sh" build
 	[ "$output$stderr" = "" ]

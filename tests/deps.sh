@@ -1,8 +1,8 @@
 #!/bin/sh
 # Make sure what a target needs is here: install it when run as root on
 # Debian, otherwise say exactly what to install.
-#	tests/deps.sh build	a C compiler, libuuid and libxxhash: make, make demo,
-#				make install
+#	tests/deps.sh build	a C compiler, libuuid, libxxhash and liburing:
+#				make, make demo, make install
 #	tests/deps.sh		that, and every tool the tests use: make check
 #	tests/deps.sh deb	that, and the Debian packaging tools:
 #				make check-deb
@@ -15,6 +15,7 @@ missing=
 command -v cc >/dev/null 2>&1 || missing="$missing gcc libc6-dev"
 [ -f /usr/include/uuid/uuid.h ] || missing="$missing uuid-dev"
 [ -f /usr/include/xxhash.h ] || missing="$missing libxxhash-dev"
+[ -f /usr/include/liburing.h ] || missing="$missing liburing-dev"
 if [ "$mode" != build ]; then
 	command -v bats >/dev/null 2>&1 || missing="$missing bats"
 	command -v strace >/dev/null 2>&1 || missing="$missing strace"

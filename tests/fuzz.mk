@@ -56,7 +56,7 @@ $(FUZZ_OBJ)/lib/%.o: lib/%.c lib/spool.h lib/internal.h | fuzz-cc
 $(FUZZ_BINS): $(FUZZ_OBJ)/%: $(FUZZ_DIR)/%.c $(FUZZ_DIR)/fuzz.h \
     $(FUZZ_LIBOBJ) | fuzz-cc
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(WARN) -Ilib -o $@ $< \
-	    $(FUZZ_LIBOBJ) -luuid -lxxhash
+	    $(FUZZ_LIBOBJ) -luuid -lxxhash -luring
 
 fuzz-build: $(FUZZ_BINS)
 
