@@ -247,6 +247,20 @@ mounted() {
 	fsck_clean
 }
 
+@test "multi-host: a claim over many jobs gives up on a held tokens lock once, not once a job" {
+	multi 2s
+	for i in $(seq 1 40); do echo "job $i" >"$BATS_TEST_TMPDIR/p$i"; done
+	spool-enqueue "$BATS_TEST_TMPDIR"/p* >/dev/null
+	hold "$SPOOL_DIR/tokens"
+	# One wait of 1 s, then every other job fails at once: well within
+	# the 20 s that forty waits would overrun.
+	SPOOL_TEST_LOCK_WAIT=1000 run -111 --separate-stderr timeout 20 spool-claim -n 40
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-claim: $KEPT" ]
+	[ "$(ids_in new | wc -l)" = 40 ]
+	[ -z "$(ids_in leased)" ]
+}
+
 @test "multi-host: a lock let go within the bound is taken; on one host a lock is waited for" {
 	multi 2s
 	spool-enqueue --id j1 <<<"job" >/dev/null
