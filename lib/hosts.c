@@ -4,7 +4,8 @@
  * the machine it runs on, so that two machines given the same ID (whose
  * audit lines would go to one file, appended from two clients) are caught;
  * and the spool's file system is checked to be one whose locks every host
- * sees.  The system clock's state is read for the workers and spool-stat.
+ * sees, and no wait for a lock may outlast a bound.  The system clock's
+ * state is read for the workers and spool-stat.
  */
 #define _GNU_SOURCE
 #include <sys/stat.h>
