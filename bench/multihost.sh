@@ -41,8 +41,8 @@ fill() {
 	# (through host 1: this process's own mount may not see it yet)
 	[ -z "$2" ] || "$2" 1 sh -c 'printf "multi-host=yes\nskew=2s\n" >>"$1/config"' \
 	    sh "$1" || exit 1
-	(cd "$payloads" && ${2:+$2 1} spool-enqueue -d "$1" $(ls) >/dev/null) ||
-	    exit 1
+	# (by full path: nsenter -m starts the command in /)
+	${2:+$2 1} spool-enqueue -d "$1" "$payloads"/* >/dev/null || exit 1
 }
 
 # claimer DIR WRAPPER HOST OUT: claim and finish until SECS are up.

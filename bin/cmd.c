@@ -162,6 +162,20 @@ spool_dir(const char *dflag)
 }
 
 /*
+ * What a failure of the library with err means, for a message: strerror,
+ * but for a lock waited for longer than the bound of multi-host mode.
+ */
+const char *
+errtext(int err)
+{
+	if (err == ETIMEDOUT)
+		return "a lock stayed held too long: a file system's client may "
+		    "keep a killed process's lock until it is restarted (see "
+		    "spool(7), Several hosts)";
+	return strerror(err);
+}
+
+/*
  * Why spool_open(dir) failed with err, as the one line every command
  * prints for it, into msg; and the exit status it calls for.
  */
@@ -214,7 +228,7 @@ open_failure(const char *dir, int err, char *msg, size_t len)
 		(void)snprintf(msg, len, "%s: %s", dir, strerror(err));
 		break;
 	default:
-		(void)snprintf(msg, len, "%s: %s", dir, strerror(err));
+		(void)snprintf(msg, len, "%s: %s", dir, errtext(err));
 		status = EXIT_TEMP;
 	}
 	return status;
@@ -367,9 +381,9 @@ report(const char *id, const struct spool_result *res)
 			return damaged(id);
 		if (res->changed)
 			say("%s: state changed but not yet durable: %s "
-			    "(retrying is safe)", id, strerror(res->err));
+			    "(retrying is safe)", id, errtext(res->err));
 		else
-			say("%s: %s", id, strerror(res->err));
+			say("%s: %s", id, errtext(res->err));
 		return EXIT_TEMP;
 	}
 }

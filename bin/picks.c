@@ -230,7 +230,7 @@ select_jobs(struct spool *sp, enum spool_state state,
 			if (errno == EUCLEAN)
 				*status = worst(*status, damaged(seen.v[i].id));
 			else if (errno != ENOENT) {	/* purged meanwhile */
-				say("%s: %s", seen.v[i].id, strerror(errno));
+				say("%s: %s", seen.v[i].id, errtext(errno));
 				*status = worst(*status, EXIT_TEMP);
 			}
 			continue;

@@ -58,7 +58,7 @@ main(int argc, char **argv)
 	r = spool_claim(sp, &opts, leases, max, &n);
 	/* On failure nothing was handed out: leases taken will expire. */
 	if (r == -1)
-		die(EXIT_TEMP, "%s", strerror(errno));
+		die(EXIT_TEMP, "%s", errtext(errno));
 	/* A paused spool is not an empty one: a worker may want to know. */
 	if (r == 0 && spool_paused(sp) == 1)
 		say("spool paused");

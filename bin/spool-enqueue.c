@@ -116,7 +116,7 @@ main(int argc, char **argv)
 			free(jobs);
 			die(EXIT_TEMP, "%s", e == EDQUOT ? "free space is "
 			    "below the spool's reserve (see reserve and "
-			    "reserve-inodes in spool(7))" : strerror(e));
+			    "reserve-inodes in spool(7))" : errtext(e));
 		}
 		progress_hide();
 		for (k = 0; k < opened; k++) {

@@ -73,7 +73,7 @@ main(int argc, char **argv)
 		die(EXIT_PERM, "--restored: a spool of format 1 counts tokens "
 		    "per job: run spool-init --upgrade first");
 	if (r == -1)
-		die(EXIT_TEMP, "could not check: %s", strerror(errno));
+		die(EXIT_TEMP, "could not check: %s", errtext(errno));
 	spool_close(sp);
 	return finish_stdout(r == 0 ? EXIT_DONE : EXIT_NO);
 }

@@ -173,7 +173,7 @@ bulk(struct spool *sp, const struct spool_operator *op, struct bulk *b,
 		} else {
 			next = clock_ns(CLOCK_MONOTONIC) + interval;
 			if (spool_redrive(sp, op, &item, 1) == -1) {
-				say("%s", strerror(errno));
+				say("%s", errtext(errno));
 				stopped = STOP_ERROR;
 				break;
 			}

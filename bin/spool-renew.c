@@ -46,7 +46,7 @@ main(int argc, char **argv)
 		die(EXIT_PERM, "%s: bad token (a number from 1 to 2^63-1)", id);
 	sp = open_spool(spool_dir(dir));
 	if (spool_renew(sp, id, token, lease, &res) == -1 && res.status == 0)
-		die(EXIT_TEMP, "%s: %s", id, strerror(errno));
+		die(EXIT_TEMP, "%s: %s", id, errtext(errno));
 	status = report(id, &res);
 	spool_close(sp);
 	return status;

@@ -421,7 +421,7 @@ finish(struct slot *s, struct spool_finish *f)
 	f->id = s->lease.id;
 	f->token = s->lease.token;
 	if (spool_finish(w.sp, f, 1) == -1 && f->res.status == 0) {
-		say("%s: %s", s->lease.id, strerror(errno));
+		say("%s: %s", s->lease.id, errtext(errno));
 		fail();
 	} else if (report(s->lease.id, &f->res) > EXIT_NO)
 		fail();
@@ -752,7 +752,7 @@ renew_job(struct slot *s, int64_t now)
 		stop_handler(s, STOP_LOST);
 		return;
 	}
-	say("%s: renew: %s", s->lease.id, strerror(res.status == -1 ?
+	say("%s: renew: %s", s->lease.id, errtext(res.status == -1 ?
 	    res.err : errno));
 	fail();
 	if (now >= s->expires) {
@@ -843,7 +843,7 @@ claim_jobs(void)
 	/* A lease is timed from before the claim, on the monotonic clock. */
 	start = mono_ms();
 	if ((r = spool_claim(w.sp, &w.copts, w.claimed, want, &n)) == -1) {
-		say("claim: %s", strerror(errno));
+		say("claim: %s", errtext(errno));
 		fail();
 		return;
 	}

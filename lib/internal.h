@@ -127,6 +127,7 @@ int sys_renameat(int fromfd, const char *from, int tofd, const char *to,
 int sys_unlinkat(int dirfd, const char *path, int flags);
 int sys_mkdirat(int dirfd, const char *path, mode_t mode);
 int sys_flock(int fd, int op);
+void lock_bound(int64_t ms);
 int lock_fd(int fd, int nonblock);
 int move_noreplace(int fromfd, const char *from, int tofd, const char *to);
 int mkdir_mode(struct spool *sp, int dirfd, const char *rel);

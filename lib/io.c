@@ -536,8 +536,8 @@ sys_mkdirat(int dirfd, const char *path, mode_t mode)
 	return r;
 }
 
-int
-sys_flock(int fd, int op)
+static int
+flock_once(int fd, int op)
 {
 	int r;
 
@@ -545,6 +545,48 @@ sys_flock(int fd, int op)
 		r = flock(fd, op);
 	while (r == -1 && errno == EINTR);
 	return r;
+}
+
+/*
+ * How long a lock that has to wait may wait, in ms; -1: for ever.  In
+ * multi-host mode it is bounded (lock_bound, from hosts.c): there, a lock
+ * can stay held with no process left to let it go (spool-layout.md,
+ * "Several hosts"), and a command must fail rather than wait for ever.  A
+ * bounded wait never queues at the file system: it asks with LOCK_NB, and
+ * again after a pause that doubles up to LOCK_PAUSE_MAX_MS.
+ */
+#define LOCK_PAUSE_MAX_MS	64
+static int64_t lock_wait_ms = -1;
+
+void
+lock_bound(int64_t ms)
+{
+	lock_wait_ms = ms;
+}
+
+/* flock(2); a wait that outlasts the bound fails with ETIMEDOUT. */
+int
+sys_flock(int fd, int op)
+{
+	struct timespec start, now, pause = { 0, 1000000 };
+
+	if (lock_wait_ms < 0 || (op & (LOCK_NB | LOCK_UN)) != 0)
+		return flock_once(fd, op);
+	(void)clock_gettime(CLOCK_MONOTONIC, &start);	/* cannot fail */
+	while (flock_once(fd, op | LOCK_NB) == -1) {
+		if (errno != EWOULDBLOCK)
+			return -1;
+		(void)clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - start.tv_sec) * 1000 +
+		    (now.tv_nsec - start.tv_nsec) / 1000000 >= lock_wait_ms) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		(void)nanosleep(&pause, NULL);	/* early on a signal: fine */
+		if (pause.tv_nsec <= LOCK_PAUSE_MAX_MS * 1000000L / 2)
+			pause.tv_nsec *= 2;
+	}
+	return 0;
 }
 
 /* An exclusive lock; nonblock: EWOULDBLOCK if another process has it. */

@@ -25,11 +25,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 #define TOKEN_BLOCK	1024	/* tokens reserved by one flush */
+#define GIVE_UP_MS	(60 * 1000)	/* no new wait this long after one failed */
 /* The largest token: records and the counter hold 18 decimal digits. */
 #define TOKEN_MAX	UINT64_C(999999999999999999)
 
@@ -128,6 +130,40 @@ open_tokens(struct spool *sp)
 	return sp->tokfd == -1 ? -1 : 0;
 }
 
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);	/* cannot fail */
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * The counter's lock.  A claim asks for it once for each job it takes: once
+ * a wait for it has run out (in multi-host mode, a lock kept with no
+ * process to let it go: spool-layout.md, "Several hosts"), this process
+ * fails at once for GIVE_UP_MS, so that a claim over many jobs fails after
+ * one wait, not after one wait for each.
+ */
+static int
+lock_tokens(struct spool *sp)
+{
+	static int64_t gave_up = -1;
+
+	if (gave_up != -1 && mono_ms() - gave_up < GIVE_UP_MS) {
+		errno = ETIMEDOUT;
+		return -1;
+	}
+	if (lock_fd(sp->tokfd, 0) == 0) {
+		gave_up = -1;
+		return 0;
+	}
+	if (errno == ETIMEDOUT)
+		gave_up = mono_ms();
+	return -1;
+}
+
 /*
  * Write text (len bytes, over the n read) in place and let the lock go;
  * with sync (a text of the same next whose last nobody trusts), synced
@@ -179,7 +215,7 @@ token_take(struct spool *sp, uint64_t hi, uint64_t *tok)
 		*tok = hi + 1;
 		return 0;
 	}
-	if (open_tokens(sp) == -1 || lock_fd(sp->tokfd, 0) == -1)
+	if (open_tokens(sp) == -1 || lock_tokens(sp) == -1)
 		return -1;
 	if ((n = sys_pread(sp->tokfd, text, sizeof(text) - 1, 0)) == -1)
 		goto out;
@@ -239,7 +275,7 @@ tokens_raise(struct spool *sp, uint64_t floor)
 			return -1;
 		return write_top_file(sp, "tokens", text, 0);
 	}
-	if (lock_fd(sp->tokfd, 0) == -1)
+	if (lock_tokens(sp) == -1)
 		return -1;
 	if ((n = sys_pread(sp->tokfd, text, sizeof(text) - 1, 0)) == -1)
 		goto out;

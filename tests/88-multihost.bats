@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # Multi-host mode on one machine: the config keys, the skew allowance
 # before a takeover, host IDs registered in hosts/ and collisions refused,
-# the file-system check, and the clock shown and warned about.  The same
-# across real hosts on GlusterFS: make check-multihost (tests/multihost).
+# the file-system check, the clock shown and warned about, and the bounded
+# wait for a lock.  The same across real hosts on GlusterFS and CephFS:
+# make check-multihost (tests/multihost).
 
 load helpers
 
@@ -11,6 +12,23 @@ T=1796000000000
 multi() {
 	printf 'multi-host=yes\nskew=%s\n' "$1" >>"$SPOOL_DIR/config"
 }
+
+# hold FILE [SECONDS]: another process holds FILE's lock (for SECONDS, else
+# until the test ends), as a lock that a file system's client kept for a
+# killed process would be held.
+hold() {
+	(exec 8<>"$1" && flock -x 8 && exec sleep "${2:-60}") \
+	    >/dev/null 2>&1 3>&- &
+	echo $! >>"$BATS_TEST_TMPDIR/holders"
+	while flock -n -x "$1" true; do sleep 0.01; done
+}
+
+teardown() {
+	[ ! -e "$BATS_TEST_TMPDIR/holders" ] ||
+	    kill $(cat "$BATS_TEST_TMPDIR/holders") 2>/dev/null || true
+}
+
+KEPT="a lock stayed held too long: a file system's client may keep a killed process's lock until it is restarted (see spool(7), Several hosts)"
 
 @test "multi-host=yes needs a skew above 0; a bad value is refused" {
 	before=$(snapshot)
@@ -211,4 +229,80 @@ mounted() {
 	echo partial >"$SPOOL_DIR/tmp/j9,99999999.2"
 	run -1 spool-fsck
 	[ "$output" = "tmp: j9,99999999.2: left by an interrupted enqueue, never published" ]
+}
+
+@test "multi-host: a lock held on tokens fails a claim after a bounded wait, job untouched" {
+	multi 2s
+	run -1 spool-claim	# makes next-expiry
+	spool-enqueue --id j1 <<<"job" >/dev/null
+	hold "$SPOOL_DIR/tokens"
+	before=$(snapshot)
+	SPOOL_TEST_LOCK_WAIT=200 run -111 --separate-stderr timeout 20 spool-claim
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-claim: $KEPT" ]
+	[ "$(snapshot)" = "$before" ]
+	kill $(cat "$BATS_TEST_TMPDIR/holders")
+	run -0 spool-claim --owner w1
+	[ "$(cut -f1,2 <<<"$output")" = "$(printf 'j1\t1')" ]
+	fsck_clean
+}
+
+@test "multi-host: a claim over many jobs gives up on a held tokens lock once, not once a job" {
+	multi 2s
+	for i in $(seq 1 40); do echo "job $i" >"$BATS_TEST_TMPDIR/p$i"; done
+	spool-enqueue "$BATS_TEST_TMPDIR"/p* >/dev/null
+	hold "$SPOOL_DIR/tokens"
+	# One wait of 1 s, then every other job fails at once: well within
+	# the 20 s that forty waits would overrun.
+	SPOOL_TEST_LOCK_WAIT=1000 run -111 --separate-stderr timeout 20 spool-claim -n 40
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-claim: $KEPT" ]
+	[ "$(ids_in new | wc -l)" = 40 ]
+	[ -z "$(ids_in leased)" ]
+}
+
+@test "multi-host: a lock let go within the bound is taken; on one host a lock is waited for" {
+	multi 2s
+	spool-enqueue --id j1 <<<"job" >/dev/null
+	spool-enqueue --id j2 <<<"job" >/dev/null
+	hold "$SPOOL_DIR/tokens" 1
+	run -0 spool-claim --owner w1
+	[ "$(cut -f1,2 <<<"$output")" = "$(printf 'j1\t1')" ]
+	# Without multi-host, no bound: the claim waits for the holder.
+	sed -i '/^multi-host\|^skew/d' "$SPOOL_DIR/config"
+	hold "$SPOOL_DIR/tokens" 1
+	SPOOL_TEST_LOCK_WAIT=0 run -0 spool-claim --owner w1
+	[ "$(cut -f1,2 <<<"$output")" = "$(printf 'j2\t2')" ]
+	fsck_clean
+}
+
+@test "multi-host: a lock held on a sidecar fails its finish after a bounded wait" {
+	multi 2s
+	spool-enqueue --id j1 <<<"job" >/dev/null
+	spool-claim --owner w1 >/dev/null
+	hold "$SPOOL_DIR/meta/j1"
+	before=$(snapshot)
+	SPOOL_TEST_LOCK_WAIT=200 run -111 --separate-stderr timeout 20 spool-finish j1 1 ok
+	[ "$stderr" = "spool-finish: j1: $KEPT" ]
+	[ "$(snapshot)" = "$before" ]
+	kill $(cat "$BATS_TEST_TMPDIR/holders")
+	run -0 spool-finish j1 1 ok
+	[ "$(state_of j1)" = done ]
+}
+
+@test "multi-host: a lock held on hosts/ID stops nothing until the ID is due a touch" {
+	multi 2s
+	spool-ls >/dev/null
+	hold "$SPOOL_DIR/hosts/testhost"
+	# A registration of this machine touched in the last minute is read
+	# without its lock.
+	run -0 spool-enqueue --id j1 <<<"job"
+	touch -d '2 minutes ago' "$SPOOL_DIR/hosts/testhost"
+	before=$(snapshot)
+	SPOOL_TEST_LOCK_WAIT=200 run -111 --separate-stderr timeout 20 spool-ls
+	[ "$stderr" = "spool-ls: $SPOOL_DIR: $KEPT" ]
+	[ "$(snapshot)" = "$before" ]
+	kill $(cat "$BATS_TEST_TMPDIR/holders")
+	run -0 spool-ls
+	[ "$(stat -c %Y "$SPOOL_DIR/hosts/testhost")" -gt $(($(date +%s) - 60)) ]
 }
