@@ -274,12 +274,13 @@ test_number(const char *name, long *cache)
  * order they complete) report EIO; SPOOL_TEST_RING_LOG=FILE gets a line
  * for each.
  */
-#define RING_ENTRIES	64
+#define RING_ENTRIES	256
 
 static struct io_uring *
 ring_of(struct spool *sp)
 {
 	static long off = -1;
+	unsigned workers[2] = { PSYNC_THREADS, 0 };
 	struct io_uring *r = sp->ring;
 
 	if (r != NULL && sp->ring_pid == getpid())
@@ -293,6 +294,12 @@ ring_of(struct spool *sp)
 		sp->ring_pid = -1;	/* refused: threads from now on */
 		return NULL;
 	}
+	/*
+	 * The kernel's workers make the syncs; by default no more at once
+	 * than 4 a CPU.  As many as the threads would: a batch's syncs
+	 * overlap on the disk.
+	 */
+	(void)io_uring_register_iowq_max_workers(r, workers);
 	sp->ring = r;
 	sp->ring_pid = getpid();
 	return r;
@@ -334,41 +341,35 @@ ring_done(size_t i, int res, int *errs)
 }
 
 /*
- * fds[from..n-1] through the ring, RING_ENTRIES at a time; the last ndirs
- * are directories (fsync), the others files (fdatasync).  How many it
- * synced: short of n when the ring failed, and is given up.
+ * fds[] through the ring, up to RING_ENTRIES in flight, each completion
+ * making room for the next; the last ndirs are directories (fsync), the
+ * others files (fdatasync).  0 when the ring failed and is given up: then
+ * nothing counts as synced, and threads sync it all again.
  */
-static size_t
+static int
 ring_sync(struct spool *sp, struct io_uring *r, const int *fds, size_t n,
     size_t ndirs, int *errs)
 {
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
-	size_t i = 0, k, sub, got;
+	size_t next = 0, inflight = 0, done = 0, k;
 	int ret;
 
-	while (i < n) {
-		for (sub = 0; i + sub < n && sub < RING_ENTRIES; sub++) {
+	while (done < n) {
+		for (; next < n && inflight < RING_ENTRIES; next++, inflight++) {
 			sqe = io_uring_get_sqe(r);
-			io_uring_prep_fsync(sqe, fds[i + sub], i + sub < n - ndirs ?
+			io_uring_prep_fsync(sqe, fds[next], next < n - ndirs ?
 			    IORING_FSYNC_DATASYNC : 0);
-			io_uring_sqe_set_data(sqe, (void *)(uintptr_t)(i + sub));
+			io_uring_sqe_set_data(sqe, (void *)(uintptr_t)next);
 		}
-		/* One system call submits the round and waits for it. */
-		if (io_uring_submit_and_wait(r, (unsigned)sub) != (int)sub) {
-			/* Not all submitted, or interrupted: the rest again. */
+		/* One system call submits what is new and waits for one. */
+		if ((ret = io_uring_submit_and_wait(r, 1)) < 0 &&
+		    ret != -EINTR) {
 			ring_free(sp);
 			sp->ring_pid = -1;
-			return i;
+			return 0;
 		}
-		for (got = 0; got < sub; got++) {
-			while ((ret = io_uring_wait_cqe(r, &cqe)) == -EINTR)
-				continue;
-			if (ret < 0) {
-				ring_free(sp);
-				sp->ring_pid = -1;
-				return i;
-			}
+		while (io_uring_peek_cqe(r, &cqe) == 0) {
 			k = (size_t)(uintptr_t)io_uring_cqe_get_data(cqe);
 			ret = cqe->res;
 			io_uring_cqe_seen(r, cqe);
@@ -376,10 +377,11 @@ ring_sync(struct spool *sp, struct io_uring *r, const int *fds, size_t n,
 				ret = (k < n - ndirs ? sync_fd(fds[k]) :
 				    sync_dirfd(fds[k])) == -1 ? -errno : 0;
 			ring_done(k, ret, errs);
+			inflight--;
+			done++;
 		}
-		i += sub;
 	}
-	return n;
+	return 1;
 }
 
 /*
@@ -402,8 +404,9 @@ psync(struct spool *sp, const int *fds, size_t n, size_t ndirs, int *errs)
 
 	/* One after another while a test skips a sync (see sync_with). */
 	serial = skip_sync_at() > 0;
-	if (!serial && n > 1 && (r = ring_of(sp)) != NULL)
-		p.next = ring_sync(sp, r, fds, n, ndirs, errs);
+	if (!serial && n > 1 && (r = ring_of(sp)) != NULL &&
+	    ring_sync(sp, r, fds, n, ndirs, errs))
+		p.next = n;
 	small = !serial && p.next + 1 < n && pthread_attr_init(&attr) == 0;
 	if (small && pthread_attr_setstacksize(&attr, PSYNC_STACK) != 0) {
 		(void)pthread_attr_destroy(&attr);
