@@ -67,7 +67,7 @@ setup() {
 	[ "$(dpkg-deb -c spool_*.deb | grep -c ' ./usr/bin/spool-')" -eq 16 ]
 	dpkg-deb -c libspool0_*.deb | grep -q " ./usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libspool.so.0 -> libspool.so.$V$"
 	[ "$(dpkg-deb -f libspool0_*.deb Package)" = libspool0 ]
-	[ "$(dpkg-deb -f libspool-dev_*.deb Depends)" = "libspool0 (= $V), uuid-dev, libxxhash-dev" ]
+	[ "$(dpkg-deb -f libspool-dev_*.deb Depends)" = "libspool0 (= $V), uuid-dev, libxxhash-dev, liburing-dev" ]
 	# What a program linked with libspool.so.0 of 0.N needs: 0.N.
 	dpkg-deb -e libspool0_*.deb "$BATS_TEST_TMPDIR/ctl"
 	next=$(awk -F. '{ print $1 "." $2 + 1 }' <<<"$V")
