@@ -298,13 +298,19 @@ class Oracle:
 
 # ---- one scenario --------------------------------------------------------
 
-def sh(script, spool, now, work):
+def sh_preamble(work):
+    """What a scenario's shell script may use: tok ID (the token of ID's
+    lease) and $P_ID (the path of ID's payload)."""
     pre = ['set -e', 'T0=%d' % T0,
            'tok() { find "$SPOOL_DIR/leased" -name "$1,*" -printf "%f\\n" '
            '| sed "s/.*,//"; }']
     for k in PAYLOADS:
         pre.append('P_%s=%s/payload.%s' % (k, work, k))
-    r = subprocess.run(['bash', '-c', '\n'.join(pre) + '\n' + script],
+    return '\n'.join(pre) + '\n'
+
+
+def sh(script, spool, now, work):
+    r = subprocess.run(['bash', '-c', sh_preamble(work) + script],
                        env=env_for(spool, now, 'boot-a'), capture_output=True)
     if r.returncode != 0:
         raise SystemExit(PROG + ': setup failed: %s' % r.stderr.decode())
@@ -324,16 +330,23 @@ def prepare(name, work):
     """Scenario name's spool in work, as its setup leaves it, with the
     payloads beside it: (spool, argv, stdin)."""
     sc = SC[name]
+    spool = set_up(work, sc['setup'])
+    argv = [subst(a, spool, work) for a in sc['argv']]
+    stdin = subst(sc['stdin'], spool, work).encode() if sc['stdin'] else None
+    return spool, argv, stdin
+
+
+def set_up(work, setup):
+    """A spool in work, and the payloads beside it; then the script setup
+    (bash, at T0) run on it."""
     for k, v in PAYLOADS.items():
         with open(os.path.join(work, 'payload.' + k), 'wb') as f:
             f.write(v)
     spool = os.path.join(work, 'spool')
     subprocess.run([os.path.join(BIN, 'spool-init')], check=True,
                    env=env_for(spool, T0, 'boot-a'))
-    sh(sc['setup'], spool, T0, work)
-    argv = [subst(a, spool, work) for a in sc['argv']]
-    stdin = subst(sc['stdin'], spool, work).encode() if sc['stdin'] else None
-    return spool, argv, stdin
+    sh(setup, spool, T0, work)
+    return spool
 
 
 def issued_in(spool):
