@@ -147,7 +147,7 @@ EOF
 	    enqueue-first:1 enqueue-first:2 enqueue-first:3 enqueue-first:4 \
 	    enqueue-first:5 enqueue-first:6 enqueue-first:7 \
 	    enqueue-cycle:5 claim:2 claim:4 finish-ok:2 \
-	    finish-fail:2 purge-newhost:3 purge-newhost:4 pause:1 pause:2 \
+	    finish-fail:2 drop:2 purge-newhost:3 purge-newhost:4 pause:1 pause:2 \
 	    resume:1
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
 enqueue-first 1 fdatasync(tmp/j1,PID.N): violation
@@ -162,6 +162,7 @@ claim 2 fdatasync(tokens): violation
 claim 4 fsync(leased): violation
 finish-ok 2 fsync(done): violation
 finish-fail 2 fsync(dead): violation
+drop 2 fsync(done): violation
 purge-newhost 3 fdatasync(audit/h.log): violation
 purge-newhost 4 fsync(audit): violation
 pause 1 fdatasync(tmp/paused,PID): violation

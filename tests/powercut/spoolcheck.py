@@ -153,6 +153,19 @@ def run_fsck(spool, now, repair):
     return r.returncode, (r.stdout + r.stderr).decode('utf-8', 'replace')
 
 
+def listed(spool, now):
+    """Where commands see each job: spool-ls of each state."""
+    out = {}
+    for st in ('new', 'leased', 'done', 'dead'):
+        r = subprocess.run([os.path.join(BIN, 'spool-ls'), st],
+                           capture_output=True,
+                           env=env_for(spool, now, 'boot-b'))
+        out[st] = sorted(r.stdout.decode().split())
+        if r.returncode != 0:
+            out[st].append('exit %d' % r.returncode)
+    return out
+
+
 def loc(entries):
     return tuple(sorted((s, n) for s, n, _ in entries))
 
@@ -164,6 +177,7 @@ class Oracle:
         self.now = now
         self.r0 = self._repaired(pre, os.path.join(work, 'r0'))
         self.r1 = self._repaired(post, os.path.join(work, 'r1'))
+        self.shown = listed(os.path.join(work, 'r1'), now)
         # what the next claim leases after the command, where not paused
         self.due = None
         if not self.r1['jobs'].get('-'):
@@ -232,7 +246,14 @@ class Oracle:
         return v
 
     def check(self, spool, acked, issued):
-        v = self.next_claim(spool, issued) if acked else []
+        v = []
+        if acked:
+            # Exit 0 promised the new state: commands see it with no repair.
+            shown = listed(spool, self.now)
+            if shown != self.shown:
+                v.append('with no repair, spool-ls shows %s, not %s'
+                         % (shown, self.shown))
+            v += self.next_claim(spool, issued)
         nxt = tokens_next(spool)
         if nxt is not None and nxt <= issued:
             v.append('tokens: next=%d, not above %d, a token handed out'
