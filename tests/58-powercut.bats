@@ -123,6 +123,12 @@ purge-newhost 0 0
 pause 0 0
 resume 0 0
 fsck-repair 0 0
+fsck-repair-more 0 0
+fsck-restored 0 0
+upgrade 0 0
+group-enqueue 0 0
+enqueue-newhost 0 0
+run-reclaim 0 0
 enqueue-batch 0 0
 claim-batch 0 0
 finish-batch 0 0
@@ -148,7 +154,8 @@ EOF
 	    enqueue-first:5 enqueue-first:6 enqueue-first:7 \
 	    enqueue-cycle:5 claim:2 claim:4 finish-ok:2 \
 	    finish-fail:2 drop:2 purge-newhost:3 purge-newhost:4 pause:1 pause:2 \
-	    resume:1
+	    resume:1 fsck-restored:2 upgrade:3 upgrade:4 group-enqueue:5 \
+	    enqueue-newhost:4 run-reclaim:3 run-reclaim:6
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
 enqueue-first 1 fdatasync(tmp/j1,PID.N): violation
 enqueue-first 2 fdatasync(meta/j1): violation
@@ -168,5 +175,12 @@ purge-newhost 4 fsync(audit): violation
 pause 1 fdatasync(tmp/paused,PID): violation
 pause 2 fsync(.): violation
 resume 1 fsync(.): violation
+fsck-restored 2 fdatasync(tokens): violation
+upgrade 3 fdatasync(tmp/format,PID): violation
+upgrade 4 fsync(.): violation
+group-enqueue 5 fsync(new/00001a22/b83/64a): violation
+enqueue-newhost 4 fsync(meta): violation
+run-reclaim 3 fsync(leased): violation
+run-reclaim 6 fsync(done): violation
 EOF
 }
