@@ -123,6 +123,12 @@ purge-newhost 0 0
 pause 0 0
 resume 0 0
 fsck-repair 0 0
+fsck-repair-more 0 0
+fsck-restored 0 0
+upgrade 0 0
+group-enqueue 0 0
+enqueue-newhost 0 0
+run-reclaim 0 0
 enqueue-batch 0 0
 claim-batch 0 0
 finish-batch 0 0
@@ -147,8 +153,9 @@ EOF
 	    enqueue-first:1 enqueue-first:2 enqueue-first:3 enqueue-first:4 \
 	    enqueue-first:6 enqueue-first:7 enqueue-first:8 enqueue-first:9 \
 	    enqueue-cycle:5 claim:2 claim:5 finish-ok:3 \
-	    finish-fail:3 purge-newhost:2 purge-newhost:4 pause:1 pause:2 \
-	    resume:1
+	    finish-fail:3 drop:3 purge-newhost:2 purge-newhost:4 pause:1 pause:2 \
+	    resume:1 fsck-restored:2 upgrade:3 upgrade:4 group-enqueue:7 \
+	    enqueue-newhost:5 run-reclaim:4 run-reclaim:7
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
 enqueue-first 1 fdatasync(tmp/j1,PID.N): violation
 enqueue-first 2 fdatasync(meta/j1): violation
@@ -163,11 +170,19 @@ claim 2 fdatasync(tokens): violation
 claim 5 fsync(leased): violation
 finish-ok 3 fsync(done): violation
 finish-fail 3 fsync(dead): violation
+drop 3 fsync(done): violation
 purge-newhost 2 fdatasync(audit/h.log): violation
 purge-newhost 4 fsync(audit): violation
 pause 1 fdatasync(tmp/paused,PID): violation
 pause 2 fsync(.): violation
 resume 1 fsync(.): violation
+fsck-restored 2 fdatasync(tokens): violation
+upgrade 3 fdatasync(tmp/format,PID): violation
+upgrade 4 fsync(.): violation
+group-enqueue 7 fsync(new/00001a22/b83/64a): violation
+enqueue-newhost 5 fsync(meta): violation
+run-reclaim 4 fsync(leased): violation
+run-reclaim 7 fsync(done): violation
 EOF
 }
 

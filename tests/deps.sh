@@ -39,6 +39,9 @@ if [ "$mode" != build ]; then
 	command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 	[ -f /usr/share/bash-completion/bash_completion ] ||
 	    missing="$missing bash-completion"
+	# The real kernels' power cuts (tests/powercut/realfs: xfs images).
+	[ -x /sbin/mkfs.xfs ] || [ -x /usr/sbin/mkfs.xfs ] ||
+	    missing="$missing xfsprogs"
 fi
 if [ "$mode" = deb ]; then
 	command -v dpkg-buildpackage >/dev/null 2>&1 || missing="$missing dpkg-dev"

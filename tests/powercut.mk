@@ -1,5 +1,6 @@
 # The power-cut explorer (tests/powercut/explore): its audit-line reader,
-# and make check-powercut, the full enumeration (spool-layout.md, Crashes).
+# make check-powercut, the full enumeration (spool-layout.md, Crashes),
+# and the same checks of power cuts on real kernels.
 
 POWERCUT_AUDIT = tests/powercut/audit-lines
 
@@ -18,3 +19,14 @@ powercut-clean:
 	rm -f $(POWERCUT_AUDIT)
 
 .PHONY: check-powercut powercut-clean
+
+# make check-powercut-real: every cut point of every command on real
+# kernels (tests/powercut/realfs: loop-mounted ext4 and xfs images, as
+# root); check-powercut-real-sampled: two kills a command and its end.
+check-powercut-real: all tests/shim/faultshim.so
+	@POWERCUT_REAL_FULL=1 TESTS=tests/powercut/realfs.bats tests/run
+
+check-powercut-real-sampled: all tests/shim/faultshim.so
+	@TESTS=tests/powercut/realfs.bats tests/run
+
+.PHONY: check-powercut-real check-powercut-real-sampled
