@@ -1,7 +1,7 @@
 /*
  * spool-ls: list the jobs in one state, for a pipe or a person.  What it
- * shows of a job comes from its sidecar, read under a shared lock and
- * never changed, so a listing waits at most for one transition.  Each
+ * shows of a job comes from its sidecar, read once and never changed
+ * (spool-layout.md, "Readers"), so a listing waits for no transition.  Each
  * file's sidecar is read as the directory is: a job shown is where its
  * sidecar says it is, and a file it does not name (a job that moved since,
  * a second file a crash left) is not shown.  A pipe's forms come in
@@ -116,13 +116,12 @@ struct ls {
 };
 
 static int
-show(void *arg, const char *id, const char *file)
+show(void *arg, const char *id, const char *file,
+    const struct spool_job_info *info)
 {
 	struct ls *l = arg;
-	struct spool_job_info info;
 
-	if (spool_job_info(l->sp, id, l->form == LONG || l->form == JSON,
-	    &info) == -1) {
+	if (info == NULL) {
 		if (errno == ENOENT)
 			return 0;	/* purged meanwhile */
 		if (errno != EUCLEAN)
@@ -130,26 +129,25 @@ show(void *arg, const char *id, const char *file)
 		l->status = worst(l->status, damaged(id));
 		return 0;
 	}
-	if (info.state == l->state && strcmp(info.file, file) == 0 &&
-	    (!l->dropped || info.dropped) &&
-	    (l->reason == 0 || info.reason == l->reason) &&
-	    (l->older < 0 || l->now - info.since >= l->older)) {
-		switch (l->form) {
-		case PLAIN:
-			printf("%s\n", info.id);
-			break;
-		case NUL:
-			printf("%s%c", info.id, '\0');
-			break;
-		case LONG:
-			add_row(&l->rows, &l->nrows, &info, l->now);
-			break;
-		case JSON:
-			print_json(&info, l->now);
-			break;
-		}
+	if (info->state != l->state || strcmp(info->file, file) != 0 ||
+	    (l->dropped && !info->dropped) ||
+	    (l->reason != 0 && info->reason != l->reason) ||
+	    (l->older >= 0 && l->now - info->since < l->older))
+		return 0;
+	switch (l->form) {
+	case PLAIN:
+		printf("%s\n", info->id);
+		break;
+	case NUL:
+		printf("%s%c", info->id, '\0');
+		break;
+	case LONG:
+		add_row(&l->rows, &l->nrows, info, l->now);
+		break;
+	case JSON:
+		print_json(info, l->now);
+		break;
 	}
-	spool_job_info_free(&info);
 	return 0;
 }
 
@@ -217,7 +215,8 @@ main(int argc, char **argv)
 		die(EXIT_PERM, "--reason is for dead, done and dropped jobs");
 	l.sp = open_spool(spool_dir(dir));
 	l.now = spool_now();
-	if (spool_list(l.sp, l.state, show, &l) == -1)
+	if (spool_list_jobs(l.sp, l.state, l.form == LONG || l.form == JSON,
+	    show, &l) == -1)
 		die(EXIT_TEMP, "%s/: %s", spool_state_name(l.state),
 		    strerror(errno));
 	if (l.form == LONG)

@@ -196,6 +196,7 @@ int open_bucket(struct spool *sp, int64_t eligible, int create,
 int place_of(struct spool *sp, const char *id, const struct rec *r,
     struct place *p);
 void place_done(struct place *p);
+int place_name(char *buf, size_t len, const char *id, const struct rec *r);
 int place_stat(struct spool *sp, const char *id, const struct rec *r,
     struct stat *st);
 int sync_place(struct spool *sp, const struct rec *r);
@@ -213,6 +214,7 @@ void job_close(struct job *j);
 int job_peek(struct spool *sp, const char *id, struct job *j);
 int job_read(struct spool *sp, const char *id, int lock, struct job *j);
 int job_locate(struct spool *sp, struct job *j);
+int fold_records(struct job *j, const char *buf, size_t len);
 int job_settle(struct spool *sp, struct job *j, struct abuf *ab);
 int job_record(struct job *j, const struct rec *r);
 int job_write(struct job *j);
@@ -263,5 +265,17 @@ int audit_add(struct abuf *ab, struct spool *sp, const char *id,
 size_t audit_format(char *buf, size_t size, const struct spool_audit *a);
 int audit_flush(struct spool *sp, struct abuf *ab);
 void abuf_free(struct abuf *ab);
+
+/* info.c: what a job read and located says of it */
+int info_fill(struct spool *sp, struct job *j, int ev0, int history,
+    struct spool_job_info *in);
+
+/* look.c: the listings' lean look at a job (spool-layout.md, "Readers") */
+struct look;
+struct look *look_new(void);
+void look_free(struct look *lk);
+int look_job(struct spool *sp, struct look *lk, enum spool_state state,
+    int dirfd, int64_t start, const char *id, const char *file, int history,
+    struct spool_job_info *in);
 
 #endif

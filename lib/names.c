@@ -142,6 +142,33 @@ fail:
 	return -1;
 }
 
+/* The name of the file that record r says the job has, in its directory. */
+int
+place_name(char *buf, size_t len, const char *id, const struct rec *r)
+{
+	int n;
+
+	switch (r->loc) {
+	case SPOOL_NEW:
+		return leaf_name(buf, len, id, r->eligible);
+	case SPOOL_LEASED:
+		n = snprintf(buf, len, "%s,%" PRIu64, id, r->tok);
+		break;
+	case SPOOL_DONE:
+	case SPOOL_DEAD:
+		n = snprintf(buf, len, "%s", id);
+		break;
+	default:
+		errno = ENOENT;
+		return -1;
+	}
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * The directory and name of the file that record r says the job has.  For
  * new/ the bucket is opened and *dirfd must be closed by the caller (close
@@ -151,38 +178,18 @@ int
 place_of(struct spool *sp, const char *id, const struct rec *r,
     struct place *p)
 {
-	int n;
+	const int fds[] = { -1, -1, sp->leasedfd, sp->donefd, sp->deadfd };
 
 	p->close = 0;
-	switch (r->loc) {
-	case SPOOL_NEW:
-		if (leaf_name(p->name, sizeof(p->name), id, r->eligible) == -1)
-			return -1;
-		if ((p->dirfd = open_bucket(sp, r->eligible, 0, NULL)) == -1)
-			return -1;
-		p->close = 1;
+	if (place_name(p->name, sizeof(p->name), id, r) == -1)
+		return -1;
+	if (r->loc != SPOOL_NEW) {
+		p->dirfd = fds[r->loc];
 		return 0;
-	case SPOOL_LEASED:
-		p->dirfd = sp->leasedfd;
-		n = snprintf(p->name, sizeof(p->name), "%s,%" PRIu64, id,
-		    r->tok);
-		break;
-	case SPOOL_DONE:
-		p->dirfd = sp->donefd;
-		n = snprintf(p->name, sizeof(p->name), "%s", id);
-		break;
-	case SPOOL_DEAD:
-		p->dirfd = sp->deadfd;
-		n = snprintf(p->name, sizeof(p->name), "%s", id);
-		break;
-	default:
-		errno = ENOENT;
-		return -1;
 	}
-	if (n < 0 || (size_t)n >= sizeof(p->name)) {
-		errno = ENAMETOOLONG;
+	if ((p->dirfd = open_bucket(sp, r->eligible, 0, NULL)) == -1)
 		return -1;
-	}
+	p->close = 1;
 	return 0;
 }
 

@@ -1,0 +1,263 @@
+/*
+ * The listings' look at a job: its sidecar opened read-only, read in one
+ * read(2) and closed, with no lock, and its file found with one lstat in a
+ * directory already open.  What a reader without the lock may see, and why
+ * this is enough, is in spool-layout.md, "Readers".  Whatever this look
+ * cannot settle by itself (a void record, a file elsewhere than the last
+ * record says, an empty or odd sidecar, a mode taken away) goes to
+ * spool_job_info, which takes the shared lock: the answer is the same, it
+ * only costs more.
+ */
+#define _GNU_SOURCE
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/*
+ * A sidecar is a few hundred bytes a record; one that does not fit is read
+ * on, in a buffer twice as large each time.
+ */
+#define LOOK_BUF	4096
+
+/*
+ * Read the sidecar of id whole, without a lock, and fold it: 1 if it holds
+ * a complete record, 0 if this look cannot tell (gone, empty, not a plain
+ * file, a record it cannot parse: spool_job_info says which), -1 on error.
+ * A read shorter than asked is the end of a regular file: what an append
+ * still under way has not written yet is not seen (spool-layout.md,
+ * "Readers").
+ */
+static int
+look_read(struct spool *sp, const char *id, struct job *j)
+{
+	size_t cap = LOOK_BUF, len = 0;
+	ssize_t got;
+	char *p;
+	int fd, e;
+
+	memset(j, 0, offsetof(struct job, pending));
+	j->fd = -1;
+	(void)snprintf(j->id, sizeof(j->id), "%s", id);
+	fd = sys_openat(sp->metafd, id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK, 0);
+	if (fd == -1)
+		return 0;
+	if ((j->text = malloc(cap)) == NULL)
+		goto fail;
+	for (;;) {
+		do
+			got = read(fd, j->text + len, cap - len);
+		while (got == -1 && errno == EINTR);
+		if (got <= 0) {
+			(void)close_fd(fd);	/* read-only */
+			return 0;	/* a directory, or a file cut meanwhile */
+		}
+		len += (size_t)got;
+		if (len < cap)
+			break;
+		if ((p = realloc(j->text, cap * 2)) == NULL)
+			goto fail;
+		j->text = p;
+		cap *= 2;
+	}
+	(void)close_fd(fd);	/* read-only */
+	j->textlen = len;
+	if (fold_records(j, j->text, len) == -1)
+		return errno == EUCLEAN ? 0 : -1;
+	return j->cur.loc != SPOOL_ABSENT;
+fail:
+	e = errno;
+	(void)close_fd(fd);
+	errno = e;
+	return -1;
+}
+
+/*
+ * The buckets of new/ a walk of meta/ keeps open, by slot: leaves, and
+ * the middle level they are opened from.  Open with O_PATH, for lstat and
+ * openat only.
+ */
+#define LEAVES	4096
+#define MIDS	16
+
+struct look {
+	uint64_t slot[LEAVES], mslot[MIDS];
+	int fd[LEAVES], mfd[MIDS];	/* -1: none */
+	int n;			/* leaves held at most: the fd limit allows */
+};
+
+struct look *
+look_new(void)
+{
+	struct look *lk;
+	struct rlimit rl;
+	int i;
+
+	if ((lk = malloc(sizeof(*lk))) == NULL)
+		return NULL;
+	for (i = 0; i < LEAVES; i++)
+		lk->fd[i] = -1;
+	for (i = 0; i < MIDS; i++)
+		lk->mfd[i] = -1;
+	/* A quarter of the descriptors this process may have, at most. */
+	lk->n = LEAVES;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 4 < LEAVES + MIDS)
+		lk->n = (int)(rl.rlim_cur / 4) - MIDS;
+	return lk;
+}
+
+void
+look_free(struct look *lk)
+{
+	int i;
+
+	if (lk == NULL)
+		return;
+	for (i = 0; i < LEAVES; i++)
+		if (lk->fd[i] != -1)
+			(void)close_fd(lk->fd[i]);	/* read-only */
+	for (i = 0; i < MIDS; i++)
+		if (lk->mfd[i] != -1)
+			(void)close_fd(lk->mfd[i]);	/* read-only */
+	free(lk);
+}
+
+/* Open dir in dirfd for lookups, never through a symlink. */
+static int
+look_dir(int dirfd, const char *dir)
+{
+	return sys_openat(dirfd, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC, 0);
+}
+
+/* Keep fd in *slot, closing the one it replaces. */
+static int
+look_keep(int *slot, int fd)
+{
+	if (*slot != -1)
+		(void)close_fd(*slot);	/* read-only */
+	return *slot = fd;
+}
+
+/*
+ * The leaf bucket of eligible, opened one level at a time as open_bucket
+ * does, and kept; -1 if there is none (or no room to keep it).
+ */
+static int
+look_leaf(struct spool *sp, struct look *lk, int64_t eligible)
+{
+	uint64_t slot = (uint64_t)eligible >> SLOT_SHIFT, mid = slot >> 12;
+	char rel[NAME_MAX_SPOOL], *midname, *leafname;
+	int i, m, fd;
+
+	if (lk == NULL || lk->n < 1)
+		return -1;
+	i = (int)(slot % (uint64_t)lk->n);
+	if (lk->fd[i] != -1 && lk->slot[i] == slot)
+		return lk->fd[i];
+	/* rel: top/mid/leaf, split in three */
+	if (bucket_rel(rel, sizeof(rel), eligible) == -1 ||
+	    (midname = strchr(rel, '/')) == NULL ||
+	    (leafname = strchr(midname + 1, '/')) == NULL)
+		return -1;
+	*midname++ = *leafname++ = '\0';
+	m = (int)(mid % MIDS);
+	if (lk->mfd[m] == -1 || lk->mslot[m] != mid) {
+		if ((fd = look_dir(sp->newfd, rel)) == -1)
+			return -1;
+		(void)look_keep(&lk->mfd[m], look_dir(fd, midname));
+		(void)close_fd(fd);	/* read-only */
+		if (lk->mfd[m] == -1)
+			return -1;
+		lk->mslot[m] = mid;
+	}
+	if ((fd = look_dir(lk->mfd[m], leafname)) == -1)
+		return -1;
+	lk->slot[i] = slot;
+	return look_keep(&lk->fd[i], fd);
+}
+
+/*
+ * The job's file where the last record puts it: an lstat in dirfd, or with
+ * dirfd -1 in the state's directory (for new/, the leaf bucket lk holds
+ * open).  1 if it is there, a regular file that may be read.
+ */
+static int
+look_file(struct spool *sp, struct look *lk, struct job *j, int dirfd,
+    const char *file)
+{
+	const int fds[] = { -1, -1, sp->leasedfd, sp->donefd, sp->deadfd };
+	const struct rec *c = &j->cur;
+	char name[NAME_MAX_SPOOL];
+	struct stat st;
+
+	if (dirfd == -1) {
+		if (place_name(name, sizeof(name), j->id, c) == -1)
+			return 0;
+		file = name;
+		dirfd = c->loc == SPOOL_NEW ? look_leaf(sp, lk, c->eligible) :
+		    fds[c->loc];
+		if (dirfd == -1)
+			return 0;
+	}
+	if (fstatat(dirfd, file, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISREG(st.st_mode) || (st.st_mode & 0444) == 0)
+		return 0;
+	j->dev = st.st_dev;
+	j->ino = st.st_ino;
+	j->fmode = st.st_mode;
+	j->fsize = st.st_size;
+	return 1;
+}
+
+/*
+ * What spool_job_info(id) says, for a job seen in a listing.  state, dirfd
+ * and file: where the listing saw it (start: for new/, the first
+ * millisecond of the leaf bucket dirfd); the look settles the job when its
+ * last record names exactly that file and the file is there.  state
+ * SPOOL_ABSENT: seen in meta/; the file is looked for where the last
+ * record says, the leaf buckets through lk.
+ */
+int
+look_job(struct spool *sp, struct look *lk, enum spool_state state,
+    int dirfd, int64_t start, const char *id, const char *file, int history,
+    struct spool_job_info *in)
+{
+	char name[NAME_MAX_SPOOL];
+	struct job j;
+	int r, e;
+
+	if ((r = look_read(sp, id, &j)) == 1) {
+		r = 0;
+		if (state == SPOOL_ABSENT)
+			r = look_file(sp, lk, &j, -1, NULL);
+		else if ((int)state == j.cur.loc && (state != SPOOL_NEW ||
+		    (uint64_t)j.cur.eligible >> SLOT_SHIFT ==
+		    (uint64_t)start >> SLOT_SHIFT) &&
+		    place_name(name, sizeof(name), id, &j.cur) == 0 &&
+		    strcmp(name, file) == 0)
+			r = look_file(sp, lk, &j, dirfd, file);
+		if (r == 1)
+			r = info_fill(sp, &j, j.cur.ev, history, in) == 0 ?
+			    1 : errno == EUCLEAN ? 0 : -1;
+	}
+	e = errno;
+	free(j.finishes);
+	free(j.text);
+	errno = e;
+	if (r == 1)
+		return 0;
+	if (r == -1)
+		return -1;
+	return spool_job_info(sp, id, history, in);
+}
