@@ -254,9 +254,13 @@ scan_dir(struct fsck *f, int dirfd, const char *rel, int state)
 	while (rv == 0 && (errno = 0, de = dir_next(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		/* A symlink, FIFO or directory is never a job's file. */
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    !S_ISREG(st.st_mode)) {
+		/*
+		 * A symlink, FIFO or directory is never a job's file: the
+		 * type the directory gives, else an lstat's.
+		 */
+		if (de->d_type != DT_REG && (de->d_type != DT_UNKNOWN ||
+		    (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISREG(st.st_mode)))) {
 			rv = add_stray(f, rel, de->d_name);
 			continue;
 		}
@@ -595,22 +599,25 @@ check_payload(struct fsck *f, struct job *j)
 		[SPOOL_DEAD] = "check it, then spool-redrive --edited or "
 		    "spool-drop"
 	};
+	const int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
 	struct place p;
 	struct stat st;
 	int fd, r;
 
 	if (j->cur.sum == 0 || j->cur.loc == SPOOL_ABSENT)
 		return 0;
-	if (place_of(f->sp, j->id, &j->cur, &p) == -1)
-		return errno == ENOENT ? 0 : -1;
-	fd = sys_openat(p.dirfd, p.name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
-	    O_NONBLOCK, 0);
+	if (place_look(f->sp, j->id, &j->cur, &p) == -1 ||
+	    ((fd = sys_openat(p.dirfd, p.name, flags, 0)) == -1 &&
+	    errno == ENOENT)) {
+		if (place_of(f->sp, j->id, &j->cur, &p) == -1)
+			return errno == ENOENT ? 0 : -1;
+		fd = sys_openat(p.dirfd, p.name, flags, 0);
+	}
 	if (fd == -1 && errno == EACCES) {
 		/* A mode changed by hand: job files are read-only, not 0. */
 		if (f->repair && fchmodat(p.dirfd, p.name, f->sp->group ?
 		    0440 : 0444, AT_SYMLINK_NOFOLLOW) == 0)
-			fd = sys_openat(p.dirfd, p.name, O_RDONLY | O_CLOEXEC |
-			    O_NOFOLLOW | O_NONBLOCK, 0);
+			fd = sys_openat(p.dirfd, p.name, flags, 0);
 		problem(f, j->id, fd != -1, "its file cannot be read (its mode "
 		    "was changed?)%s", fd != -1 ? " (made readable again)" :
 		    ": give it back mode 0444 (0440 in a group spool)");
@@ -1455,6 +1462,9 @@ spool_fsck(struct spool *sp, int flags,
 		goto fail;	/* a sidecar unlisted would look missing */
 	if (nmeta > 0)
 		qsort_r(metas, nmeta, sizeof(*metas), cmp_name, &f);
+	/* Jobs come in ID order, their buckets in any: keep them open. */
+	if ((sp->look = look_new()) == NULL)
+		goto fail;
 	/* Merge the sorted sidecars with the sorted job files. */
 	for (i = 0, k = 0; i < nmeta || k < f.nents;) {
 		e0 = k;
@@ -1497,6 +1507,8 @@ fail:
 	if (f.err == 0)
 		f.err = errno;
 out:
+	look_free(sp->look);
+	sp->look = NULL;
 	free(metas);
 	free(f.names);
 	for (i = 0; i < f.nstrays; i++)

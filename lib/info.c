@@ -259,7 +259,6 @@ struct lister {
 	    const struct spool_job_info *in);
 	void *arg;
 	struct spool *sp;
-	struct look *lk;	/* listing meta/: the leaf buckets it opened */
 	enum spool_state state;
 	int history;
 	int64_t start;		/* listing new/: the leaf bucket's */
@@ -275,7 +274,7 @@ list_one(struct lister *l, int dirfd, const char *id, const char *file)
 
 	if (l->jobfn == NULL)
 		return l->fn(l->arg, id, file);
-	if (look_job(l->sp, l->lk, l->state, dirfd, l->start, id, file,
+	if (look_job(l->sp, l->state, dirfd, l->start, id, file,
 	    l->history, &in) == -1)
 		return l->jobfn(l->arg, id, file, NULL);
 	rv = l->jobfn(l->arg, id, file, &in);
@@ -358,11 +357,16 @@ spool_list_jobs(struct spool *sp, enum spool_state state, int history,
 	    .history = history };
 	int rv, e;
 
-	if (state == SPOOL_ABSENT && (l.lk = look_new()) == NULL)
+	/* meta/'s walk finds each file where its record says: keep buckets */
+	if (state == SPOOL_ABSENT && sp->look == NULL &&
+	    (sp->look = look_new()) == NULL)
 		return -1;
 	rv = list_state(sp, &l);
 	e = errno;
-	look_free(l.lk);
+	if (state == SPOOL_ABSENT) {
+		look_free(sp->look);
+		sp->look = NULL;
+	}
 	errno = e;
 	return rv;
 }

@@ -22,6 +22,8 @@
 #define NAME_MAX_SPOOL	256
 #define HOST_MAX	SPOOL_HOST_MAX
 
+struct look;
+
 struct spool {
 	int format;		/* 1 or 2: spool-layout.md, "Formats" */
 	int dirfd;		/* the spool's top directory */
@@ -37,6 +39,8 @@ struct spool {
 	char host[HOST_MAX + 1];	/* names this writer's audit file */
 	char writer[HOST_MAX + 24];	/* host:pid, the audit writer column */
 	unsigned long tmpseq;
+	struct look *look;	/* a long walk's buckets of new/, kept open
+				   (look.c); NULL: none */
 	/* spool_set_progress(): told how a long run goes */
 	void (*progress)(void *arg, const char *what, size_t done,
 	    size_t total);
@@ -197,6 +201,8 @@ int place_of(struct spool *sp, const char *id, const struct rec *r,
     struct place *p);
 void place_done(struct place *p);
 int place_name(char *buf, size_t len, const char *id, const struct rec *r);
+int place_look(struct spool *sp, const char *id, const struct rec *r,
+    struct place *p);
 int place_stat(struct spool *sp, const char *id, const struct rec *r,
     struct stat *st);
 int sync_place(struct spool *sp, const struct rec *r);
@@ -271,10 +277,10 @@ int info_fill(struct spool *sp, struct job *j, int ev0, int history,
     struct spool_job_info *in);
 
 /* look.c: the listings' lean look at a job (spool-layout.md, "Readers") */
-struct look;
 struct look *look_new(void);
 void look_free(struct look *lk);
-int look_job(struct spool *sp, struct look *lk, enum spool_state state,
+int look_leaf(struct spool *sp, struct look *lk, int64_t eligible);
+int look_job(struct spool *sp, enum spool_state state,
     int dirfd, int64_t start, const char *id, const char *file, int history,
     struct spool_job_info *in);
 

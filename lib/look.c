@@ -153,7 +153,7 @@ look_keep(int *slot, int fd)
  * The leaf bucket of eligible, opened one level at a time as open_bucket
  * does, and kept; -1 if there is none (or no room to keep it).
  */
-static int
+int
 look_leaf(struct spool *sp, struct look *lk, int64_t eligible)
 {
 	uint64_t slot = (uint64_t)eligible >> SLOT_SHIFT, mid = slot >> 12;
@@ -188,30 +188,20 @@ look_leaf(struct spool *sp, struct look *lk, int64_t eligible)
 }
 
 /*
- * The job's file where the last record puts it: an lstat in dirfd, or with
- * dirfd -1 in the state's directory (for new/, the leaf bucket lk holds
- * open).  1 if it is there, a regular file that may be read.
+ * The job's file: named file in dirfd, or with dirfd -1 where the last
+ * record puts it (place_stat, through the buckets sp->look holds open).
+ * 1 if it is there, a regular file that may be read.
  */
 static int
-look_file(struct spool *sp, struct look *lk, struct job *j, int dirfd,
-    const char *file)
+look_file(struct spool *sp, struct job *j, int dirfd, const char *file)
 {
-	const int fds[] = { -1, -1, sp->leasedfd, sp->donefd, sp->deadfd };
-	const struct rec *c = &j->cur;
-	char name[NAME_MAX_SPOOL];
 	struct stat st;
 
-	if (dirfd == -1) {
-		if (place_name(name, sizeof(name), j->id, c) == -1)
-			return 0;
-		file = name;
-		dirfd = c->loc == SPOOL_NEW ? look_leaf(sp, lk, c->eligible) :
-		    fds[c->loc];
-		if (dirfd == -1)
-			return 0;
-	}
-	if (fstatat(dirfd, file, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    !S_ISREG(st.st_mode) || (st.st_mode & 0444) == 0)
+	if (dirfd == -1 ? place_stat(sp, j->id, &j->cur, &st) != 1 :
+	    fstatat(dirfd, file, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	if ((st.st_mode & 0444) == 0)
 		return 0;
 	j->dev = st.st_dev;
 	j->ino = st.st_ino;
@@ -226,10 +216,10 @@ look_file(struct spool *sp, struct look *lk, struct job *j, int dirfd,
  * millisecond of the leaf bucket dirfd); the look settles the job when its
  * last record names exactly that file and the file is there.  state
  * SPOOL_ABSENT: seen in meta/; the file is looked for where the last
- * record says, the leaf buckets through lk.
+ * record says.
  */
 int
-look_job(struct spool *sp, struct look *lk, enum spool_state state,
+look_job(struct spool *sp, enum spool_state state,
     int dirfd, int64_t start, const char *id, const char *file, int history,
     struct spool_job_info *in)
 {
@@ -240,13 +230,13 @@ look_job(struct spool *sp, struct look *lk, enum spool_state state,
 	if ((r = look_read(sp, id, &j)) == 1) {
 		r = 0;
 		if (state == SPOOL_ABSENT)
-			r = look_file(sp, lk, &j, -1, NULL);
+			r = look_file(sp, &j, -1, NULL);
 		else if ((int)state == j.cur.loc && (state != SPOOL_NEW ||
 		    (uint64_t)j.cur.eligible >> SLOT_SHIFT ==
 		    (uint64_t)start >> SLOT_SHIFT) &&
 		    place_name(name, sizeof(name), id, &j.cur) == 0 &&
 		    strcmp(name, file) == 0)
-			r = look_file(sp, lk, &j, dirfd, file);
+			r = look_file(sp, &j, dirfd, file);
 		if (r == 1)
 			r = info_fill(sp, &j, j.cur.ev, history, in) == 0 ?
 			    1 : errno == EUCLEAN ? 0 : -1;

@@ -193,6 +193,23 @@ place_of(struct spool *sp, const char *id, const struct rec *r,
 	return 0;
 }
 
+/*
+ * The same from the buckets sp->look holds open, for a file to be looked
+ * at only: -1 if it holds none for r.  A file found there is where r says;
+ * one not found may be in a bucket made since: look again with place_of.
+ */
+int
+place_look(struct spool *sp, const char *id, const struct rec *r,
+    struct place *p)
+{
+	p->close = 0;
+	if (sp->look == NULL || r->loc != SPOOL_NEW ||
+	    place_name(p->name, sizeof(p->name), id, r) == -1 ||
+	    (p->dirfd = look_leaf(sp, sp->look, r->eligible)) == -1)
+		return -1;
+	return 0;
+}
+
 void
 place_done(struct place *p)
 {
@@ -201,7 +218,12 @@ place_done(struct place *p)
 	p->close = 0;
 }
 
-/* lstat of the file record r names: 1 present, 0 absent, -1 error. */
+/*
+ * lstat of the file record r names: 1 present, 0 absent, -1 error.  A
+ * bucket that sp->look holds open is looked in first: a file found there
+ * is where it says (no entry is ever made in a bucket removed since it
+ * was opened); one not found is looked for again by path.
+ */
 int
 place_stat(struct spool *sp, const char *id, const struct rec *r,
     struct stat *st)
@@ -209,12 +231,16 @@ place_stat(struct spool *sp, const char *id, const struct rec *r,
 	struct place p;
 	int rv;
 
+	if (place_look(sp, id, r, &p) == 0 &&
+	    fstatat(p.dirfd, p.name, st, AT_SYMLINK_NOFOLLOW) == 0)
+		goto found;
 	if (place_of(sp, id, r, &p) == -1)
 		return errno == ENOENT ? 0 : -1;
 	rv = fstatat(p.dirfd, p.name, st, AT_SYMLINK_NOFOLLOW);
 	place_done(&p);
 	if (rv == -1)
 		return errno == ENOENT ? 0 : -1;
+found:
 	if (!S_ISREG(st->st_mode)) {
 		errno = EUCLEAN;	/* not ours: for spool-fsck */
 		return -1;

@@ -288,6 +288,7 @@ spool_close(struct spool *sp)
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] != -1)
 			(void)close_fd(fds[i]);	/* read, or synced */
+	look_free(sp->look);
 	free(sp->path);
 	free(sp);
 }
