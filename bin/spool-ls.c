@@ -37,14 +37,23 @@ print_json(const struct spool_job_info *in, int64_t now)
 	jend('}');
 }
 
+/*
+ * The rows of -l: each row's cells end to end in one allocation, rows[i]
+ * pointing at its first; w[] the widest cell of each column so far.
+ */
+struct table {
+	char **rows;
+	size_t nrows, cap;
+	size_t w[NCOL];
+};
+
 static void
-add_row(char ***rows, size_t *nrows, const struct spool_job_info *in,
-    int64_t now)
+add_row(struct table *t, const struct spool_job_info *in, int64_t now)
 {
 	char deliv[16], cyc[16], agebuf[32];
 	const char *cells[NCOL];
-	char **r;
-	size_t i;
+	size_t i, len[NCOL], total = 0;
+	char **r, *p;
 
 	(void)snprintf(deliv, sizeof(deliv), "#%d", deliveries(in));
 	(void)snprintf(cyc, sizeof(cyc), "%d", in->cycles);
@@ -58,50 +67,69 @@ add_row(char ***rows, size_t *nrows, const struct spool_job_info *in,
 	cells[7] = cyc;
 	cells[8] = dash(in->by);
 	cells[9] = dash(in->detail);
-	if ((r = reallocarray(*rows, (*nrows + 1) * NCOL, sizeof(*r))) == NULL)
-		die(EXIT_TEMP, "%s", strerror(errno));
-	*rows = r;
-	for (i = 0; i < NCOL; i++)
-		if ((r[*nrows * NCOL + i] = strdup(cells[i])) == NULL)
+	for (i = 0; i < NCOL; i++) {
+		total += (len[i] = strlen(cells[i])) + 1;
+		if (len[i] > t->w[i])
+			t->w[i] = len[i];
+	}
+	if (t->nrows == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 1024;
+		if ((r = reallocarray(t->rows, t->cap, sizeof(*r))) == NULL)
 			die(EXIT_TEMP, "%s", strerror(errno));
-	(*nrows)++;
+		t->rows = r;
+	}
+	if ((p = t->rows[t->nrows++] = malloc(total)) == NULL)
+		die(EXIT_TEMP, "%s", strerror(errno));
+	for (i = 0; i < NCOL; i++) {
+		memcpy(p, cells[i], len[i] + 1);
+		p += len[i] + 1;
+	}
 }
 
-/* Rows by ID, in byte order. */
+/* Rows by ID, in byte order: a row begins with its ID. */
 static int
 by_id(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Columns as wide as their widest cell, two spaces apart. */
+/* One row, its columns as wide as their widest cell, two spaces apart. */
 static void
-print_table(char **rows, size_t nrows)
+print_row(const struct table *t, const char *cell)
 {
-	size_t w[NCOL], i, c, len;
+	size_t c, len;
 
-	if (nrows > 0)
-		qsort(rows, nrows, NCOL * sizeof(*rows), by_id);
-	for (c = 0; c < NCOL; c++)
-		w[c] = strlen(heads[c]);
-	for (i = 0; i < nrows; i++)
-		for (c = 0; c < NCOL; c++)
-			if ((len = strlen(rows[i * NCOL + c])) > w[c])
-				w[c] = len;
-	for (i = 0; i <= nrows; i++) {
-		for (c = 0; c < NCOL; c++) {
-			const char *s = i == 0 ? heads[c] :
-			    rows[(i - 1) * NCOL + c];
-
-			if (c + 1 < NCOL)
-				printf("%-*s  ", (int)w[c], s);
-			else
-				printf("%s\n", s);
-		}
+	for (c = 0; c < NCOL; c++) {
+		len = strlen(cell);
+		(void)fwrite(cell, 1, len, stdout);
+		if (c + 1 == NCOL)
+			break;
+		for (; len < t->w[c] + 2; len++)
+			(void)putchar(' ');
+		cell += strlen(cell) + 1;
 	}
-	for (i = 0; i < nrows * NCOL; i++)
-		free(rows[i]);
-	free(rows);
+	(void)putchar('\n');
+}
+
+static void
+print_table(struct table *t)
+{
+	char head[256], *p = head;
+	size_t c, i;
+
+	for (c = 0; c < NCOL; c++) {
+		if (strlen(heads[c]) > t->w[c])
+			t->w[c] = strlen(heads[c]);
+		p = stpcpy(p, heads[c]) + 1;
+	}
+	if (t->nrows > 0)
+		qsort(t->rows, t->nrows, sizeof(*t->rows), by_id);
+	print_row(t, head);
+	for (i = 0; i < t->nrows; i++) {
+		print_row(t, t->rows[i]);
+		free(t->rows[i]);
+	}
+	free(t->rows);
 }
 
 /* What to list, and how; the rows of -l. */
@@ -111,8 +139,7 @@ struct ls {
 	enum form form;
 	int dropped, reason, status;
 	int64_t older, now;
-	char **rows;
-	size_t nrows;
+	struct table table;
 };
 
 static int
@@ -142,7 +169,7 @@ show(void *arg, const char *id, const char *file,
 		printf("%s%c", info->id, '\0');
 		break;
 	case LONG:
-		add_row(&l->rows, &l->nrows, info, l->now);
+		add_row(&l->table, info, l->now);
 		break;
 	case JSON:
 		print_json(info, l->now);
@@ -220,7 +247,7 @@ main(int argc, char **argv)
 		die(EXIT_TEMP, "%s/: %s", spool_state_name(l.state),
 		    strerror(errno));
 	if (l.form == LONG)
-		print_table(l.rows, l.nrows);
+		print_table(&l.table);
 	spool_close(l.sp);
 	return finish_stdout(l.status);
 }
