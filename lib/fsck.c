@@ -582,6 +582,21 @@ check_audit(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
 }
 
 /*
+ * May the payload at p be read?  With verify it is opened (*fd), to be
+ * read whole; else access(2) answers, as an open would.  0 or -1.
+ */
+static int
+may_read(struct fsck *f, struct place *p, int *fd)
+{
+	if (!f->verify)
+		return faccessat(p->dirfd, p->name, R_OK, AT_EACCESS |
+		    AT_SYMLINK_NOFOLLOW);
+	*fd = sys_openat(p->dirfd, p->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK, 0);
+	return *fd == -1 ? -1 : 0;
+}
+
+/*
  * The payload is the bytes its record describes: its size always, its
  * checksum with verify.  A record of an earlier version has neither.  A
  * payload that differs is reported, with the commands that settle it:
@@ -599,47 +614,45 @@ check_payload(struct fsck *f, struct job *j)
 		[SPOOL_DEAD] = "check it, then spool-redrive --edited or "
 		    "spool-drop"
 	};
-	const int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
 	struct place p;
-	struct stat st;
-	int fd, r;
+	int fd = -1, ok, r = 0;
 
 	if (j->cur.sum == 0 || j->cur.loc == SPOOL_ABSENT)
 		return 0;
 	if (place_look(f->sp, j->id, &j->cur, &p) == -1 ||
-	    ((fd = sys_openat(p.dirfd, p.name, flags, 0)) == -1 &&
-	    errno == ENOENT)) {
+	    ((ok = may_read(f, &p, &fd)) == -1 && errno == ENOENT)) {
 		if (place_of(f->sp, j->id, &j->cur, &p) == -1)
 			return errno == ENOENT ? 0 : -1;
-		fd = sys_openat(p.dirfd, p.name, flags, 0);
+		ok = may_read(f, &p, &fd);
 	}
-	if (fd == -1 && errno == EACCES) {
+	if (ok == -1 && errno == EACCES) {
 		/* A mode changed by hand: job files are read-only, not 0. */
 		if (f->repair && fchmodat(p.dirfd, p.name, f->sp->group ?
 		    0440 : 0444, AT_SYMLINK_NOFOLLOW) == 0)
-			fd = sys_openat(p.dirfd, p.name, flags, 0);
-		problem(f, j->id, fd != -1, "its file cannot be read (its mode "
-		    "was changed?)%s", fd != -1 ? " (made readable again)" :
+			ok = may_read(f, &p, &fd);
+		problem(f, j->id, ok != -1, "its file cannot be read (its mode "
+		    "was changed?)%s", ok != -1 ? " (made readable again)" :
 		    ": give it back mode 0444 (0440 in a group spool)");
-		if (fd == -1) {
+		if (ok == -1) {
 			place_done(&p);
 			return 0;	/* reported; not this fsck's to end */
 		}
 	}
 	place_done(&p);
-	if (fd == -1)
+	if (ok == -1)
 		return errno == ENOENT || errno == ELOOP || errno == EACCES ?
 		    0 : -1;
-	if ((r = fstat(fd, &st)) == 0 && (uint64_t)st.st_size != j->cur.size)
+	/* Its size: that of the file job_locate found, under the lock. */
+	if ((uint64_t)j->fsize != j->cur.size)
 		problem(f, j->id, 0, "its payload is %lld bytes, its record says "
 		    "%" PRIu64 ": changed by hand, or torn; %s", (long long)
-		    st.st_size, j->cur.size, fix[j->cur.loc]);
-	else if (r == 0 && f->verify &&
-	    (r = payload_matches(fd, &j->cur, 1)) == 0)
+		    j->fsize, j->cur.size, fix[j->cur.loc]);
+	else if (f->verify && (r = payload_matches(fd, &j->cur, 1)) == 0)
 		problem(f, j->id, 0, "its payload is not the bytes its "
 		    "checksum says: changed by hand, or damaged; %s",
 		    fix[j->cur.loc]);
-	(void)close_fd(fd);	/* read-only */
+	if (fd != -1)
+		(void)close_fd(fd);	/* read-only */
 	return r == -1 ? -1 : 0;
 }
 
