@@ -2,7 +2,8 @@
  * Reading a job for people: its state, envelope and the history of every
  * delivery, rebuilt from the sidecar's records.  Nothing here changes the
  * spool; a shared lock on the sidecar makes each look consistent, and is
- * held only while one sidecar is read.
+ * held only while one sidecar is read.  A listing looks at each job once
+ * without the lock (look.c), and comes here for what that cannot settle.
  */
 #define _GNU_SOURCE
 #include <sys/file.h>
