@@ -57,12 +57,12 @@ look_read(struct spool *sp, const char *id, struct job *j)
 		do
 			got = read(fd, j->text + len, cap - len);
 		while (got == -1 && errno == EINTR);
-		if (got <= 0) {
+		if (got == -1 || (got == 0 && len == 0)) {
 			(void)close_fd(fd);	/* read-only */
-			return 0;	/* a directory, or a file cut meanwhile */
+			return 0;	/* empty, or not a file: a directory? */
 		}
 		len += (size_t)got;
-		if (len < cap)
+		if (got == 0 || len < cap)
 			break;
 		if ((p = realloc(j->text, cap * 2)) == NULL)
 			goto fail;
