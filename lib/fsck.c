@@ -1110,7 +1110,8 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 	size_t i;
 	int cut, missing = 0, rv;
 
-	if (job_read(sp, id, f->repair ? LOCK_EX : LOCK_SH, &j) == -1) {
+	if ((f->repair ? job_read(sp, id, LOCK_EX, &j) :
+	    look_locked(sp, id, &j)) == -1) {
 		if (errno == ENOENT)
 			return 0;	/* a stray sidecar name vanished */
 		if (errno != EUCLEAN)

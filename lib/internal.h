@@ -280,6 +280,7 @@ int info_fill(struct spool *sp, struct job *j, int ev0, int history,
 struct look *look_new(void);
 void look_free(struct look *lk);
 int look_leaf(struct spool *sp, struct look *lk, int64_t eligible);
+int look_locked(struct spool *sp, const char *id, struct job *j);
 int look_job(struct spool *sp, enum spool_state state,
     int dirfd, int64_t start, const char *id, const char *file, int history,
     struct spool_job_info *in);

@@ -29,15 +29,15 @@
 #define LOOK_BUF	4096
 
 /*
- * Read the sidecar of id whole, without a lock, and fold it: 1 if it holds
- * a complete record, 0 if this look cannot tell (gone, empty, not a plain
- * file, a record it cannot parse: spool_job_info says which), -1 on error.
- * A read shorter than asked is the end of a regular file: what an append
- * still under way has not written yet is not seen (spool-layout.md,
- * "Readers").
+ * Read the sidecar of id whole and fold it: 1 if it was read, 0 if this
+ * look cannot tell (gone, empty, not a plain file, a record it cannot
+ * parse: job_read says which), -1 on error.  lock: 0, the sidecar closed
+ * at once; or LOCK_SH, held (j->fd) until job_close.  A read shorter than
+ * asked is the end of a regular file: what an append still under way has
+ * not written yet is not seen (spool-layout.md, "Readers").
  */
 static int
-look_read(struct spool *sp, const char *id, struct job *j)
+look_read(struct spool *sp, const char *id, int lock, struct job *j)
 {
 	size_t cap = LOOK_BUF, len = 0;
 	ssize_t got;
@@ -51,7 +51,8 @@ look_read(struct spool *sp, const char *id, struct job *j)
 	    O_NONBLOCK, 0);
 	if (fd == -1)
 		return 0;
-	if ((j->text = malloc(cap)) == NULL)
+	if ((lock != 0 && sys_flock(fd, lock) == -1) ||
+	    (j->text = malloc(cap)) == NULL)
 		goto fail;
 	for (;;) {
 		do
@@ -69,11 +70,14 @@ look_read(struct spool *sp, const char *id, struct job *j)
 		j->text = p;
 		cap *= 2;
 	}
-	(void)close_fd(fd);	/* read-only */
+	if (lock != 0)
+		j->fd = fd;
+	else
+		(void)close_fd(fd);	/* read-only */
 	j->textlen = len;
 	if (fold_records(j, j->text, len) == -1)
 		return errno == EUCLEAN ? 0 : -1;
-	return j->cur.loc != SPOOL_ABSENT;
+	return 1;
 fail:
 	e = errno;
 	(void)close_fd(fd);
@@ -227,9 +231,10 @@ look_job(struct spool *sp, enum spool_state state,
 	struct job j;
 	int r, e;
 
-	if ((r = look_read(sp, id, &j)) == 1) {
-		r = 0;
-		if (state == SPOOL_ABSENT)
+	if ((r = look_read(sp, id, 0, &j)) == 1) {
+		if (j.cur.loc == SPOOL_ABSENT)
+			r = 0;	/* no job: spool_job_info says why */
+		else if (state == SPOOL_ABSENT)
 			r = look_file(sp, &j, -1, NULL);
 		else if ((int)state == j.cur.loc && (state != SPOOL_NEW ||
 		    (uint64_t)j.cur.eligible >> SLOT_SHIFT ==
@@ -237,17 +242,38 @@ look_job(struct spool *sp, enum spool_state state,
 		    place_name(name, sizeof(name), id, &j.cur) == 0 &&
 		    strcmp(name, file) == 0)
 			r = look_file(sp, &j, dirfd, file);
-		if (r == 1)
+		else
+			r = 0;
+		if (r == 1)	/* 2: settled here */
 			r = info_fill(sp, &j, j.cur.ev, history, in) == 0 ?
-			    1 : errno == EUCLEAN ? 0 : -1;
+			    2 : errno == EUCLEAN ? 0 : -1;
 	}
 	e = errno;
 	free(j.finishes);
 	free(j.text);
 	errno = e;
-	if (r == 1)
+	if (r == 2)
 		return 0;
 	if (r == -1)
 		return -1;
 	return spool_job_info(sp, id, history, in);
+}
+
+/*
+ * job_read(sp, id, LOCK_SH, j) for a reader that holds the job while it
+ * looks (spool-fsck): the sidecar opened, locked and read whole in one
+ * read; one this look cannot tell (empty, not a plain file) is read by
+ * job_read, which says what it is.
+ */
+int
+look_locked(struct spool *sp, const char *id, struct job *j)
+{
+	int r;
+
+	if ((r = look_read(sp, id, LOCK_SH, j)) == 1)
+		return 0;
+	job_close(j);
+	if (r == -1)
+		return -1;
+	return job_read(sp, id, LOCK_SH, j);
 }
