@@ -14,7 +14,7 @@
 # never runs any of it.
 BENCH_BIN = bench/results/bin
 BENCH_TOOLS = $(BENCH_BIN)/qbench $(BENCH_BIN)/depth $(BENCH_BIN)/peakrss \
-    $(BENCH_BIN)/true
+    $(BENCH_BIN)/sidecars $(BENCH_BIN)/true
 
 $(BENCH_BIN)/qbench: bench/qbench.c bench/bench.h lib/spool.h lib/libspool.a
 	@mkdir -p $(BENCH_BIN)
@@ -25,6 +25,10 @@ $(BENCH_BIN)/depth: bench/depth.c bench/bench.h lib/spool.h lib/libspool.a
 	@mkdir -p $(BENCH_BIN)
 	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS) -o $@ bench/depth.c \
 	    lib/libspool.a $(LDLIBS) -lpthread
+
+$(BENCH_BIN)/sidecars: bench/sidecars.c
+	@mkdir -p $(BENCH_BIN)
+	$(CC) $(CFLAGS) $(WARN) -o $@ bench/sidecars.c
 
 $(BENCH_BIN)/peakrss: bench/peakrss.c
 	@mkdir -p $(BENCH_BIN)

@@ -6,7 +6,9 @@
 # cycle against the sqlite3 shell and nq, 3 the library's cycle against
 # SQLite in C and beanstalkd, 4 batched throughput, 5 claim latency by
 # depth, 6 peak RSS of every command, 7 fsyncs per transition, 8 enqueue
-# speed right after a purge of 100,000 jobs.  Rows 1-4 run on the default
+# speed right after a purge of 100,000 jobs, 9 the operator's view: the
+# listings, spool-stat and spool-fsck at 100,000 jobs (and 1,000,000)
+# beside every sidecar read once.  Rows 1-4 run on the default
 # file system and, when this is root and a loop device can be had, on a
 # journaled ext4 made on a loop device here and removed at the end.
 #
@@ -30,7 +32,8 @@
 # Knobs: BENCH_ROUNDS (5), BENCH_BATCH_ROUNDS (3), BENCH_SLICE (0.4 s a
 # turn in rows 1-3), BENCH_BATCH_SLICE (1 s a turn in row 4), BENCH_PROCS
 # (4 processes fill and drain the depth spools), BENCH_MEM_ROUNDS (5 runs
-# of each quick command in row 6, the median reported), BENCH_LOOP=0 (no loop
+# of each quick command in row 6, the median reported), BENCH_VIEW_ROUNDS
+# (3 rounds of row 9, the median reported), BENCH_LOOP=0 (no loop
 # file system), BENCH_KEEP=1 (keep the scratch data for a look),
 # BENCH_REMOVE=foreground (remove it before exiting, and say how long
 # that took),
@@ -52,10 +55,11 @@ slice=${BENCH_SLICE:-0.4}
 bslice=${BENCH_BATCH_SLICE:-1}
 procs=${BENCH_PROCS:-4}
 mrounds=${BENCH_MEM_ROUNDS:-5}
+vrounds=${BENCH_VIEW_ROUNDS:-3}
 quick=${BENCH_QUICK:-0}
 scale=1 bfiles=10000 bclaims=1000
 if [ "$quick" = 1 ]; then
-	rounds=1 brounds=1 mrounds=${BENCH_MEM_ROUNDS:-1} slice=0.1 \
+	vrounds=1 rounds=1 brounds=1 mrounds=${BENCH_MEM_ROUNDS:-1} slice=0.1 \
 	    bslice=0.2 scale=100 bfiles=1000 bclaims=200
 fi
 case $mrounds in
@@ -340,7 +344,36 @@ memory_rows() {
 	rss spool-fsck "$bin/spool-fsck" -d "$sp"
 }
 
-for tool in qbench depth peakrss true; do
+# Row 9 on one spool, $1 its size label: every sidecar read once (the
+# floor: open, one read, close), the names in new/ counted, the listings,
+# spool-stat and spool-fsck, wall time each, taking turns round by round
+# in an order that rotates, with the page cache warm from row 6.
+view_rows() {
+	size=$1 sp=$2
+	r=0
+	set -- floor count ls ls-l stat fsck
+	while [ $r -lt "$vrounds" ]; do
+		r=$((r + 1))
+		for name in "$@"; do
+			t=$(date +%s%N)
+			case $name in
+			floor) "$tools/sidecars" "$sp" ;;
+			count) find "$sp/new" -type f | wc -l ;;
+			ls) "$bin/spool-ls" -d "$sp" new ;;
+			ls-l) "$bin/spool-ls" -d "$sp" -l new ;;
+			stat) "$bin/spool-stat" -d "$sp" ;;
+			fsck) "$bin/spool-fsck" -d "$sp" ;;
+			esac >/dev/null
+			echo "view,$size,$name,$((($(date +%s%N) - t) / 1000))" \
+			    >>"$raw"
+		done
+		first=$1
+		shift
+		set -- "$@" "$first"
+	done
+}
+
+for tool in qbench depth peakrss sidecars true; do
 	[ -x "$tools/$tool" ] || { echo "bench: $tools/$tool: run make" \
 	    "bench" >&2; exit 1; }
 done
@@ -384,6 +417,7 @@ meta load_start "$(cut -d ' ' -f 1-3 /proc/loadavg)"
 meta rounds "$rounds"
 meta batch_rounds "$brounds"
 meta mem_rounds "$mrounds"
+meta view_rounds "$vrounds"
 meta slice "$slice"
 meta batch_slice "$bslice"
 meta procs "$procs"
@@ -470,6 +504,11 @@ memory_rows 1k "$d/1k"
 memory_rows 100k "$d/100k"
 [ "$full" = 1 ] && memory_rows 1m "$d/1m"
 mark memory
+
+say "the operator's view ($vrounds rounds)"
+view_rows 100k "$d/100k"
+[ "$full" = 1 ] && view_rows 1m "$d/1m"
+mark view
 
 # Row 8: the 100,000 jobs of the depth row are run to done/ (by $procs
 # workers side by side), the enqueue speed is measured, all of them are

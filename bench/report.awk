@@ -185,6 +185,12 @@ $1 == "memfsck" {
 	fsck_lines[$2] = $4
 	next
 }
+$1 == "view" {
+	key = "view" SUBSEP $2 SUBSEP $3
+	ns[key]++
+	sample[key, ns[key]] = $4
+	next
+}
 $1 == "drain" {
 	drain_n = $3
 	drain_s = $4
@@ -468,6 +474,33 @@ END {
 	out("  (ext4 allocates new inodes slowly for minutes after many " \
 	    "deletions; no target, measured)")
 
+	head("9 the operator's view: wall time, median of " \
+	    meta["view_rounds"] " rounds, and / every sidecar read once " \
+	    "(default fs)")
+	nvn = split("floor count ls ls-l stat fsck", vn, " ")
+	vl["floor"] = "every sidecar read once (open, one read, close)"
+	vl["count"] = "find new -type f | wc -l"
+	vl["ls"] = "spool-ls new"
+	vl["ls-l"] = "spool-ls -l new"
+	vl["stat"] = "spool-stat"
+	vl["fsck"] = "spool-fsck"
+	out(sprintf("  %-56s %-24s %s", "", "100k jobs", "1m jobs"))
+	for (i = 1; i <= nvn; i++) {
+		line = ""
+		for (k = 1; k <= 2; k++) {
+			s = k == 1 ? "100k" : "1m"
+			v = med("view" SUBSEP s SUBSEP vn[i])
+			fl = med("view" SUBSEP s SUBSEP "floor")
+			view[s, vn[i]] = have(v) && have(fl) ? v / fl : ""
+			line = line sprintf("%-24s", !have(v) ? "-" : \
+			    vn[i] == "floor" ? sprintf("%.3f s", v / 1e6) : \
+			    sprintf("%.3f s  %.2fx", v / 1e6, v / fl))
+			metric(9, vl[vn[i]] " at " s, "default",
+			    have(v) ? v / 1e6 : "", "s")
+		}
+		out(sprintf("  %-56s %s", vl[vn[i]], line))
+	}
+
 	# The targets of bench/README.md, all as ratios of this run.
 	D = "default"
 	target("CLI cycle >= 3x sqlite3 shell, rollback journal", D,
@@ -498,6 +531,12 @@ END {
 		target("batched CLI >= 2x SQLite-WAL single-job", L,
 		    have(blsw[L]) && have(bcli[L]) ? blsw[L] / bcli[L] : "",
 		    "min", 2)
+	}
+	for (k = 1; k <= 2; k++) {
+		s = k == 1 ? "100k" : "1m"
+		for (i = 3; i <= 5; i++)
+			target(sprintf("%s at %s / every sidecar read once",
+			    vl[vn[i]], s), D, view[s, vn[i]], "max", 1.5)
 	}
 	target("transitions with more fsyncs than the spec", D,
 	    nf > 0 ? fs_over : "", "max", 0, fs_bad)

@@ -1,7 +1,7 @@
 /*
  * spool-ls: list the jobs in one state, for a pipe or a person.  What it
- * shows of a job comes from its sidecar, read under a shared lock and
- * never changed, so a listing waits at most for one transition.  Each
+ * shows of a job comes from its sidecar, read once and never changed
+ * (spool-layout.md, "Readers"), so a listing waits for no transition.  Each
  * file's sidecar is read as the directory is: a job shown is where its
  * sidecar says it is, and a file it does not name (a job that moved since,
  * a second file a crash left) is not shown.  A pipe's forms come in
@@ -37,14 +37,23 @@ print_json(const struct spool_job_info *in, int64_t now)
 	jend('}');
 }
 
+/*
+ * The rows of -l: each row's cells end to end in one allocation, rows[i]
+ * pointing at its first; w[] the widest cell of each column so far.
+ */
+struct table {
+	char **rows;
+	size_t nrows, cap;
+	size_t w[NCOL];
+};
+
 static void
-add_row(char ***rows, size_t *nrows, const struct spool_job_info *in,
-    int64_t now)
+add_row(struct table *t, const struct spool_job_info *in, int64_t now)
 {
 	char deliv[16], cyc[16], agebuf[32];
 	const char *cells[NCOL];
-	char **r;
-	size_t i;
+	size_t i, len[NCOL], total = 0;
+	char **r, *p;
 
 	(void)snprintf(deliv, sizeof(deliv), "#%d", deliveries(in));
 	(void)snprintf(cyc, sizeof(cyc), "%d", in->cycles);
@@ -58,50 +67,69 @@ add_row(char ***rows, size_t *nrows, const struct spool_job_info *in,
 	cells[7] = cyc;
 	cells[8] = dash(in->by);
 	cells[9] = dash(in->detail);
-	if ((r = reallocarray(*rows, (*nrows + 1) * NCOL, sizeof(*r))) == NULL)
-		die(EXIT_TEMP, "%s", strerror(errno));
-	*rows = r;
-	for (i = 0; i < NCOL; i++)
-		if ((r[*nrows * NCOL + i] = strdup(cells[i])) == NULL)
+	for (i = 0; i < NCOL; i++) {
+		total += (len[i] = strlen(cells[i])) + 1;
+		if (len[i] > t->w[i])
+			t->w[i] = len[i];
+	}
+	if (t->nrows == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 1024;
+		if ((r = reallocarray(t->rows, t->cap, sizeof(*r))) == NULL)
 			die(EXIT_TEMP, "%s", strerror(errno));
-	(*nrows)++;
+		t->rows = r;
+	}
+	if ((p = t->rows[t->nrows++] = malloc(total)) == NULL)
+		die(EXIT_TEMP, "%s", strerror(errno));
+	for (i = 0; i < NCOL; i++) {
+		memcpy(p, cells[i], len[i] + 1);
+		p += len[i] + 1;
+	}
 }
 
-/* Rows by ID, in byte order. */
+/* Rows by ID, in byte order: a row begins with its ID. */
 static int
 by_id(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Columns as wide as their widest cell, two spaces apart. */
+/* One row, its columns as wide as their widest cell, two spaces apart. */
 static void
-print_table(char **rows, size_t nrows)
+print_row(const struct table *t, const char *cell)
 {
-	size_t w[NCOL], i, c, len;
+	size_t c, len;
 
-	if (nrows > 0)
-		qsort(rows, nrows, NCOL * sizeof(*rows), by_id);
-	for (c = 0; c < NCOL; c++)
-		w[c] = strlen(heads[c]);
-	for (i = 0; i < nrows; i++)
-		for (c = 0; c < NCOL; c++)
-			if ((len = strlen(rows[i * NCOL + c])) > w[c])
-				w[c] = len;
-	for (i = 0; i <= nrows; i++) {
-		for (c = 0; c < NCOL; c++) {
-			const char *s = i == 0 ? heads[c] :
-			    rows[(i - 1) * NCOL + c];
-
-			if (c + 1 < NCOL)
-				printf("%-*s  ", (int)w[c], s);
-			else
-				printf("%s\n", s);
-		}
+	for (c = 0; c < NCOL; c++) {
+		len = strlen(cell);
+		(void)fwrite(cell, 1, len, stdout);
+		if (c + 1 == NCOL)
+			break;
+		for (; len < t->w[c] + 2; len++)
+			(void)putchar(' ');
+		cell += strlen(cell) + 1;
 	}
-	for (i = 0; i < nrows * NCOL; i++)
-		free(rows[i]);
-	free(rows);
+	(void)putchar('\n');
+}
+
+static void
+print_table(struct table *t)
+{
+	char head[256], *p = head;
+	size_t c, i;
+
+	for (c = 0; c < NCOL; c++) {
+		if (strlen(heads[c]) > t->w[c])
+			t->w[c] = strlen(heads[c]);
+		p = stpcpy(p, heads[c]) + 1;
+	}
+	if (t->nrows > 0)
+		qsort(t->rows, t->nrows, sizeof(*t->rows), by_id);
+	print_row(t, head);
+	for (i = 0; i < t->nrows; i++) {
+		print_row(t, t->rows[i]);
+		free(t->rows[i]);
+	}
+	free(t->rows);
 }
 
 /* What to list, and how; the rows of -l. */
@@ -111,18 +139,16 @@ struct ls {
 	enum form form;
 	int dropped, reason, status;
 	int64_t older, now;
-	char **rows;
-	size_t nrows;
+	struct table table;
 };
 
 static int
-show(void *arg, const char *id, const char *file)
+show(void *arg, const char *id, const char *file,
+    const struct spool_job_info *info)
 {
 	struct ls *l = arg;
-	struct spool_job_info info;
 
-	if (spool_job_info(l->sp, id, l->form == LONG || l->form == JSON,
-	    &info) == -1) {
+	if (info == NULL) {
 		if (errno == ENOENT)
 			return 0;	/* purged meanwhile */
 		if (errno != EUCLEAN)
@@ -130,26 +156,25 @@ show(void *arg, const char *id, const char *file)
 		l->status = worst(l->status, damaged(id));
 		return 0;
 	}
-	if (info.state == l->state && strcmp(info.file, file) == 0 &&
-	    (!l->dropped || info.dropped) &&
-	    (l->reason == 0 || info.reason == l->reason) &&
-	    (l->older < 0 || l->now - info.since >= l->older)) {
-		switch (l->form) {
-		case PLAIN:
-			printf("%s\n", info.id);
-			break;
-		case NUL:
-			printf("%s%c", info.id, '\0');
-			break;
-		case LONG:
-			add_row(&l->rows, &l->nrows, &info, l->now);
-			break;
-		case JSON:
-			print_json(&info, l->now);
-			break;
-		}
+	if (info->state != l->state || strcmp(info->file, file) != 0 ||
+	    (l->dropped && !info->dropped) ||
+	    (l->reason != 0 && info->reason != l->reason) ||
+	    (l->older >= 0 && l->now - info->since < l->older))
+		return 0;
+	switch (l->form) {
+	case PLAIN:
+		printf("%s\n", info->id);
+		break;
+	case NUL:
+		printf("%s%c", info->id, '\0');
+		break;
+	case LONG:
+		add_row(&l->table, info, l->now);
+		break;
+	case JSON:
+		print_json(info, l->now);
+		break;
 	}
-	spool_job_info_free(&info);
 	return 0;
 }
 
@@ -217,11 +242,12 @@ main(int argc, char **argv)
 		die(EXIT_PERM, "--reason is for dead, done and dropped jobs");
 	l.sp = open_spool(spool_dir(dir));
 	l.now = spool_now();
-	if (spool_list(l.sp, l.state, show, &l) == -1)
+	if (spool_list_jobs(l.sp, l.state, l.form == LONG || l.form == JSON,
+	    show, &l) == -1)
 		die(EXIT_TEMP, "%s/: %s", spool_state_name(l.state),
 		    strerror(errno));
 	if (l.form == LONG)
-		print_table(l.rows, l.nrows);
+		print_table(&l.table);
 	spool_close(l.sp);
 	return finish_stdout(l.status);
 }

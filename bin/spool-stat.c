@@ -75,6 +75,7 @@ struct walk {
 	struct spool *sp;
 	struct stats *st;
 	const char *dir;
+	int metafd;		/* dir/meta */
 	enum spool_state state;
 	struct picks orphans;	/* job files whose sidecar seemed lost */
 };
@@ -147,15 +148,16 @@ underscored(char *buf, size_t len, const char *s)
 }
 
 static int
-visit(void *arg, const char *id, const char *file)
+visit(void *arg, const char *id, const char *file,
+    const struct spool_job_info *in)
 {
 	struct walk *w = arg;
 	struct stats *st = w->st;
-	struct spool_job_info in;
 	int out;
 
+	(void)id;
 	(void)file;
-	if (spool_job_info(w->sp, id, 0, &in) == -1) {
+	if (in == NULL) {
 		if (errno == ENOENT)
 			return 0;	/* purged since the listing, or no job */
 		if (errno == EUCLEAN) {
@@ -164,40 +166,39 @@ visit(void *arg, const char *id, const char *file)
 		}
 		return -1;
 	}
-	st->state[in.state]++;
-	if (in.payload_resized)
+	st->state[in->state]++;
+	if (in->payload_resized)
 		st->damaged++;	/* in its place, but not the bytes enqueued */
-	if (in.cycles >= 2)
+	if (in->cycles >= 2)
 		st->cycles2++;
-	switch (in.state) {
+	switch (in->state) {
 	case SPOOL_NEW:
-		if (in.eligible <= st->now) {
+		if (in->eligible <= st->now) {
 			st->ready++;
-			st->first_ready = min64(st->first_ready, in.eligible);
+			st->first_ready = min64(st->first_ready, in->eligible);
 		}
 		break;
 	case SPOOL_LEASED:
-		st->first_lease = min64(st->first_lease, in.since);
+		st->first_lease = min64(st->first_lease, in->since);
 		break;
 	case SPOOL_DONE:
-		st->dropped += in.dropped;
+		st->dropped += in->dropped;
 		break;
 	case SPOOL_DEAD:
-		st->first_dead = min64(st->first_dead, in.since);
-		if (in.reason >= 0 && in.reason < (int)NREASON)
-			st->reason[in.reason]++;
-		if (in.class >= 0 && in.class < (int)NCLASS)
-			st->class[in.class]++;
+		st->first_dead = min64(st->first_dead, in->since);
+		if (in->reason >= 0 && in->reason < (int)NREASON)
+			st->reason[in->reason]++;
+		if (in->class >= 0 && in->class < (int)NCLASS)
+			st->class[in->class]++;
 		break;
 	default:
 		break;
 	}
-	if (in.redriven) {
-		out = in.state == SPOOL_DEAD ? 2 : in.dropped ? 3 :
-		    in.state == SPOOL_DONE ? 1 : 0;
+	if (in->redriven) {
+		out = in->state == SPOOL_DEAD ? 2 : in->dropped ? 3 :
+		    in->state == SPOOL_DONE ? 1 : 0;
 		st->redriven[out]++;
 	}
-	spool_job_info_free(&in);
 	return 0;
 }
 
@@ -232,13 +233,11 @@ audit_line(void *arg, const char *line, size_t len)
  * published only after its first record is on disk).
  */
 static int
-has_sidecar(const char *dir, const char *id)
+has_sidecar(int metafd, const char *id)
 {
-	char path[PATH_MAX];
 	struct stat st;
 
-	(void)snprintf(path, sizeof(path), "%s/meta/%s", dir, id);
-	if (stat(path, &st) == -1)
+	if (fstatat(metafd, id, &st, 0) == -1)
 		return errno != ENOENT;
 	return st.st_size > 0;
 }
@@ -249,7 +248,7 @@ has_sidecar(const char *dir, const char *id)
  * by its sidecar, whose record puts it elsewhere.)
  */
 static long
-loose_in_new(const char *dir)
+loose_in_new(const char *dir, int metafd)
 {
 	char path[PATH_MAX], id[SPOOL_ID_MAX + 1];
 	struct dirent *de;
@@ -270,12 +269,22 @@ loose_in_new(const char *dir)
 			len = 0;
 		memcpy(id, de->d_name, len);
 		id[len] = '\0';
-		n += !spool_valid_id(id) || !has_sidecar(dir, id);
+		n += !spool_valid_id(id) || !has_sidecar(metafd, id);
 	}
 	if (errno != 0)
 		fail(EXIT_TEMP, "%s: %s", path, strerror(errno));
 	(void)closedir(d);	/* read-only */
 	return n;
+}
+
+/* A job's file, named in a listing: counted. */
+static int
+count(void *arg, const char *id, const char *file)
+{
+	(void)id;
+	(void)file;
+	(*(long *)arg)++;
+	return 0;
 }
 
 /*
@@ -289,7 +298,7 @@ orphan(void *arg, const char *id, const char *file)
 	int status = EXIT_DONE;
 
 	(void)file;
-	if (!has_sidecar(w->dir, id))
+	if (!has_sidecar(w->metafd, id))
 		picks_add(&w->orphans, id, strlen(id), w->state, &status);
 	return 0;
 }
@@ -309,7 +318,7 @@ still_orphan(void *arg, const char *id, const char *file)
 	for (i = 0; i < w->orphans.n; i++)
 		if (w->orphans.v[i].since == w->state &&
 		    strcmp(w->orphans.v[i].id, id) == 0 &&
-		    !has_sidecar(w->dir, id)) {
+		    !has_sidecar(w->metafd, id)) {
 			w->st->damaged++;
 			w->orphans.v[i].since = -1;	/* once */
 		}
@@ -350,16 +359,30 @@ gather(struct spool *sp, const char *dir, struct stats *st)
 	static const enum spool_state states[] = {
 		SPOOL_NEW, SPOOL_LEASED, SPOOL_DONE, SPOOL_DEAD
 	};
-	struct walk w = { sp, st, dir, SPOOL_ABSENT, { NULL, 0, 0, 0 } };
+	struct walk w = { sp, st, dir, -1, SPOOL_ABSENT, { NULL, 0, 0, 0 } };
+	char path[PATH_MAX];
 	size_t i;
+	long n;
 
 	memset(st, 0, sizeof(*st));
 	st->now = spool_now();
 	st->first_ready = st->first_dead = st->first_lease = INT64_MAX;
-	if (spool_list(sp, SPOOL_ABSENT, visit, &w) == -1)
+	(void)snprintf(path, sizeof(path), "%s/meta", dir);
+	if ((w.metafd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		fail(EXIT_TEMP, "%s: %s", path, strerror(errno));
+	if (spool_list_jobs(sp, SPOOL_ABSENT, 0, visit, &w) == -1)
 		fail(EXIT_TEMP, "meta/: %s", strerror(errno));
+	/*
+	 * A state's directory that holds as many files as sidecars put
+	 * there holds none without one: only another count (files left
+	 * over, or jobs that moved during the walk) asks after each file's.
+	 */
 	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
 		w.state = states[i];
+		n = 0;
+		if (spool_list(sp, w.state, count, &n) == 0 &&
+		    n == st->state[w.state])
+			continue;
 		if (spool_list(sp, w.state, orphan, &w) == -1)
 			fail(EXIT_TEMP, "%s/: %s", spool_state_name(w.state),
 			    strerror(errno));
@@ -372,7 +395,8 @@ gather(struct spool *sp, const char *dir, struct stats *st)
 			    strerror(errno));
 	}
 	picks_free(&w.orphans);
-	st->damaged += loose_in_new(dir);
+	st->damaged += loose_in_new(dir, w.metafd);
+	(void)close(w.metafd);	/* read-only */
 	st->quarantined = quarantined(dir);
 	if ((st->paused = spool_paused(sp)) == -1)
 		fail(EXIT_TEMP, "paused: %s", strerror(errno));

@@ -256,9 +256,13 @@ scan_dir(struct fsck *f, int dirfd, const char *rel, int state)
 	while (rv == 0 && (errno = 0, de = dir_next(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		/* A symlink, FIFO or directory is never a job's file. */
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    !S_ISREG(st.st_mode)) {
+		/*
+		 * A symlink, FIFO or directory is never a job's file: the
+		 * type the directory gives, else an lstat's.
+		 */
+		if (de->d_type != DT_REG && (de->d_type != DT_UNKNOWN ||
+		    (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISREG(st.st_mode)))) {
 			rv = add_stray(f, rel, de->d_name);
 			continue;
 		}
@@ -703,6 +707,21 @@ check_unhappened(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
 }
 
 /*
+ * May the payload at p be read?  With verify it is opened (*fd), to be
+ * read whole; else access(2) answers, as an open would.  0 or -1.
+ */
+static int
+may_read(struct fsck *f, struct place *p, int *fd)
+{
+	if (!f->verify)
+		return faccessat(p->dirfd, p->name, R_OK, AT_EACCESS |
+		    AT_SYMLINK_NOFOLLOW);
+	*fd = sys_openat(p->dirfd, p->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK, 0);
+	return *fd == -1 ? -1 : 0;
+}
+
+/*
  * The payload is the bytes its record describes: its size always, its
  * checksum with verify.  A record of an earlier version has neither.  A
  * payload that differs is reported, with the commands that settle it:
@@ -721,43 +740,44 @@ check_payload(struct fsck *f, struct job *j)
 		    "spool-drop"
 	};
 	struct place p;
-	struct stat st;
-	int fd, r;
+	int fd = -1, ok, r = 0;
 
 	if (j->cur.sum == 0 || j->cur.loc == SPOOL_ABSENT)
 		return 0;
-	if (place_of(f->sp, j->id, &j->cur, &p) == -1)
-		return errno == ENOENT ? 0 : -1;
-	fd = sys_openat(p.dirfd, p.name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
-	    O_NONBLOCK, 0);
-	if (fd == -1 && errno == EACCES) {
+	if (place_look(f->sp, j->id, &j->cur, &p) == -1 ||
+	    ((ok = may_read(f, &p, &fd)) == -1 && errno == ENOENT)) {
+		if (place_of(f->sp, j->id, &j->cur, &p) == -1)
+			return errno == ENOENT ? 0 : -1;
+		ok = may_read(f, &p, &fd);
+	}
+	if (ok == -1 && errno == EACCES) {
 		/* A mode changed by hand: job files are read-only, not 0. */
 		if (f->repair && fchmodat(p.dirfd, p.name, f->sp->group ?
 		    0440 : 0444, AT_SYMLINK_NOFOLLOW) == 0)
-			fd = sys_openat(p.dirfd, p.name, O_RDONLY | O_CLOEXEC |
-			    O_NOFOLLOW | O_NONBLOCK, 0);
-		problem(f, j->id, fd != -1, "its file cannot be read (its mode "
-		    "was changed?)%s", fd != -1 ? " (made readable again)" :
+			ok = may_read(f, &p, &fd);
+		problem(f, j->id, ok != -1, "its file cannot be read (its mode "
+		    "was changed?)%s", ok != -1 ? " (made readable again)" :
 		    ": give it back mode 0444 (0440 in a group spool)");
-		if (fd == -1) {
+		if (ok == -1) {
 			place_done(&p);
 			return 0;	/* reported; not this fsck's to end */
 		}
 	}
 	place_done(&p);
-	if (fd == -1)
+	if (ok == -1)
 		return errno == ENOENT || errno == ELOOP || errno == EACCES ?
 		    0 : -1;
-	if ((r = fstat(fd, &st)) == 0 && (uint64_t)st.st_size != j->cur.size)
+	/* Its size: that of the file job_locate found, under the lock. */
+	if ((uint64_t)j->fsize != j->cur.size)
 		problem(f, j->id, 0, "its payload is %lld bytes, its record says "
 		    "%" PRIu64 ": changed by hand, or torn; %s", (long long)
-		    st.st_size, j->cur.size, fix[j->cur.loc]);
-	else if (r == 0 && f->verify &&
-	    (r = payload_matches(fd, &j->cur, 1)) == 0)
+		    j->fsize, j->cur.size, fix[j->cur.loc]);
+	else if (f->verify && (r = payload_matches(fd, &j->cur, 1)) == 0)
 		problem(f, j->id, 0, "its payload is not the bytes its "
 		    "checksum says: changed by hand, or damaged; %s",
 		    fix[j->cur.loc]);
-	(void)close_fd(fd);	/* read-only */
+	if (fd != -1)
+		(void)close_fd(fd);	/* read-only */
 	return r == -1 ? -1 : 0;
 }
 
@@ -1282,7 +1302,8 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 	size_t i;
 	int cut, missing = 0, rv;
 
-	if (job_read(sp, id, f->repair ? LOCK_EX : LOCK_SH, &j) == -1) {
+	if ((f->repair ? job_read(sp, id, LOCK_EX, &j) :
+	    look_locked(sp, id, &j)) == -1) {
 		if (errno == ENOENT)
 			return 0;	/* a stray sidecar name vanished */
 		if (errno != EUCLEAN)
@@ -1678,6 +1699,9 @@ spool_fsck(struct spool *sp, int flags,
 		goto fail;	/* a sidecar unlisted would look missing */
 	if (nmeta > 0)
 		qsort_r(metas, nmeta, sizeof(*metas), cmp_name, &f);
+	/* Jobs come in ID order, their buckets in any: keep them open. */
+	if ((sp->look = look_new()) == NULL)
+		goto fail;
 	/* Merge the sorted sidecars with the sorted job files. */
 	for (i = 0, k = 0; i < nmeta || k < f.nents;) {
 		e0 = k;
@@ -1720,6 +1744,8 @@ fail:
 	if (f.err == 0)
 		f.err = errno;
 out:
+	look_free(sp->look);
+	sp->look = NULL;
 	free(metas);
 	free(f.names);
 	for (i = 0; i < f.nstrays; i++)

@@ -2,7 +2,8 @@
  * Reading a job for people: its state, envelope and the history of every
  * delivery, rebuilt from the sidecar's records.  Nothing here changes the
  * spool; a shared lock on the sidecar makes each look consistent, and is
- * held only while one sidecar is read.
+ * held only while one sidecar is read.  A listing looks at each job once
+ * without the lock (look.c), and comes here for what that cannot settle.
  */
 #define _GNU_SOURCE
 #include <sys/file.h>
@@ -155,49 +156,43 @@ in_tmp(struct spool *sp, const char *id)
 	return found;
 }
 
+/*
+ * What a job read and located says of it: shared by spool_job_info and the
+ * listings' lean look (look.c).  ev0: the last record's event before
+ * job_locate, for a first enqueue that died before its rename.
+ */
 int
-spool_job_info(struct spool *sp, const char *id, int history,
+info_fill(struct spool *sp, struct job *j, int ev0, int history,
     struct spool_job_info *in)
 {
-	struct job j;
-	const struct rec *c;
-	int e, ev0;
+	const struct rec *c = &j->cur;
+	int e;
 
 	memset(in, 0, sizeof(*in));
-	if (!spool_valid_id(id)) {
-		errno = EINVAL;
-		return -1;
-	}
-	/* A shared lock: a look that overlaps a move must not see it half. */
-	if (job_read(sp, id, LOCK_SH, &j) == -1)
-		return -1;
-	ev0 = j.cur.ev;
-	if (job_locate(sp, &j) == -1)
-		goto fail;
-	if (j.cur.loc != SPOOL_ABSENT && (j.fmode & 0444) == 0) {
+	if (c->loc != SPOOL_ABSENT && (j->fmode & 0444) == 0) {
 		errno = EUCLEAN;	/* a mode a hand took away */
-		goto fail;
+		return -1;
 	}
-	if (j.cur.loc == SPOOL_ABSENT) {
+	if (c->loc == SPOOL_ABSENT) {
 		/*
 		 * No job: none yet, or a first enqueue that died before its
 		 * rename (its payload is still in tmp/).  A last record whose
 		 * file is gone otherwise (a hand's rm) is damage.
 		 */
-		errno = j.voidtail && (ev0 != SPOOL_EV_ENQUEUE ||
-		    !in_tmp(sp, id)) ? EUCLEAN : ENOENT;
-		goto fail;
+		errno = j->voidtail && (ev0 != SPOOL_EV_ENQUEUE ||
+		    !in_tmp(sp, j->id)) ? EUCLEAN : ENOENT;
+		return -1;
 	}
-	c = &j.cur;
-	(void)snprintf(in->id, sizeof(in->id), "%s", id);
+	(void)snprintf(in->id, sizeof(in->id), "%s", j->id);
 	in->state = (enum spool_state)c->loc;
 	if (c->loc == SPOOL_NEW)
-		(void)leaf_name(in->file, sizeof(in->file), id, c->eligible);
+		(void)leaf_name(in->file, sizeof(in->file), j->id,
+		    c->eligible);
 	else if (c->loc == SPOOL_LEASED)
-		(void)snprintf(in->file, sizeof(in->file), "%s,%" PRIu64, id,
-		    c->tok);
+		(void)snprintf(in->file, sizeof(in->file), "%s,%" PRIu64,
+		    j->id, c->tok);
 	else
-		(void)snprintf(in->file, sizeof(in->file), "%s", id);
+		(void)snprintf(in->file, sizeof(in->file), "%s", j->id);
 	in->since = c->t;
 	in->created = c->created;
 	in->deadline = c->deadline;
@@ -206,7 +201,7 @@ spool_job_info(struct spool *sp, const char *id, int history,
 	(void)snprintf(in->trace, sizeof(in->trace), "%s", c->trace);
 	if (c->loc == SPOOL_LEASED)
 		(void)snprintf(in->owner, sizeof(in->owner), "%s", c->owner);
-	in->token = j.hi;
+	in->token = j->hi;
 	in->attempts = c->att;
 	in->max_attempts = c->max;
 	in->cycles = c->cyc;
@@ -217,17 +212,38 @@ spool_job_info(struct spool *sp, const char *id, int history,
 	in->dropped = c->ev == SPOOL_EV_DROP;
 	in->payload_size = c->sum != 0 ? c->size : 0;
 	in->payload_xxh3 = c->sum;
-	in->payload_resized = c->sum != 0 && (uint64_t)j.fsize != c->size;
-	if (replay(in, j.text, j.textlen, j.voidtail, history) == -1)
-		goto fail;
-	job_close(&j);
+	in->payload_resized = c->sum != 0 && (uint64_t)j->fsize != c->size;
+	if (replay(in, j->text, j->textlen, j->voidtail, history) == -1) {
+		e = errno;
+		spool_job_info_free(in);
+		errno = e;
+		return -1;
+	}
 	return 0;
-fail:
+}
+
+int
+spool_job_info(struct spool *sp, const char *id, int history,
+    struct spool_job_info *in)
+{
+	struct job j;
+	int e, ev0, rv;
+
+	memset(in, 0, sizeof(*in));
+	if (!spool_valid_id(id)) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* A shared lock: a look that overlaps a move must not see it half. */
+	if (job_read(sp, id, LOCK_SH, &j) == -1)
+		return -1;
+	ev0 = j.cur.ev;
+	rv = job_locate(sp, &j) == -1 ? -1 :
+	    info_fill(sp, &j, ev0, history, in);
 	e = errno;
-	spool_job_info_free(in);
 	job_close(&j);
 	errno = e;
-	return -1;
+	return rv;
 }
 
 void
@@ -240,9 +256,32 @@ spool_job_info_free(struct spool_job_info *in)
 
 struct lister {
 	int (*fn)(void *arg, const char *id, const char *file);
+	int (*jobfn)(void *arg, const char *id, const char *file,
+	    const struct spool_job_info *in);
 	void *arg;
+	struct spool *sp;
+	enum spool_state state;
+	int history;
+	int64_t start;		/* listing new/: the leaf bucket's */
 	int stop;
 };
+
+/* One name: to fn, or looked at and to jobfn. */
+static int
+list_one(struct lister *l, int dirfd, const char *id, const char *file)
+{
+	struct spool_job_info in;
+	int rv;
+
+	if (l->jobfn == NULL)
+		return l->fn(l->arg, id, file);
+	if (look_job(l->sp, l->state, dirfd, l->start, id, file,
+	    l->history, &in) == -1)
+		return l->jobfn(l->arg, id, file, NULL);
+	rv = l->jobfn(l->arg, id, file, &in);
+	spool_job_info_free(&in);
+	return rv;
+}
 
 /* Hand every job name in dirfd to the lister: "ID" or "ID,NUMBER". */
 static int
@@ -260,7 +299,8 @@ list_dir(int dirfd, int numbered, struct lister *l)
 		if (numbered ? parse_leased_name(de->d_name, id, &v) == -1 :
 		    !spool_valid_id(de->d_name))
 			continue;
-		rv = l->fn(l->arg, numbered ? id : de->d_name, de->d_name);
+		rv = list_one(l, dirfd, numbered ? id : de->d_name,
+		    de->d_name);
 	}
 	if (rv == 0 && errno != 0)
 		rv = -1;
@@ -272,31 +312,62 @@ list_dir(int dirfd, int numbered, struct lister *l)
 static int
 list_leaf(void *arg, int leaffd, int64_t start)
 {
-	(void)start;
-	return list_dir(leaffd, 1, arg);
+	struct lister *l = arg;
+
+	l->start = start;
+	return list_dir(leaffd, 1, l);
+}
+
+static int
+list_state(struct spool *sp, struct lister *l)
+{
+	switch (l->state) {
+	case SPOOL_NEW:
+		if (bucket_walk(sp, INT64_MAX, 0, list_leaf, l) == -1)
+			return -1;
+		return l->stop;
+	case SPOOL_LEASED:
+		return list_dir(sp->leasedfd, 1, l);
+	case SPOOL_DONE:
+		return list_dir(sp->donefd, 0, l);
+	case SPOOL_DEAD:
+		return list_dir(sp->deadfd, 0, l);
+	case SPOOL_ABSENT:
+		return list_dir(sp->metafd, 0, l);	/* every sidecar */
+	default:
+		errno = EINVAL;
+		return -1;
+	}
 }
 
 int
 spool_list(struct spool *sp, enum spool_state state,
     int (*fn)(void *arg, const char *id, const char *file), void *arg)
 {
-	struct lister l = { fn, arg, 0 };
+	struct lister l = { .fn = fn, .arg = arg, .sp = sp, .state = state };
 
-	switch (state) {
-	case SPOOL_NEW:
-		if (bucket_walk(sp, INT64_MAX, 0, list_leaf, &l) == -1)
-			return -1;
-		return l.stop;
-	case SPOOL_LEASED:
-		return list_dir(sp->leasedfd, 1, &l);
-	case SPOOL_DONE:
-		return list_dir(sp->donefd, 0, &l);
-	case SPOOL_DEAD:
-		return list_dir(sp->deadfd, 0, &l);
-	case SPOOL_ABSENT:
-		return list_dir(sp->metafd, 0, &l);	/* every sidecar */
-	default:
-		errno = EINVAL;
+	return list_state(sp, &l);
+}
+
+int
+spool_list_jobs(struct spool *sp, enum spool_state state, int history,
+    int (*fn)(void *arg, const char *id, const char *file,
+    const struct spool_job_info *info), void *arg)
+{
+	struct lister l = { .jobfn = fn, .arg = arg, .sp = sp, .state = state,
+	    .history = history };
+	int rv, e;
+
+	/* meta/'s walk finds each file where its record says: keep buckets */
+	if (state == SPOOL_ABSENT && sp->look == NULL &&
+	    (sp->look = look_new()) == NULL)
 		return -1;
+	rv = list_state(sp, &l);
+	e = errno;
+	if (state == SPOOL_ABSENT) {
+		look_free(sp->look);
+		sp->look = NULL;
 	}
+	errno = e;
+	return rv;
 }

@@ -22,6 +22,8 @@
 #define NAME_MAX_SPOOL	256
 #define HOST_MAX	SPOOL_HOST_MAX
 
+struct look;
+
 struct spool {
 	int format;		/* 1 or 2: spool-layout.md, "Formats" */
 	int dirfd;		/* the spool's top directory */
@@ -39,6 +41,8 @@ struct spool {
 	void *ring;		/* io.c: psync's io_uring, made at first use */
 	pid_t ring_pid;		/* whose ring it is; -1: none to be had */
 	unsigned long tmpseq;
+	struct look *look;	/* a long walk's buckets of new/, kept open
+				   (look.c); NULL: none */
 	/* spool_set_progress(): told how a long run goes */
 	void (*progress)(void *arg, const char *what, size_t done,
 	    size_t total);
@@ -203,6 +207,9 @@ int open_bucket(struct spool *sp, int64_t eligible, int create,
 int place_of(struct spool *sp, const char *id, const struct rec *r,
     struct place *p);
 void place_done(struct place *p);
+int place_name(char *buf, size_t len, const char *id, const struct rec *r);
+int place_look(struct spool *sp, const char *id, const struct rec *r,
+    struct place *p);
 int place_stat(struct spool *sp, const char *id, const struct rec *r,
     struct stat *st);
 int sync_place(struct spool *sp, const struct rec *r);
@@ -220,6 +227,7 @@ void job_close(struct job *j);
 int job_peek(struct spool *sp, const char *id, struct job *j);
 int job_read(struct spool *sp, const char *id, int lock, struct job *j);
 int job_locate(struct spool *sp, struct job *j);
+int fold_records(struct job *j, const char *buf, size_t len);
 int job_settle(struct spool *sp, struct job *j, struct abuf *ab);
 int job_record(struct job *j, const struct rec *r);
 int job_write(struct job *j);
@@ -275,5 +283,18 @@ int audit_write(struct spool *sp, struct abuf *ab, int *fdp, int *created);
 int audit_done(struct spool *sp, struct abuf *ab, int fd, int created);
 int audit_flush(struct spool *sp, struct abuf *ab);
 void abuf_free(struct abuf *ab);
+
+/* info.c: what a job read and located says of it */
+int info_fill(struct spool *sp, struct job *j, int ev0, int history,
+    struct spool_job_info *in);
+
+/* look.c: the listings' lean look at a job (spool-layout.md, "Readers") */
+struct look *look_new(void);
+void look_free(struct look *lk);
+int look_leaf(struct spool *sp, struct look *lk, int64_t eligible);
+int look_locked(struct spool *sp, const char *id, struct job *j);
+int look_job(struct spool *sp, enum spool_state state,
+    int dirfd, int64_t start, const char *id, const char *file, int history,
+    struct spool_job_info *in);
 
 #endif

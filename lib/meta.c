@@ -67,8 +67,8 @@ job_finished(const struct job *j, uint64_t tok, int out)
 }
 
 /* Read every complete line and fold it into the job's state. */
-static int
-fold(struct job *j, const char *buf, size_t len)
+int
+fold_records(struct job *j, const char *buf, size_t len)
 {
 	const char *p = buf, *nl;
 	struct rec r;
@@ -285,7 +285,7 @@ read_fold(struct job *j)
 		}
 	}
 	j->textlen = len;
-	return fold(j, j->text, j->textlen);
+	return fold_records(j, j->text, j->textlen);
 }
 
 /*

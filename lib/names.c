@@ -142,6 +142,33 @@ fail:
 	return -1;
 }
 
+/* The name of the file that record r says the job has, in its directory. */
+int
+place_name(char *buf, size_t len, const char *id, const struct rec *r)
+{
+	int n;
+
+	switch (r->loc) {
+	case SPOOL_NEW:
+		return leaf_name(buf, len, id, r->eligible);
+	case SPOOL_LEASED:
+		n = snprintf(buf, len, "%s,%" PRIu64, id, r->tok);
+		break;
+	case SPOOL_DONE:
+	case SPOOL_DEAD:
+		n = snprintf(buf, len, "%s", id);
+		break;
+	default:
+		errno = ENOENT;
+		return -1;
+	}
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * The directory and name of the file that record r says the job has.  For
  * new/ the bucket is opened and *dirfd must be closed by the caller (close
@@ -151,38 +178,35 @@ int
 place_of(struct spool *sp, const char *id, const struct rec *r,
     struct place *p)
 {
-	int n;
+	const int fds[] = { -1, -1, sp->leasedfd, sp->donefd, sp->deadfd };
 
 	p->close = 0;
-	switch (r->loc) {
-	case SPOOL_NEW:
-		if (leaf_name(p->name, sizeof(p->name), id, r->eligible) == -1)
-			return -1;
-		if ((p->dirfd = open_bucket(sp, r->eligible, 0, NULL)) == -1)
-			return -1;
-		p->close = 1;
+	if (place_name(p->name, sizeof(p->name), id, r) == -1)
+		return -1;
+	if (r->loc != SPOOL_NEW) {
+		p->dirfd = fds[r->loc];
 		return 0;
-	case SPOOL_LEASED:
-		p->dirfd = sp->leasedfd;
-		n = snprintf(p->name, sizeof(p->name), "%s,%" PRIu64, id,
-		    r->tok);
-		break;
-	case SPOOL_DONE:
-		p->dirfd = sp->donefd;
-		n = snprintf(p->name, sizeof(p->name), "%s", id);
-		break;
-	case SPOOL_DEAD:
-		p->dirfd = sp->deadfd;
-		n = snprintf(p->name, sizeof(p->name), "%s", id);
-		break;
-	default:
-		errno = ENOENT;
-		return -1;
 	}
-	if (n < 0 || (size_t)n >= sizeof(p->name)) {
-		errno = ENAMETOOLONG;
+	if ((p->dirfd = open_bucket(sp, r->eligible, 0, NULL)) == -1)
 		return -1;
-	}
+	p->close = 1;
+	return 0;
+}
+
+/*
+ * The same from the buckets sp->look holds open, for a file to be looked
+ * at only: -1 if it holds none for r.  A file found there is where r says;
+ * one not found may be in a bucket made since: look again with place_of.
+ */
+int
+place_look(struct spool *sp, const char *id, const struct rec *r,
+    struct place *p)
+{
+	p->close = 0;
+	if (sp->look == NULL || r->loc != SPOOL_NEW ||
+	    place_name(p->name, sizeof(p->name), id, r) == -1 ||
+	    (p->dirfd = look_leaf(sp, sp->look, r->eligible)) == -1)
+		return -1;
 	return 0;
 }
 
@@ -194,7 +218,12 @@ place_done(struct place *p)
 	p->close = 0;
 }
 
-/* lstat of the file record r names: 1 present, 0 absent, -1 error. */
+/*
+ * lstat of the file record r names: 1 present, 0 absent, -1 error.  A
+ * bucket that sp->look holds open is looked in first: a file found there
+ * is where it says (no entry is ever made in a bucket removed since it
+ * was opened); one not found is looked for again by path.
+ */
 int
 place_stat(struct spool *sp, const char *id, const struct rec *r,
     struct stat *st)
@@ -202,12 +231,16 @@ place_stat(struct spool *sp, const char *id, const struct rec *r,
 	struct place p;
 	int rv;
 
+	if (place_look(sp, id, r, &p) == 0 &&
+	    fstatat(p.dirfd, p.name, st, AT_SYMLINK_NOFOLLOW) == 0)
+		goto found;
 	if (place_of(sp, id, r, &p) == -1)
 		return errno == ENOENT ? 0 : -1;
 	rv = fstatat(p.dirfd, p.name, st, AT_SYMLINK_NOFOLLOW);
 	place_done(&p);
 	if (rv == -1)
 		return errno == ENOENT ? 0 : -1;
+found:
 	if (!S_ISREG(st->st_mode)) {
 		errno = EUCLEAN;	/* not ours: for spool-fsck */
 		return -1;

@@ -289,6 +289,7 @@ spool_close(struct spool *sp)
 		if (fds[i] != -1)
 			(void)close_fd(fds[i]);	/* read, or synced */
 	ring_free(sp);
+	look_free(sp->look);
 	free(sp->path);
 	free(sp);
 }

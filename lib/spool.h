@@ -512,6 +512,18 @@ int spool_list(struct spool *sp, enum spool_state state,
     int (*fn)(void *arg, const char *id, const char *file), void *arg);
 
 /*
+ * The same, with what spool_job_info(id, history) says of each job: fn
+ * gets info, or NULL with errno as spool_job_info sets it (ENOENT, EUCLEAN,
+ * or another failure).  For a job whose file is where its last record says,
+ * the sidecar is read once, without a lock (spool-layout.md, "Readers"):
+ * what a listing shows may be a moment old, never half of a transition.
+ * info is valid during the call only.
+ */
+int spool_list_jobs(struct spool *sp, enum spool_state state, int history,
+    int (*fn)(void *arg, const char *id, const char *file,
+    const struct spool_job_info *info), void *arg);
+
+/*
  * Check every invariant of spool-layout.md; say(arg, what, problem, fixed)
  * is called once per violation (what: a job ID or a path; fixed: 1 if
  * repaired), and with fixed SPOOL_FSCK_NOTE for what is no violation but

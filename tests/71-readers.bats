@@ -1,0 +1,93 @@
+#!/usr/bin/env bats
+# The listings read each sidecar once, without its lock (spool-layout.md,
+# "Readers"): they answer while a writer holds a job, and a sidecar caught
+# between a record and its move, or with half a line appended, shows the
+# job where it is, as a reader under the lock would.
+
+load helpers
+
+T=1796000000000
+
+# Two jobs queued at T: a and b.
+two() {
+	at_ms $T spool-enqueue --id a <<<"payload of a" >/dev/null
+	at_ms $T spool-enqueue --id b <<<"payload of b" >/dev/null
+}
+
+# What the listings and spool-stat say of the spool, clock pinned.
+views() {
+	echo "-- new"
+	at_ms $((T + 5000)) spool-ls new | LC_ALL=C sort
+	echo "-- leased"
+	at_ms $((T + 5000)) spool-ls leased
+	echo "-- -l new"
+	at_ms $((T + 5000)) spool-ls -l new
+	echo "-- stat"
+	at_ms $((T + 5000)) spool-stat | grep -E '^(new|ready|leased|damaged) '
+}
+
+# The value of one metric of spool-stat's plain output.
+metric() {
+	at_ms $((T + 5000)) spool-stat | awk -v m="$1" '$1 == m { print $2 }'
+}
+
+# holds_lock PID: until PID holds a flock(2) lock (/proc/locks says so).
+holds_lock() {
+	local k
+	for k in $(seq 1 1000); do
+		grep -q -- "FLOCK  *ADVISORY  *WRITE $1 " /proc/locks && return 0
+		sleep 0.01
+	done
+	echo "process $1 never took its lock" >&2
+	return 1
+}
+
+@test "spool-ls and spool-stat answer while a writer holds a job's lock" {
+	two
+	# flock(1) holds a's sidecar exclusively, as a claimer would.
+	flock -x "$SPOOL_DIR/meta/a" sleep 60 &
+	holder=$!
+	holds_lock $holder
+	run -0 timeout 20 spool-ls new
+	kill "$holder"
+	wait "$holder" || true
+	[ "$(printf '%s\n' "${lines[@]}" | LC_ALL=C sort | tr '\n' ' ')" = \
+	    "a b " ]
+	flock -x "$SPOOL_DIR/meta/b" sleep 60 &
+	holder=$!
+	holds_lock $holder
+	run -0 timeout 20 spool-stat
+	kill "$holder"
+	wait "$holder" || true
+	[ "$(printf '%s\n' "${lines[@]}" | awk '$1 == "new" { print $2 }')" = 2 ]
+}
+
+@test "a claim cut short after its record, before its move: the job is where it was" {
+	two
+	want=$(views)
+	run -137 env SPOOL_TEST_NOW=$((T + 1000)) \
+	    SPOOL_TEST_CRASH=record-written spool-claim --owner w1
+	[ "$(ids_in new | tr '\n' ' ')" = "a b " ]
+	# The sidecar of the job it took ends in a claim record.
+	grep -l ' ev=claim ' "$SPOOL_DIR"/meta/* >"$BATS_TEST_TMPDIR/claimed"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/claimed")" -eq 1 ]
+	[ "$(views)" = "$want" ]
+}
+
+@test "half a record appended to a sidecar is not read" {
+	two
+	want=$(views)
+	printf 't=%s ev=claim at=leased tok=1' $((T + 1000)) \
+	    >>"$SPOOL_DIR/meta/a"
+	[ "$(views)" = "$want" ]
+}
+
+@test "a job's file made unreadable by hand: damaged for the listings and spool-stat, as before" {
+	two
+	chmod 000 "$SPOOL_DIR"/new/*/*/*/a,*
+	run -100 --separate-stderr at_ms $((T + 5000)) spool-ls new
+	[ "$output" = b ]
+	[[ "$stderr" == "spool-ls: a: damaged job: "* ]]
+	[ "$(metric new)" = 1 ]
+	[ "$(metric damaged)" = 1 ]
+}
