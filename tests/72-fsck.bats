@@ -6,9 +6,14 @@ load helpers
 
 # a spool with a job in each state
 populate() {
-	local i
-	# j4 comes after the claim: jobs due in one millisecond have no order
-	for i in 1 2 3; do spool-enqueue --id j$i <<<"payload $i" >/dev/null; done
+	local i t
+	# j1, j2, j3 in leaf buckets of their own (16 ms each), so that the
+	# claim gives them tokens 1, 2, 3: a claim takes the jobs of one leaf
+	# in no set order; j4 comes after
+	t=$((${SPOOL_TEST_NOW:-$(date +%s%3N)} - 1000))
+	for i in 1 2 3; do
+		SPOOL_TEST_NOW=$((t + 100 * i)) spool-enqueue --id j$i <<<"payload $i" >/dev/null
+	done
 	spool-claim -n 3 --owner w >/dev/null
 	spool-enqueue --id j4 <<<"payload 4" >/dev/null
 	spool-finish j1 "$(lease_token j1)" ok >/dev/null
