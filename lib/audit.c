@@ -246,6 +246,24 @@ audit_format(char *buf, size_t size, const struct spool_audit *a)
 	return n < 0 || (size_t)n >= size ? 0 : (size_t)n;
 }
 
+/* Line a, written by this process, onto the buffer. */
+static int
+append_line(struct abuf *ab, struct spool *sp, struct spool_audit *a)
+{
+	size_t n;
+
+	(void)snprintf(a->writer, sizeof(a->writer), "%s", sp->writer);
+	/* Each field fits its buffer in struct spool_audit: 1 KiB is ample. */
+	if (abuf_grow(ab, 1024) == -1)
+		return -1;
+	if ((n = audit_format(ab->p + ab->len, ab->size - ab->len, a)) == 0) {
+		errno = EOVERFLOW;
+		return -1;
+	}
+	ab->len += n;
+	return 0;
+}
+
 /*
  * The line of a transition whose record is r.  The actor is the operator
  * if one is named, else the lease holder; a claim with no note names the
@@ -256,7 +274,6 @@ audit_add(struct abuf *ab, struct spool *sp, const char *id,
     const struct rec *r, int event)
 {
 	struct spool_audit a;
-	size_t n;
 
 	memset(&a, 0, sizeof(a));
 	a.time = r->t;
@@ -273,16 +290,7 @@ audit_add(struct abuf *ab, struct spool *sp, const char *id,
 		(void)snprintf(a.note, sizeof(a.note), "%s", r->note);
 	else if (r->ev == SPOOL_EV_CLAIM && r->prev != 0)
 		(void)snprintf(a.note, sizeof(a.note), "%" PRIu64, r->prev);
-	(void)snprintf(a.writer, sizeof(a.writer), "%s", sp->writer);
-	/* Each field fits its buffer in struct spool_audit: 1 KiB is ample. */
-	if (abuf_grow(ab, 1024) == -1)
-		return -1;
-	if ((n = audit_format(ab->p + ab->len, ab->size - ab->len, &a)) == 0) {
-		errno = EOVERFLOW;
-		return -1;
-	}
-	ab->len += n;
-	return 0;
+	return append_line(ab, sp, &a);
 }
 
 /*
@@ -294,21 +302,12 @@ int
 audit_void(struct abuf *ab, struct spool *sp, const struct spool_audit *a)
 {
 	struct spool_audit v = *a;
-	size_t n;
 
 	v.event = SPOOL_EV_VOID;
 	v.reason = v.class = 0;
 	(void)snprintf(v.note, sizeof(v.note), "%s",
 	    spool_event_name(a->event));
-	(void)snprintf(v.writer, sizeof(v.writer), "%s", sp->writer);
-	if (abuf_grow(ab, 1024) == -1)
-		return -1;
-	if ((n = audit_format(ab->p + ab->len, ab->size - ab->len, &v)) == 0) {
-		errno = EOVERFLOW;
-		return -1;
-	}
-	ab->len += n;
-	return 0;
+	return append_line(ab, sp, &v);
 }
 
 /*
