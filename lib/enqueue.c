@@ -46,9 +46,10 @@ drop(struct spool *sp, struct pend *p, int err, int changed)
  * them must be durable before the first rename.  tmp/ keeps the payloads'
  * names: a power cut that loses a rename into new/ after the enqueue's
  * record and audit line leaves the payload there, where spool-fsck
- * --repair publishes it (the line is written in the rename's wait).  Then close the payloads (a close can report a write error too).
- * A job whose payload or record failed is dropped: its record, never
- * followed by a move, is void.
+ * --repair publishes it (the line is written in the rename's wait).  Then
+ * close the payloads (a close can report a write error too).  A job whose
+ * payload or record failed is dropped: its record, never followed by a
+ * move, is void.
  */
 static void
 sync_batch(struct spool *sp, struct pend *p, const size_t *order, size_t m,
