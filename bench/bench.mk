@@ -14,7 +14,7 @@
 # never runs any of it.
 BENCH_BIN = bench/results/bin
 BENCH_TOOLS = $(BENCH_BIN)/qbench $(BENCH_BIN)/depth $(BENCH_BIN)/peakrss \
-    $(BENCH_BIN)/sidecars $(BENCH_BIN)/true
+    $(BENCH_BIN)/sidecars $(BENCH_BIN)/true $(BENCH_BIN)/true-dyn
 
 $(BENCH_BIN)/qbench: bench/qbench.c bench/bench.h lib/spool.h lib/libspool.a
 	@mkdir -p $(BENCH_BIN)
@@ -38,6 +38,12 @@ $(BENCH_BIN)/peakrss: bench/peakrss.c
 $(BENCH_BIN)/true: bench/true.c
 	@mkdir -p $(BENCH_BIN)
 	$(CC) -O2 $(WARN) -static -o $@ bench/true.c
+
+# The same no-op linked as the commands are: dynamically, needing each of
+# their libraries, which the loader then maps at every start.
+$(BENCH_BIN)/true-dyn: bench/true.c
+	@mkdir -p $(BENCH_BIN)
+	$(CC) -O2 $(WARN) -o $@ bench/true.c -Wl,--no-as-needed $(LDLIBS)
 
 # SQLite's headers and shell, beanstalkd, nq and strace come from Debian:
 # bench/deps.sh installs them as root, or names them and stops.

@@ -213,10 +213,11 @@ cycle_rows() {
 	say "$label: floors, CLI and library cycles ($rounds rounds)"
 	# shellcheck disable=SC2086
 	"$tools/qbench" -l "$label" -w "$dir" -b "$bin" -t "$tools/true" \
-	    -p "${port:-0}" -r "$rounds" -T "$slice" \
+	    -D "$tools/true-dyn" -p "${port:-0}" -r "$rounds" -T "$slice" \
 	    floor-spawn:200 floor-publish:200 floor-dirsync:200 \
-	    floor-append:200 cli-spool:30 $sqlrows $nqrow lib-spool:100 \
-	    lib-sqlite-delete:100 lib-sqlite-wal:200 $beanrows >>"$raw"
+	    floor-append:200 floor-spawn-dyn:200 floor-wait3:200 \
+	    cli-spool:30 $sqlrows $nqrow lib-spool:100 lib-sqlite-delete:100 \
+	    lib-sqlite-wal:200 $beanrows >>"$raw"
 	mark "$label cycles"
 	say "$label: batched throughput ($brounds rounds)"
 	# The single-job rivals run again here, turn about with the batches
@@ -373,7 +374,7 @@ view_rows() {
 	done
 }
 
-for tool in qbench depth peakrss sidecars true; do
+for tool in qbench depth peakrss sidecars true true-dyn; do
 	[ -x "$tools/$tool" ] || { echo "bench: $tools/$tool: run make" \
 	    "bench" >&2; exit 1; }
 done

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <liburing.h>
 #include <stdarg.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -49,7 +50,7 @@
 extern char **environ;
 
 static const char *label = "default";
-static const char *workdir, *bindir, *truebin, *target_spool;
+static const char *workdir, *bindir, *truebin, *truedyn, *target_spool;
 static char *sqlite3_bin, *nq_bin;
 static char *init_cmd, *enqueue_cmd, *claim_cmd, *finish_cmd;
 static char payload_path[PATH_MAX];
@@ -72,6 +73,8 @@ struct sys {
 	/* spool */
 	struct spool *sp;
 	int fds[BATCH];
+	struct io_uring ring;	/* floor-wait3, and its record file */
+	int recfd;
 	struct spool_job *jobs;
 	struct spool_lease *leases;
 	struct spool_finish *fins;
@@ -272,6 +275,29 @@ spawn_op(struct sys *s, long k)
 		run_ok(argv, NULL, devnull);
 }
 
+static void
+spawn_dyn_init(struct sys *s)
+{
+	(void)s;
+	if (truedyn == NULL)
+		errx(1, "floor-spawn-dyn needs -D TRUE");
+}
+
+/*
+ * (a') the same of a trivial binary linked as the commands are: dynamically,
+ * against the same libraries, which the loader maps at every start.
+ */
+static void
+spawn_dyn_op(struct sys *s, long k)
+{
+	char *argv[] = { (char *)truedyn, NULL };
+	long i;
+
+	(void)s;
+	for (i = 0; i < k; i++)
+		run_ok(argv, NULL, devnull);
+}
+
 static int
 open_dir(const char *dir, const char *rel)
 {
@@ -362,6 +388,64 @@ dirsync_op(struct sys *s, long k)
 		sum += now_s() - t0;
 	}
 	s->own_seconds = sum;
+}
+
+static void
+wait3_init(struct sys *s)
+{
+	char path[PATH_MAX];
+	int r;
+
+	floor_init(s);
+	pathf(path, sizeof(path), "%s/rec", s->dir);
+	if ((s->recfd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0666)) == -1)
+		err(1, "%s", path);
+	if ((r = io_uring_queue_init(8, &s->ring, 0)) < 0)
+		errx(1, "io_uring_queue_init: %s", strerror(-r));
+}
+
+/*
+ * (e) one wait of a transition: an append to each of two files (a record,
+ * an audit line) and a rename, then their three syncs (two fdatasyncs, the
+ * directory's fsync) submitted together through io_uring and waited for
+ * once, as the spool does.
+ */
+static void
+wait3_op(struct sys *s, long k)
+{
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	char line[PAYLOAD_SIZE];
+	int from, to, fds[3], j;
+	long i;
+
+	memset(line, 'a', sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\n';
+	for (i = 0; i < k; i++) {
+		write_all(s->recfd, line, sizeof(line));
+		from = s->where ? s->bdirfd : s->adirfd;
+		to = s->where ? s->adirfd : s->bdirfd;
+		if (renameat(from, "x", to, "x") == -1)
+			err(1, "rename x");
+		s->where = !s->where;
+		write_all(s->logfd, line, sizeof(line));
+		fds[0] = s->recfd;
+		fds[1] = s->logfd;
+		fds[2] = to;
+		for (j = 0; j < 3; j++) {
+			sqe = io_uring_get_sqe(&s->ring);
+			io_uring_prep_fsync(sqe, fds[j], j < 2 ?
+			    IORING_FSYNC_DATASYNC : 0);
+		}
+		if (io_uring_submit_and_wait(&s->ring, 3) != 3)
+			errx(1, "io_uring_submit_and_wait");
+		for (j = 0; j < 3; j++) {
+			if (io_uring_wait_cqe(&s->ring, &cqe) < 0 || cqe->res < 0)
+				errx(1, "a sync through the ring failed");
+			io_uring_cqe_seen(&s->ring, cqe);
+		}
+	}
 }
 
 /* (d) an append and its fdatasync, as an audit line or a sidecar record. */
@@ -1109,6 +1193,8 @@ static struct sys table[] = {
 	SYS("floor-publish", floor_init, publish_op, 1, 200),
 	SYS("floor-dirsync", floor_init, dirsync_op, 1, 200),
 	SYS("floor-append", floor_init, append_op, 1, 200),
+	SYS("floor-spawn-dyn", spawn_dyn_init, spawn_dyn_op, 1, 200),
+	SYS("floor-wait3", wait3_init, wait3_op, 1, 200),
 	SYS("cli-spool", cli_init, cli_spool_op, 1, 30),
 	SYS("cli-sqlite-delete", cli_sqlite_delete_init, cli_sqlite_op, 1, 10),
 	SYS("cli-sqlite-wal", cli_sqlite_wal_init, cli_sqlite_op, 1, 10),
@@ -1143,7 +1229,7 @@ main(int argc, char **argv)
 	int c, i, j, n = 0, rounds = 5, r, fd, probe = 0;
 	long k;
 
-	while ((c = getopt(argc, argv, "b:c:f:l:Pp:r:s:T:t:w:")) != -1) {
+	while ((c = getopt(argc, argv, "b:c:D:f:l:Pp:r:s:T:t:w:")) != -1) {
 		switch (c) {
 		case 'P':
 			probe = 1;
@@ -1171,6 +1257,9 @@ main(int argc, char **argv)
 			break;
 		case 'T':
 			slice = atof(optarg);
+			break;
+		case 'D':
+			truedyn = optarg;
 			break;
 		case 't':
 			truebin = optarg;

@@ -233,6 +233,8 @@ END {
 		b[L] = med(L SUBSEP "floor-publish")
 		c[L] = med(L SUBSEP "floor-dirsync")
 		d[L] = med(L SUBSEP "floor-append")
+		e[L] = med(L SUBSEP "floor-spawn-dyn")
+		w[L] = med(L SUBSEP "floor-wait3")
 		cli[L] = med(L SUBSEP "cli-spool")
 		sqd[L] = med(L SUBSEP "cli-sqlite-delete")
 		sqw[L] = med(L SUBSEP "cli-sqlite-wal")
@@ -286,6 +288,14 @@ END {
 				    (clif[L] - 8) * c[L]
 			}
 		}
+		# The floor of one wait for each of the cycle's four (an
+		# enqueue's two: its payload before its name; a claim's and a
+		# finish's one), and of the CLI cycle: three starts of a
+		# no-op linked as the commands are, and the library's cycle.
+		if (have(w[L]))
+			waitfloor[L] = 4 * w[L]
+		if (have(e[L]) && have(lib[L]))
+			clidyn[L] = 3 * e[L] + lib[L]
 	}
 
 	out(sprintf("spool benchmark: %s, %s, %s, %s, at %s", meta["host"],
@@ -319,6 +329,10 @@ END {
 	row("directory fsync after a rename", ms(c["default"]),
 	    ms(c["loop"]))
 	row("append + fdatasync", ms(d["default"]), ms(d["loop"]))
+	row("dynamic spawn: a no-op linked as the commands are",
+	    ms(e["default"]), ms(e["loop"]))
+	row("one wait: 2 appends, a rename, 3 syncs side by side",
+	    ms(w["default"]), ms(w["loop"]))
 
 	head("2 CLI job cycle, one process a step (cycles/s)")
 	row("spool-enqueue, spool-claim, spool-finish ok",
@@ -326,6 +340,9 @@ END {
 	row(sprintf("  its floor: 3 spawns + %.1f fsyncs (ratio: floor/spool)",
 	    clif["default"]), cell(clifloor["default"], cli["default"]),
 	    cell(clifloor["loop"], cli["loop"]))
+	row("  3 dynamic spawns + the library's cycle (floor/spool)",
+	    cell(clidyn["default"], cli["default"]),
+	    cell(clidyn["loop"], cli["loop"]))
 	row("sqlite3 shell, rollback journal, synchronous=FULL",
 	    cell(sqd["default"], cli["default"]), cell(sqd["loop"], cli["loop"]))
 	row("sqlite3 shell, WAL, synchronous=FULL",
@@ -344,6 +361,9 @@ END {
 	row("  its floor: its fsyncs alone (ratio: floor/spool)",
 	    cell(libfloor["default"], lib["default"]),
 	    cell(libfloor["loop"], lib["loop"]))
+	row("  4 waits of 3 syncs side by side (ratio: floor/spool)",
+	    cell(waitfloor["default"], lib["default"]),
+	    cell(waitfloor["loop"], lib["loop"]))
 	row("SQLite in C, rollback journal, synchronous=FULL",
 	    cell(lsd["default"], lib["default"]), cell(lsd["loop"], lib["loop"]))
 	row("SQLite in C, WAL, synchronous=FULL",
@@ -518,6 +538,25 @@ END {
 		    1.3)
 		target("library cycle within 1.2x its fsyncs (time / floor)", L,
 		    have(libfloor[L]) ? lib[L] / libfloor[L] : "", "max", 1.2)
+		# One flush a transition (spool-layout.md, "Transitions"):
+		# against three directory fsyncs after a rename, and against
+		# the waits the crash rules leave it.
+		r1 = have(c[L]) && have(lib[L]) ? lib[L] / (3 * c[L]) : ""
+		target("library cycle within 1.3x 3 directory fsyncs", L, r1,
+		    "max", 1.3)
+		r1 = have(waitfloor[L]) && have(lib[L]) ? lib[L] / waitfloor[L] : ""
+		target("library cycle within 1.3x its 4 waits", L, r1, "max",
+		    1.3)
+		r1 = have(clidyn[L]) && have(cli[L]) ? cli[L] / clidyn[L] : ""
+		target("CLI cycle within 1.3x 3 dynamic spawns + library's", L,
+		    r1, "max", 1.3)
+		r1 = have(bbean[L]) && have(blib[L]) ? bbean[L] / blib[L] : ""
+		target("batched library >= 3x beanstalkd -f 0", L, r1, "min", 3)
+		# The batch row of bench/results/2026-11-30.txt: 2,311 and
+		# 1,083 cycles/s.
+		r1 = L == "loop" ? 1e6 / 1083 : 1e6 / 2311
+		r1 = have(blib[L]) ? r1 / blib[L] : ""
+		target("batched library >= 4x 2026-11-30's", L, r1, "min", 4)
 		# Row 4's rivals: their turns in row 4's own rounds.
 		target("batched library >= 2x beanstalkd -f 0", L,
 		    have(bbean[L]) && have(blib[L]) ? bbean[L] / blib[L] : "",
