@@ -228,7 +228,8 @@ cycle_rows() {
 	"$tools/qbench" -l "$label-b" -w "$dir" -b "$bin" -t "$tools/true" \
 	    -p "${port:-0}" -r "$brounds" -T "$bslice" -f $bfiles \
 	    -c $bclaims batch-cli-spool=$bfiles batch-lib-spool:2560 \
-	    batch-lib-sqlite-wal:2560 lib-sqlite-wal:200 $beanrows >>"$raw"
+	    batch-lib-sqlite-wal:2560 lib-sqlite-wal:200 $beanrows \
+	    floor-batch-fdatasync:2560 floor-batch-syncfs:2560 >>"$raw"
 	stop_beanstalkd
 	mark "$label batches"
 }

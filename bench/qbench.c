@@ -75,6 +75,7 @@ struct sys {
 	int fds[BATCH];
 	struct io_uring ring;	/* floor-wait3, and its record file */
 	int recfd;
+	int many[BATCH];	/* floor-batch-*: a file each */
 	struct spool_job *jobs;
 	struct spool_lease *leases;
 	struct spool_finish *fins;
@@ -446,6 +447,74 @@ wait3_op(struct sys *s, long k)
 			io_uring_cqe_seen(&s->ring, cqe);
 		}
 	}
+}
+
+static void
+batch_init(struct sys *s)
+{
+	char path[PATH_MAX];
+	int i, r;
+
+	floor_init(s);
+	for (i = 0; i < BATCH; i++) {
+		pathf(path, sizeof(path), "%s/m%d", s->dir, i);
+		if ((s->many[i] = open(path, O_WRONLY | O_CREAT | O_APPEND |
+		    O_CLOEXEC, 0666)) == -1)
+			err(1, "%s", path);
+	}
+	if ((r = io_uring_queue_init(BATCH, &s->ring, 0)) < 0)
+		errx(1, "io_uring_queue_init: %s", strerror(-r));
+}
+
+/*
+ * (f) a batch's records: an append to each of BATCH files, then either
+ * their fdatasyncs side by side through io_uring, waited for once, or
+ * one syncfs(2) of the file system they are on.  A step is the batch.
+ */
+static void
+batch_op(struct sys *s, long k, int fs)
+{
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	char line[PAYLOAD_SIZE];
+	long i;
+	int j;
+
+	memset(line, 'a', sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\n';
+	for (i = 0; i < k; i += BATCH) {
+		for (j = 0; j < BATCH; j++)
+			write_all(s->many[j], line, sizeof(line));
+		if (fs) {
+			if (syncfs(s->many[0]) == -1)
+				err(1, "syncfs");
+			continue;
+		}
+		for (j = 0; j < BATCH; j++) {
+			sqe = io_uring_get_sqe(&s->ring);
+			io_uring_prep_fsync(sqe, s->many[j],
+			    IORING_FSYNC_DATASYNC);
+		}
+		if (io_uring_submit_and_wait(&s->ring, BATCH) != BATCH)
+			errx(1, "io_uring_submit_and_wait");
+		for (j = 0; j < BATCH; j++) {
+			if (io_uring_wait_cqe(&s->ring, &cqe) < 0 || cqe->res < 0)
+				errx(1, "a sync through the ring failed");
+			io_uring_cqe_seen(&s->ring, cqe);
+		}
+	}
+}
+
+static void
+batch_fdatasync_op(struct sys *s, long k)
+{
+	batch_op(s, k, 0);
+}
+
+static void
+batch_syncfs_op(struct sys *s, long k)
+{
+	batch_op(s, k, 1);
 }
 
 /* (d) an append and its fdatasync, as an audit line or a sidecar record. */
@@ -1195,6 +1264,10 @@ static struct sys table[] = {
 	SYS("floor-append", floor_init, append_op, 1, 200),
 	SYS("floor-spawn-dyn", spawn_dyn_init, spawn_dyn_op, 1, 200),
 	SYS("floor-wait3", wait3_init, wait3_op, 1, 200),
+	SYS("floor-batch-fdatasync", batch_init, batch_fdatasync_op, BATCH,
+	    BATCH * 4),
+	SYS("floor-batch-syncfs", batch_init, batch_syncfs_op, BATCH,
+	    BATCH * 4),
 	SYS("cli-spool", cli_init, cli_spool_op, 1, 30),
 	SYS("cli-sqlite-delete", cli_sqlite_delete_init, cli_sqlite_op, 1, 10),
 	SYS("cli-sqlite-wal", cli_sqlite_wal_init, cli_sqlite_op, 1, 10),

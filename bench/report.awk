@@ -264,6 +264,8 @@ END {
 		key = B SUBSEP "batch-lib-spool"
 		blibf[L] = csum[key] ? fsum[key] / csum[key] : ""
 		bsql[L] = med(B SUBSEP "batch-lib-sqlite-wal")
+		bfds[L] = med(B SUBSEP "floor-batch-fdatasync")
+		bsfs[L] = med(B SUBSEP "floor-batch-syncfs")
 		blsw[L] = med(B SUBSEP "lib-sqlite-wal")
 		bbean[L] = med(B SUBSEP "lib-beanstalk")
 
@@ -386,6 +388,10 @@ END {
 	    persec(bcli["default"]), persec(bcli["loop"]))
 	row(sprintf("libspool, batches of 256 (%.2f fsyncs a job; cycles/s)",
 	    blibf["default"]), persec(blib["default"]), persec(blib["loop"]))
+	row("  a floor: 256 appends, fdatasync each side by side (a file)",
+	    ms(bfds["default"]), ms(bfds["loop"]))
+	row("  a floor: 256 appends, one syncfs(2) (a file)",
+	    ms(bsfs["default"]), ms(bsfs["loop"]))
 	row("SQLite-WAL in C, 256 a transaction, vs libspool's batch",
 	    cell(bsql["default"], blib["default"]),
 	    cell(bsql["loop"], blib["loop"]))
