@@ -120,7 +120,17 @@ flush(struct claim *c)
 	if (rv == 0 && commit_sync(c->sp, fds, nm, errs, &c->ds, &c->ab) ==
 	    -1)
 		rv = -1;
-	else if (rv == 0) {
+	if (rv == -1) {
+		/*
+		 * Not durable: no lease of this group is handed out, even if
+		 * an earlier group's are (they expire, or are taken over).
+		 */
+		if (c->job_err == 0)
+			c->job_err = errno;
+		for (k = 0; k < nm; k++)
+			if (c->slot[moved[k]] != -1)
+				withdraw(c, c->slot[moved[k]]);
+	} else {
 		crash_point("claim-synced");
 		for (k = 0; k < nm; k++) {
 			if (errs[k] == 0)
@@ -398,17 +408,12 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 		rv = -1;
 	e = errno;
 	if (flush(c) == -1) {
-		rv = -1;
+		rv = -1;	/* its group's leases withdrawn: they expire */
 		e = errno;
-		*n = 0;		/* not durable: they will simply expire */
-	} else if (c->nout > 0) {
-		rv = 0;		/* what was claimed is durable: hand it out */
-		*n = compact(out, c->nout);
-		if (*n == 0 && c->job_err != 0) {
-			rv = -1;
-			e = c->job_err;
-		}
-	} else if (rv == 0 && c->job_err != 0) {
+	}
+	if ((*n = compact(out, c->nout)) > 0)
+		rv = 0;		/* what is left is durable: hand it out */
+	else if (rv == 0 && c->job_err != 0) {
 		rv = -1;	/* nothing claimed, and some job failed */
 		e = c->job_err;
 	}

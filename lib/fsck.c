@@ -612,7 +612,10 @@ onewait_event(int ev)
 	}
 }
 
-/* A record of the job's, as its audit line would show it. */
+/*
+ * A record of the job's, as its audit line would show it (first, so that
+ * cmp_key compares two of them, or one with a line's key).
+ */
 struct rkey {
 	struct akey key;
 	int effective;
@@ -669,14 +672,17 @@ check_unhappened(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
 		recs[n].key.ev = audit_event(&r);
 		recs[n++].key.tok = r.tok;
 	}
+	/* Sorted as the index is, for a search a line (a long life's
+	 * renewals make thousands of each). */
+	if (n > 1)
+		qsort(recs, n, sizeof(*recs), cmp_key);
 	for (lo = audit_first(f, idh); lo < f->nkeys && f->keys[lo].idh == idh;
 	    lo++) {
 		k = &f->keys[lo];
 		if (k->ev == SPOOL_EV_VOID || k->t <= rebuilt)
 			continue;
-		for (i = 0; i < n && cmp_key(k, &recs[i].key) != 0; i++)
-			continue;
-		if (i < n ? recs[i].effective : !onewait_event(k->ev) ||
+		x = n > 0 ? bsearch(k, recs, n, sizeof(*recs), cmp_key) : NULL;
+		if (x != NULL ? x->effective : !onewait_event(k->ev) ||
 		    k->t <= first + f->sp->skew_ms)
 			continue;
 		/* Voided already: a void line with its time and token. */

@@ -340,48 +340,84 @@ ring_done(size_t i, int res, int *errs)
 		__atomic_fetch_add(&counters.fsyncs, 1, __ATOMIC_RELAXED);
 }
 
+/* One completion: a sync the ring could not make is made here. */
+static void
+ring_reap(struct io_uring_cqe *cqe, const int *fds, size_t nfiles,
+    int *errs)
+{
+	size_t k = (size_t)(uintptr_t)io_uring_cqe_get_data(cqe);
+	int res = cqe->res;
+
+	/*
+	 * Interrupted, or cancelled where the kernel could not start a
+	 * worker (a container at its limit of processes): not the disk's
+	 * answer, so ask again from this thread.
+	 */
+	if (res == -EINTR || res == -ECANCELED || res == -EAGAIN)
+		res = (k < nfiles ? sync_fd(fds[k]) : sync_dirfd(fds[k])) ==
+		    -1 ? -errno : 0;
+	ring_done(k, res, errs);
+}
+
 /*
  * fds[] through the ring, up to RING_ENTRIES in flight, each completion
  * making room for the next; the last ndirs are directories (fsync), the
- * others files (fdatasync).  0 when the ring failed and is given up: then
- * nothing counts as synced, and threads sync it all again.
+ * others files (fdatasync).  How many it submitted, each with its answer
+ * in errs[]: all of them, or, where the ring failed and is given up, the
+ * ones before the failure, whose answers it waited for (a second sync of
+ * a descriptor would not report an error the first one took).
  */
-static int
+static size_t
 ring_sync(struct spool *sp, struct io_uring *r, const int *fds, size_t n,
     size_t ndirs, int *errs)
 {
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
-	size_t next = 0, inflight = 0, done = 0, k;
+	size_t next = 0, submitted = 0, done = 0, k;
 	int ret;
 
 	while (done < n) {
-		for (; next < n && inflight < RING_ENTRIES; next++, inflight++) {
+		for (; next < n && next - done < RING_ENTRIES; next++) {
 			sqe = io_uring_get_sqe(r);
 			io_uring_prep_fsync(sqe, fds[next], next < n - ndirs ?
 			    IORING_FSYNC_DATASYNC : 0);
 			io_uring_sqe_set_data(sqe, (void *)(uintptr_t)next);
 		}
-		/* One system call submits what is new and waits for one. */
-		if ((ret = io_uring_submit_and_wait(r, 1)) < 0 &&
-		    ret != -EINTR) {
-			ring_free(sp);
-			sp->ring_pid = -1;
-			return 0;
-		}
+		/*
+		 * One system call submits what is new and waits for one.  (It
+		 * answers -EINTR only when it submitted nothing.)
+		 */
+		ret = io_uring_submit_and_wait(r, 1);
+		if (ret >= 0)
+			submitted += (size_t)ret;
+		else if (ret != -EINTR)
+			break;
 		while (io_uring_peek_cqe(r, &cqe) == 0) {
-			k = (size_t)(uintptr_t)io_uring_cqe_get_data(cqe);
-			ret = cqe->res;
+			ring_reap(cqe, fds, n - ndirs, errs);
 			io_uring_cqe_seen(r, cqe);
-			if (ret == -EINTR)
-				ret = (k < n - ndirs ? sync_fd(fds[k]) :
-				    sync_dirfd(fds[k])) == -1 ? -errno : 0;
-			ring_done(k, ret, errs);
-			inflight--;
 			done++;
 		}
 	}
-	return 1;
+	if (done == n)
+		return n;
+	/* Given up: the answers of what was submitted, then no more ring. */
+	while (done < submitted) {
+		if ((ret = io_uring_wait_cqe(r, &cqe)) == -EINTR)
+			continue;
+		if (ret < 0) {
+			/* No answer to be had: count those as failed. */
+			for (k = 0; k < submitted; k++)
+				if (errs[k] == EINPROGRESS)
+					errs[k] = EIO;
+			break;
+		}
+		ring_reap(cqe, fds, n - ndirs, errs);
+		io_uring_cqe_seen(r, cqe);
+		done++;
+	}
+	ring_free(sp);
+	sp->ring_pid = -1;
+	return submitted;
 }
 
 /*
@@ -404,9 +440,11 @@ psync(struct spool *sp, const int *fds, size_t n, size_t ndirs, int *errs)
 
 	/* One after another while a test skips a sync (see sync_with). */
 	serial = skip_sync_at() > 0;
-	if (!serial && n > 1 && (r = ring_of(sp)) != NULL &&
-	    ring_sync(sp, r, fds, n, ndirs, errs))
-		p.next = n;
+	if (!serial && n > 1 && (r = ring_of(sp)) != NULL) {
+		for (i = 0; i < n; i++)
+			errs[i] = EINPROGRESS;	/* no answer yet */
+		p.next = ring_sync(sp, r, fds, n, ndirs, errs);
+	}
 	small = !serial && p.next + 1 < n && pthread_attr_init(&attr) == 0;
 	if (small && pthread_attr_setstacksize(&attr, PSYNC_STACK) != 0) {
 		(void)pthread_attr_destroy(&attr);

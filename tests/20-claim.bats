@@ -348,3 +348,22 @@ EOT
 	[ "$stderr" = "usage: spool-claim [-d DIR] [--lease DUR] [--owner NAME] [-n N]" ]
 	[ "$(snapshot)" = "$before" ]
 }
+
+@test "a claim of more than one group: a group whose sync failed hands out none of its leases" {
+	local i
+	for i in $(seq 70); do echo "p$i"; done >"$BATS_TEST_TMPDIR/ids"
+	while read -r i; do
+		spool-enqueue --id "$i" </dev/null >/dev/null
+	done <"$BATS_TEST_TMPDIR/ids"
+	# leased/'s fsync fails the second time: the second group of 64
+	run -0 --separate-stderr env SPOOL_TEST_NO_URING=1 \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    LD_PRELOAD="$BATS_TEST_DIRNAME/shim/faultshim.so" \
+	    SHIM_ROOT="$SPOOL_DIR/leased" SHIM_FAMILY=fsync SHIM_NTH=2 \
+	    SHIM_ERRNO=EIO spool-claim -n 70 --lease 1h
+	[ "${#lines[@]}" -eq 64 ]
+	[ "$stderr" = "" ]
+	# The other six are in leased/ with a lease no one was given.
+	[ "$(ls "$SPOOL_DIR/leased" | wc -l)" -eq 70 ]
+	fsck_clean
+}
