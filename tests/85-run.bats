@@ -515,7 +515,8 @@ EOF
 	[ "$output" = "" ]
 	[ "$stderr" = "" ]
 	enqueue j1 'echo one'
-	enqueue j2 'echo two'
+	# (due later, in a leaf of its own: one leaf's jobs come in no set order)
+	enqueue j2 'echo two' --delay 50ms
 	run -0 --separate-stderr spool-run --once -- "$H"
 	[ "$output" = one ]
 	[ "$stderr" = "" ]
@@ -524,7 +525,7 @@ EOF
 
 @test "--idle-exit ends a worker once nothing has been due for that long" {
 	enqueue j1 'echo one'
-	enqueue j2 'echo two'
+	enqueue j2 'echo two' --delay 50ms
 	enqueue later 'echo later' --delay 1h
 	run -0 --separate-stderr spool-run --idle-exit 300ms -- "$H"
 	[ "$output" = "$(printf '%s\n' one two)" ]
