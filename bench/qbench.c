@@ -256,45 +256,32 @@ sys_dir(struct sys *s)
 		err(1, "%s", s->dir);
 }
 
+/* The no-op a spawn floor starts: -D's for floor-spawn-dyn, else -t's. */
+static const char *
+spawned(const struct sys *s)
+{
+	return strcmp(s->name, "floor-spawn-dyn") == 0 ? truedyn : truebin;
+}
+
 static void
 spawn_init(struct sys *s)
 {
-	(void)s;
-	if (truebin == NULL)
-		errx(1, "floor-spawn needs -t TRUE");
-}
-
-/* (a) fork+exec+wait of a trivial static binary. */
-static void
-spawn_op(struct sys *s, long k)
-{
-	char *argv[] = { (char *)truebin, NULL };
-	long i;
-
-	(void)s;
-	for (i = 0; i < k; i++)
-		run_ok(argv, NULL, devnull);
-}
-
-static void
-spawn_dyn_init(struct sys *s)
-{
-	(void)s;
-	if (truedyn == NULL)
-		errx(1, "floor-spawn-dyn needs -D TRUE");
+	if (spawned(s) == NULL)
+		errx(1, "%s needs %s TRUE", s->name, spawned(s) == truedyn ?
+		    "-D" : "-t");
 }
 
 /*
- * (a') the same of a trivial binary linked as the commands are: dynamically,
- * against the same libraries, which the loader maps at every start.
+ * (a) fork+exec+wait of a trivial binary: static (floor-spawn), or linked
+ * as the commands are, dynamically against the same libraries, which the
+ * loader maps at every start (floor-spawn-dyn).
  */
 static void
-spawn_dyn_op(struct sys *s, long k)
+spawn_op(struct sys *s, long k)
 {
-	char *argv[] = { (char *)truedyn, NULL };
+	char *argv[] = { (char *)spawned(s), NULL };
 	long i;
 
-	(void)s;
 	for (i = 0; i < k; i++)
 		run_ok(argv, NULL, devnull);
 }
@@ -1262,7 +1249,7 @@ static struct sys table[] = {
 	SYS("floor-publish", floor_init, publish_op, 1, 200),
 	SYS("floor-dirsync", floor_init, dirsync_op, 1, 200),
 	SYS("floor-append", floor_init, append_op, 1, 200),
-	SYS("floor-spawn-dyn", spawn_dyn_init, spawn_dyn_op, 1, 200),
+	SYS("floor-spawn-dyn", spawn_init, spawn_op, 1, 200),
 	SYS("floor-wait3", wait3_init, wait3_op, 1, 200),
 	SYS("floor-batch-fdatasync", batch_init, batch_fdatasync_op, BATCH,
 	    BATCH * 4),
