@@ -998,6 +998,7 @@ settle_missing(struct fsck *f, struct job *j, const char *where,
 	struct stat st;
 	enum hand how;
 	size_t i, found = 0;
+	int lost;
 
 	for (i = 0; i < n; i++)
 		if (strcmp(ENT_REL(f, &ents[i]), where) != 0 && fstatat(
@@ -1028,7 +1029,8 @@ settle_missing(struct fsck *f, struct job *j, const char *where,
 	if (where_of(f->sp, j->id, &j->prev, prev, sizeof(prev)) == -1)
 		return -1;
 	/* (An enqueue's previous place holds the previous cycle's file.) */
-	if (j->cur.ev != SPOOL_EV_ENQUEUE && strcmp(rel, prev) == 0) {
+	lost = j->cur.ev != SPOOL_EV_ENQUEUE && strcmp(rel, prev) == 0;
+	if (lost) {
 		how = PUT_BACK;
 		why = NULL;
 	} else if (meant(f, j, rel, ents[i].state, &how, &why) == -1)
@@ -1044,9 +1046,17 @@ settle_missing(struct fsck *f, struct job *j, const char *where,
 	if (f->repair && (how == PUT_BACK ? put_back(f, j, rel) :
 	    adopt(f, j, rel, how)) == -1)
 		return -1;
-	problem(f, j->id, f->repair, "moved by hand from %s/ to %s: %s%s%s",
-	    state, rel, f->repair ? done[how] : todo[how], why != NULL ?
-	    "; " : "", why != NULL ? why : "");
+	if (lost)
+		problem(f, j->id, f->repair, "its file is still at %s, where "
+		    "it was before its last transition (%s) moved it to %s/ (a "
+		    "power cut lost the move, or a person undid it): %s", rel,
+		    spool_event_name(j->cur.ev), state, f->repair ?
+		    "the move made again" :
+		    "spool-fsck --repair makes the move again");
+	else
+		problem(f, j->id, f->repair, "moved by hand from %s/ to %s: "
+		    "%s%s%s", state, rel, f->repair ? done[how] : todo[how],
+		    why != NULL ? "; " : "", why != NULL ? why : "");
 	if (f->repair && how == PUT_BACK &&
 	    check_audit(f, j, hash_id(j->id, strlen(j->id)), 0) == -1)
 		return -1;

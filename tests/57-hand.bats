@@ -123,6 +123,28 @@ damaged_msg() {
 	same m1
 }
 
+@test "mv done/ID back to its lease's name: the finish's move made again, as after a power cut" {
+	local tok
+	enq q1
+	spool-claim --owner w >/dev/null
+	tok=$(lease_token q1)
+	spool-finish q1 "$tok" ok
+	mv "$SPOOL_DIR/done/q1" "$SPOOL_DIR/leased/q1,$tok"
+	# Commands take the finish as not made (spool-layout.md, "Crashes").
+	damaged 0
+	run -0 spool-show q1
+	[ "$(grep '^state' <<<"$output")" = "state        leased" ]
+	run -1 spool-fsck
+	[ "$output" = "q1: its file is still at leased/q1,$tok, where it was before its last transition (ok) moved it to done/ (a power cut lost the move, or a person undid it): spool-fsck --repair makes the move again" ]
+	mark
+	run -0 spool-fsck --repair
+	[ "$output" = "q1: its file is still at leased/q1,$tok, where it was before its last transition (ok) moved it to done/ (a power cut lost the move, or a person undid it): the move made again" ]
+	[ "$(since_mark)" = "" ]
+	fsck_clean
+	damaged 0
+	same q1 "$SPOOL_DIR/done/q1"
+}
+
 @test "mv into leased/: put back where the record says, reported, nothing adopted" {
 	park m1
 	enq q1
