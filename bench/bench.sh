@@ -229,7 +229,8 @@ cycle_rows() {
 	    -p "${port:-0}" -r "$brounds" -T "$bslice" -f $bfiles \
 	    -c $bclaims batch-cli-spool=$bfiles batch-lib-spool:2560 \
 	    batch-lib-sqlite-wal:2560 lib-sqlite-wal:200 $beanrows \
-	    floor-batch-fdatasync:2560 floor-batch-syncfs:2560 >>"$raw"
+	    floor-batch-fdatasync:2560 floor-batch-syncfs:2560 \
+	    floor-batch-cycle:2560 >>"$raw"
 	stop_beanstalkd
 	mark "$label batches"
 }

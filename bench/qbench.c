@@ -504,6 +504,86 @@ batch_syncfs_op(struct sys *s, long k)
 	batch_op(s, k, 1);
 }
 
+/*
+ * (g) the file system work a batched job cycle of this design cannot do
+ * without, BATCH jobs a step: enqueue (a payload made in tmp/, its sidecar
+ * made in meta/, the payload renamed into new/), claim (renamed into
+ * leased/), finish (renamed into done/), a record appended to the sidecar
+ * (open, append, close) and an audit line at each, and one syncfs(2) of the
+ * file system after each of the three, the cheapest wait there is.  One
+ * directory a state, no buckets, no locks, no reads: below what a spool
+ * must do, and so a floor.
+ */
+static void
+batch_cycle_init(struct sys *s)
+{
+	floor_init(s);
+	s->adirfd = open_dir(s->dir, "meta");
+	s->bdirfd = open_dir(s->dir, "leased");
+	s->recfd = open_dir(s->dir, "done");
+}
+
+static void
+batch_record(struct sys *s, const char *name, const char *rec)
+{
+	int fd;
+
+	if ((fd = openat(s->adirfd, name, O_WRONLY | O_CREAT | O_APPEND |
+	    O_CLOEXEC, 0644)) == -1)
+		err(1, "meta/%s", name);
+	write_all(fd, rec, strlen(rec));
+	(void)close(fd);
+	write_all(s->logfd, rec, strlen(rec));
+}
+
+static void
+batch_cycle_op(struct sys *s, long k)
+{
+	static const char *const rec[] = {
+		"t=1796026336000 ev=enqueue at=new tok=0 n=0 due=1796026336000 "
+		    "size=100 xxh=0123456789abcdef\n",
+		"t=1796026336000 ev=claim at=leased tok=1 n=1 "
+		    "until=1796026366000\n",
+		"t=1796026336000 ev=ok at=done tok=1 n=1\n"
+	};
+	int from[3], to[3] = { s->pubfd, s->bdirfd, s->recfd };
+	char name[BATCH][64], leased[64];
+	long i;
+	int ph, j, fd;
+
+	from[1] = s->pubfd;
+	from[2] = s->bdirfd;
+	for (i = 0; i < k; i += BATCH) {
+		for (ph = 0; ph < 3; ph++) {
+			for (j = 0; j < BATCH; j++) {
+				if (ph == 0) {
+					pathf(name[j], sizeof(name[j]),
+					    "b%d.%ld", (int)getpid(), s->seq++);
+					if ((fd = openat(s->tmpfd, name[j],
+					    O_WRONLY | O_CREAT | O_EXCL |
+					    O_CLOEXEC, 0444)) == -1)
+						err(1, "tmp/%s", name[j]);
+					write_all(fd, payload, sizeof(payload));
+					(void)close(fd);
+					batch_record(s, name[j], rec[0]);
+					if (renameat(s->tmpfd, name[j],
+					    s->pubfd, name[j]) == -1)
+						err(1, "rename");
+					continue;
+				}
+				pathf(leased, sizeof(leased), "%s,1", name[j]);
+				if (renameat(from[ph], ph == 1 ? name[j] :
+				    leased, to[ph], ph == 1 ? leased :
+				    name[j]) == -1)
+					err(1, "rename");
+				batch_record(s, name[j], rec[ph]);
+			}
+			if (syncfs(s->logfd) == -1)
+				err(1, "syncfs");
+		}
+	}
+}
+
 /* (d) an append and its fdatasync, as an audit line or a sidecar record. */
 static void
 append_op(struct sys *s, long k)
@@ -1254,6 +1334,8 @@ static struct sys table[] = {
 	SYS("floor-batch-fdatasync", batch_init, batch_fdatasync_op, BATCH,
 	    BATCH * 4),
 	SYS("floor-batch-syncfs", batch_init, batch_syncfs_op, BATCH,
+	    BATCH * 4),
+	SYS("floor-batch-cycle", batch_cycle_init, batch_cycle_op, BATCH,
 	    BATCH * 4),
 	SYS("cli-spool", cli_init, cli_spool_op, 1, 30),
 	SYS("cli-sqlite-delete", cli_sqlite_delete_init, cli_sqlite_op, 1, 10),

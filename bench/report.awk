@@ -266,6 +266,7 @@ END {
 		bsql[L] = med(B SUBSEP "batch-lib-sqlite-wal")
 		bfds[L] = med(B SUBSEP "floor-batch-fdatasync")
 		bsfs[L] = med(B SUBSEP "floor-batch-syncfs")
+		bcyc[L] = med(B SUBSEP "floor-batch-cycle")
 		blsw[L] = med(B SUBSEP "lib-sqlite-wal")
 		bbean[L] = med(B SUBSEP "lib-beanstalk")
 
@@ -388,6 +389,9 @@ END {
 	    persec(bcli["default"]), persec(bcli["loop"]))
 	row(sprintf("libspool, batches of 256 (%.2f fsyncs a job; cycles/s)",
 	    blibf["default"]), persec(blib["default"]), persec(blib["loop"]))
+	row("  its floor: the file work, a syncfs a step (floor/spool)",
+	    cell(bcyc["default"], blib["default"]),
+	    cell(bcyc["loop"], blib["loop"]))
 	row("  a floor: 256 appends, fdatasync each side by side (a file)",
 	    ms(bfds["default"]), ms(bfds["loop"]))
 	row("  a floor: 256 appends, one syncfs(2) (a file)",
