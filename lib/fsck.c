@@ -72,6 +72,21 @@ struct fsck {
 	size_t ncut;
 	int pause_ev;			/* the last pause or resume line's */
 	int64_t pause_t;
+	struct suspect *sus;		/* lines of transitions not made */
+	size_t nsus, capsus;
+	struct suspect **bykey;		/* sus, sorted by key */
+};
+
+/*
+ * An audit line whose transition did not happen, as the index (hashes)
+ * says: the line itself is looked for once for all of them, after the
+ * walk, by one read of the log.
+ */
+struct suspect {
+	struct akey key;		/* first: a key for cmp_key */
+	char id[SPOOL_ID_MAX + 1];
+	int found;
+	struct spool_audit line;
 };
 
 /*
@@ -621,6 +636,24 @@ struct rkey {
 	int effective;
 };
 
+static int
+add_suspect(struct fsck *f, const char *id, const struct akey *k)
+{
+	struct suspect *s;
+
+	if (f->nsus == f->capsus) {
+		f->capsus = f->capsus ? f->capsus * 2 : 16;
+		if ((s = realloc(f->sus, f->capsus * sizeof(*s))) == NULL)
+			return -1;
+		f->sus = s;
+	}
+	s = &f->sus[f->nsus++];
+	memset(s, 0, sizeof(*s));
+	s->key = *k;
+	(void)snprintf(s->id, sizeof(s->id), "%s", id);
+	return 0;
+}
+
 /*
  * A line of a transition that did not happen.  A command writes its lines
  * before the wait that makes its records, moves and lines durable
@@ -629,7 +662,8 @@ struct rkey {
  * synced in that same wait) none.  A line with no record at all is taken
  * for one only if it is of such an event and newer than the sidecar (or
  * its rebuild) by more than the clock skew: older lines may be of an
- * earlier life of the ID, before a purge removed its sidecar.  Repair
+ * earlier life of the ID, before a purge removed its sidecar.  Such a
+ * line becomes a suspect, settled after the walk (settle_suspects): repair
  * appends a void line for it (its time, ID and token), once: a reader of
  * the log then knows it for one.
  */
@@ -637,13 +671,12 @@ static int
 check_unhappened(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
 {
 	const char *p = j->text, *end = j->text + j->textlen, *nl, *next;
-	struct spool_audit line;
 	struct rkey *recs = NULL, *x;
 	struct akey *k;
 	size_t lo, i, n = 0, cap = 0;
 	int64_t first = INT64_MAX, rebuilt = INT64_MIN;
 	struct rec r, v;
-	int rv = 0, since;
+	int rv = 0;
 
 	for (; (nl = memchr(p, '\n', (size_t)(end - p))) != NULL; p = next) {
 		next = nl + 1;
@@ -692,24 +725,83 @@ check_unhappened(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
 			continue;
 		if (i < f->nkeys && f->keys[i].idh == idh)
 			continue;
-		/* The index holds hashes: the line must name this very job. */
-		if ((since = logged_since(f, j->id, k, &line)) == -1) {
+		if (add_suspect(f, j->id, k) == -1) {
 			rv = -1;
 			break;
 		}
-		if (!since)
-			continue;
-		if (f->repair && audit_void(&f->ab, f->sp, &line) == -1) {
-			rv = -1;
-			break;
-		}
-		problem(f, j->id, f->repair, "its %s at %" PRId64 " ms is in the "
-		    "audit log but did not happen (a power cut kept the line, "
-		    "not the transition)%s", spool_event_name(k->ev), k->t,
-		    f->repair ? " (void line appended)" : "");
 	}
 	free(recs);
 	return rv;
+}
+
+static int
+cmp_suspect(const void *a, const void *b)
+{
+	const struct suspect *const *x = a, *const *y = b;
+
+	return cmp_key(&(*x)->key, &(*y)->key);
+}
+
+/* For the scan: each line that is a suspect's, by key and then by ID. */
+static int
+suspect_line(void *arg, const char *line, size_t len)
+{
+	struct fsck *f = arg;
+	struct spool_audit a;
+	struct suspect want, *w = &want, **s, **end = f->bykey + f->nsus;
+
+	if (spool_audit_parse(line, len, &a) == -1 || a.id[0] == '\0')
+		return 0;
+	want.key.idh = hash_id(a.id, strlen(a.id));
+	want.key.t = a.time;
+	want.key.ev = (int)a.event;
+	want.key.tok = a.token;
+	if ((s = bsearch(&w, f->bykey, f->nsus, sizeof(*s), cmp_suspect)) ==
+	    NULL)
+		return 0;
+	while (s > f->bykey && cmp_suspect(s - 1, &w) == 0)
+		s--;
+	for (; s < end && cmp_suspect(s, &w) == 0; s++)
+		if (!(*s)->found && strcmp((*s)->id, a.id) == 0) {
+			(*s)->found = 1;
+			(*s)->line = a;
+			break;
+		}
+	return 0;
+}
+
+/*
+ * The suspects' lines, found by one read of the whole log (the index holds
+ * hashes: a line must name its very job), reported in the walk's order
+ * and voided by repair.
+ */
+static int
+settle_suspects(struct fsck *f)
+{
+	struct suspect *s;
+	size_t i;
+
+	if (f->nsus == 0)
+		return 0;
+	if ((f->bykey = calloc(f->nsus, sizeof(*f->bykey))) == NULL)
+		return -1;
+	for (i = 0; i < f->nsus; i++)
+		f->bykey[i] = &f->sus[i];
+	qsort(f->bykey, f->nsus, sizeof(*f->bykey), cmp_suspect);
+	if (spool_audit_scan(f->sp, suspect_line, f) == -1)
+		return -1;
+	for (i = 0; i < f->nsus; i++) {
+		s = &f->sus[i];
+		if (!s->found)
+			continue;
+		if (f->repair && audit_void(&f->ab, f->sp, &s->line) == -1)
+			return -1;
+		problem(f, s->id, f->repair, "its %s at %" PRId64 " ms is in the "
+		    "audit log but did not happen (a power cut kept the line, "
+		    "not the transition)%s", spool_event_name(s->key.ev),
+		    s->key.t, f->repair ? " (void line appended)" : "");
+	}
+	return 0;
 }
 
 /*
@@ -1748,7 +1840,8 @@ spool_fsck(struct spool *sp, int flags,
 		problem(&f, f.strays[i], repair, "not a job's name%s", repair ?
 		    " (quarantined)" : "");
 	}
-	if (check_tmp(&f) == -1 || check_tokens(&f) == -1 ||
+	if (settle_suspects(&f) == -1 ||
+	    check_tmp(&f) == -1 || check_tokens(&f) == -1 ||
 	    check_pause(&f) == -1 ||
 	    (f.forgot && sync_dir(sp->metafd, ".") == -1) ||
 	    audit_flush(sp, &f.ab) == -1)
@@ -1772,6 +1865,8 @@ out:
 	free(f.cut);
 	free(f.ents);
 	free(f.keys);
+	free(f.sus);
+	free(f.bykey);
 	abuf_free(&f.ab);
 	if (c == -1)
 		errno = f.err;
