@@ -121,6 +121,7 @@ syncs() {
 	spool-enqueue --id j0 </dev/null >/dev/null
 	echo syncfs=yes >>"$SPOOL_DIR/config"
 	run -111 --separate-stderr env SPOOL_TEST_NO_URING=1 \
+	    ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 \
 	    SHIM_ROOT="$SPOOL_DIR" SHIM_FAMILY=fsync SHIM_NTH=1 SHIM_ERRNO=EIO \
 	    SHIM_COUNT="$BATS_TEST_TMPDIR/count" LD_PRELOAD="$shim" \
 	    spool-enqueue "$BATS_TEST_TMPDIR"/p*
@@ -146,6 +147,7 @@ syncs() {
 	# A claim whose one wait fails fails whole, in one line.
 	spool-enqueue "$BATS_TEST_TMPDIR"/p{1..99} >/dev/null
 	run -111 --separate-stderr env SPOOL_TEST_NO_URING=1 \
+	    ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 \
 	    SHIM_ROOT="$SPOOL_DIR" SHIM_FAMILY=fsync SHIM_NTH=3 SHIM_ERRNO=EIO \
 	    SHIM_COUNT="$BATS_TEST_TMPDIR/count2" LD_PRELOAD="$shim" \
 	    spool-claim -n 100
