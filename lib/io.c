@@ -442,17 +442,22 @@ static int
 psync_whole(struct spool *sp, size_t n, int *errs)
 {
 	static long cache = -1;
-	long min = test_number("SPOOL_TEST_SYNCFS_MIN", &cache);
+	long min;
 	size_t i;
 	int e;
 
-	if (!sp->syncfs || n < (size_t)(min > 0 ? min : SYNCFS_MIN))
+	if (!sp->syncfs)
+		return 1;
+	min = test_number("SPOOL_TEST_SYNCFS_MIN", &cache);
+	if (n < (size_t)(min > 0 ? min : SYNCFS_MIN))
 		return 1;
 	e = sync_with(syncfs, sp->dirfd) == -1 ? errno : 0;
 	for (i = 0; i < n; i++)
 		errs[i] = e;
+	if (e == 0)
+		return 0;
 	errno = e;
-	return e != 0 ? -1 : 0;
+	return -1;
 }
 
 /*
