@@ -221,14 +221,16 @@ cycle_rows() {
 	mark "$label cycles"
 	say "$label: batched throughput ($brounds rounds)"
 	# The single-job rivals run again here, turn about with the batches
-	# that the targets compare them with.  The CLI batch: one
+	# that the targets compare them with; the library's batch runs on a
+	# spool of its own with config syncfs=yes too.  The CLI batch: one
 	# spool-enqueue of 10,000 files a round, then 1,000 of the jobs
 	# through spool-claim -n 100 and spool-finish - (10 calls each).
 	# shellcheck disable=SC2086
 	"$tools/qbench" -l "$label-b" -w "$dir" -b "$bin" -t "$tools/true" \
 	    -p "${port:-0}" -r "$brounds" -T "$bslice" -f $bfiles \
 	    -c $bclaims batch-cli-spool=$bfiles batch-lib-spool:2560 \
-	    batch-lib-sqlite-wal:2560 lib-sqlite-wal:200 $beanrows \
+	    batch-lib-spool-syncfs:2560 batch-lib-sqlite-wal:2560 \
+	    lib-sqlite-wal:200 $beanrows \
 	    floor-batch-fdatasync:2560 floor-batch-syncfs:2560 \
 	    floor-batch-cycle:2560 >>"$raw"
 	stop_beanstalkd

@@ -56,6 +56,8 @@ static char *init_cmd, *enqueue_cmd, *claim_cmd, *finish_cmd;
 static char payload_path[PATH_MAX];
 static char payload[PAYLOAD_SIZE];
 static int devnull, bean_port, cli_files = 10000;
+static int batch_files = BATCH;	/* -n: files a step of floor-batch-* */
+static long dirty_kib;		/* -u: another file's KiB dirtied a step */
 static long cli_claims;	/* -c: jobs claimed and finished a round (0: all) */
 
 struct sys;
@@ -443,7 +445,7 @@ batch_init(struct sys *s)
 	int i, r;
 
 	floor_init(s);
-	for (i = 0; i < BATCH; i++) {
+	for (i = 0; i < batch_files; i++) {
 		pathf(path, sizeof(path), "%s/m%d", s->dir, i);
 		if ((s->many[i] = open(path, O_WRONLY | O_CREAT | O_APPEND |
 		    O_CLOEXEC, 0666)) == -1)
@@ -451,12 +453,40 @@ batch_init(struct sys *s)
 	}
 	if ((r = io_uring_queue_init(BATCH, &s->ring, 0)) < 0)
 		errx(1, "io_uring_queue_init: %s", strerror(-r));
+	pathf(path, sizeof(path), "%s/other", s->dir);
+	if (dirty_kib > 0 && (s->recfd = open(path, O_WRONLY | O_CREAT |
+	    O_CLOEXEC, 0666)) == -1)
+		err(1, "%s", path);
 }
 
 /*
- * (f) a batch's records: an append to each of BATCH files, then either
- * their fdatasyncs side by side through io_uring, waited for once, or
- * one syncfs(2) of the file system they are on.  A step is the batch.
+ * -u: dirty KiB of a file that is not the batch's, on the same file
+ * system, rewritten in turn over its first 32 MiB: another program's
+ * writes, which a syncfs(2) writes too.  Not timed.
+ */
+static void
+dirty_other(struct sys *s)
+{
+	static char buf[4096];
+	long n;
+
+	if (dirty_kib == 0)
+		return;
+	if (buf[0] == '\0')
+		memset(buf, 'u', sizeof(buf));
+	for (n = dirty_kib * 1024; n > 0; n -= (long)sizeof(buf)) {
+		if (pwrite(s->recfd, buf, sizeof(buf), (off_t)s->seq) !=
+		    (ssize_t)sizeof(buf))
+			err(1, "pwrite other");
+		s->seq = (s->seq + (long)sizeof(buf)) % (32L << 20);
+	}
+}
+
+/*
+ * (f) a batch's records: an append to each of -n files (BATCH), then
+ * either their fdatasyncs side by side through io_uring, waited for once,
+ * or one syncfs(2) of the file system they are on.  A step is the batch,
+ * a cycle one of its files; with -u, after another file was dirtied.
  */
 static void
 batch_op(struct sys *s, long k, int fs)
@@ -464,32 +494,38 @@ batch_op(struct sys *s, long k, int fs)
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
 	char line[PAYLOAD_SIZE];
+	double t0, sum = 0;
 	long i;
-	int j;
+	int j, n = batch_files;
 
 	memset(line, 'a', sizeof(line) - 1);
 	line[sizeof(line) - 1] = '\n';
-	for (i = 0; i < k; i += BATCH) {
-		for (j = 0; j < BATCH; j++)
+	for (i = 0; i < k; i += n) {
+		dirty_other(s);
+		t0 = now_s();
+		for (j = 0; j < n; j++)
 			write_all(s->many[j], line, sizeof(line));
 		if (fs) {
 			if (syncfs(s->many[0]) == -1)
 				err(1, "syncfs");
+			sum += now_s() - t0;
 			continue;
 		}
-		for (j = 0; j < BATCH; j++) {
+		for (j = 0; j < n; j++) {
 			sqe = io_uring_get_sqe(&s->ring);
 			io_uring_prep_fsync(sqe, s->many[j],
 			    IORING_FSYNC_DATASYNC);
 		}
-		if (io_uring_submit_and_wait(&s->ring, BATCH) != BATCH)
+		if (io_uring_submit_and_wait(&s->ring, n) != n)
 			errx(1, "io_uring_submit_and_wait");
-		for (j = 0; j < BATCH; j++) {
+		for (j = 0; j < n; j++) {
 			if (io_uring_wait_cqe(&s->ring, &cqe) < 0 || cqe->res < 0)
 				errx(1, "a sync through the ring failed");
 			io_uring_cqe_seen(&s->ring, cqe);
 		}
+		sum += now_s() - t0;
 	}
+	s->own_seconds = sum;
 }
 
 static void
@@ -852,6 +888,27 @@ static void
 lib_spool_init(struct sys *s)
 {
 	spool_make(s);
+	if ((s->sp = spool_open(s->dir)) == NULL)
+		err(1, "spool_open %s", s->dir);
+	payload_fds(s);
+}
+
+/*
+ * The same, on a spool whose config has syncfs=yes: a wait of 64 syncs or
+ * more is one syncfs(2) of the file system (spool-layout.md, "One syncfs
+ * for a large wait").  The key is added once, before the spool is opened.
+ */
+static void
+lib_spool_syncfs_init(struct sys *s)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	spool_make(s);
+	pathf(path, sizeof(path), "%s/config", s->dir);
+	if ((f = fopen(path, "a")) == NULL || fputs("syncfs=yes\n", f) == EOF ||
+	    fclose(f) == EOF)
+		err(1, "%s", path);
 	if ((s->sp = spool_open(s->dir)) == NULL)
 		err(1, "spool_open %s", s->dir);
 	payload_fds(s);
@@ -1346,6 +1403,8 @@ static struct sys table[] = {
 	SYS("lib-sqlite-wal", lib_sqlite_wal_init, lib_sqlite_op, 1, 200),
 	SYS("lib-beanstalk", bean_init, bean_op, 1, 200),
 	SYS("batch-lib-spool", lib_spool_init, batch_lib_spool_op, BATCH, BATCH * 4),
+	SYS("batch-lib-spool-syncfs", lib_spool_syncfs_init, batch_lib_spool_op,
+	    BATCH, BATCH * 4),
 	SYS("batch-lib-sqlite-wal", lib_sqlite_wal_init, batch_sqlite_op, BATCH, BATCH * 4),
 	SYS("batch-cli-spool", batch_cli_init, batch_cli_op, CLI_CLAIM_N, 10000),
 	SYS("enq-lib", lib_spool_init, enq_lib_op, BATCH, BATCH * 4),
@@ -1357,7 +1416,8 @@ usage(void)
 {
 	fprintf(stderr, "usage: qbench -w WORKDIR -b BINDIR [-l LABEL] "
 	    "[-r ROUNDS] [-T SLICE] [-t TRUE] [-p PORT] [-f FILES] [-c CLAIMS] "
-	    "[-s SPOOL] SYSTEM[:K | =K] ...\n       qbench -P -p PORT\n");
+	    "[-n FILES] [-u KIB] [-s SPOOL] SYSTEM[:K | =K] ...\n"
+	    "       qbench -P -p PORT\n");
 	exit(2);
 }
 
@@ -1371,7 +1431,7 @@ main(int argc, char **argv)
 	int c, i, j, n = 0, rounds = 5, r, fd, probe = 0;
 	long k;
 
-	while ((c = getopt(argc, argv, "b:c:D:f:l:Pp:r:s:T:t:w:")) != -1) {
+	while ((c = getopt(argc, argv, "b:c:D:f:l:n:Pp:r:s:T:t:u:w:")) != -1) {
 		switch (c) {
 		case 'P':
 			probe = 1;
@@ -1387,6 +1447,12 @@ main(int argc, char **argv)
 			break;
 		case 'l':
 			label = optarg;
+			break;
+		case 'n':
+			batch_files = atoi(optarg);
+			break;
+		case 'u':
+			dirty_kib = atol(optarg);
 			break;
 		case 'p':
 			bean_port = atoi(optarg);
@@ -1422,7 +1488,8 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (workdir == NULL || bindir == NULL || optind == argc ||
-	    rounds < 1 || cli_files < 1)
+	    rounds < 1 || cli_files < 1 || batch_files < 1 ||
+	    batch_files > BATCH || dirty_kib < 0)
 		usage();
 	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
 		err(1, "/dev/null");
@@ -1456,6 +1523,11 @@ main(int argc, char **argv)
 			errx(2, "too many systems");
 		run[n] = &table[j];
 		run[n]->fixed = fixed;
+		/* A floor batch's step is its -n files. */
+		if (run[n]->init == batch_init && batch_files != BATCH) {
+			run[n]->unit = batch_files;
+			run[n]->k = 10L * batch_files;
+		}
 		if (colon != NULL)
 			run[n]->k = atol(colon + 1);
 		if (run[n]->k < run[n]->unit || run[n]->k % run[n]->unit != 0)

@@ -263,6 +263,9 @@ END {
 		blib[L] = med(B SUBSEP "batch-lib-spool")
 		key = B SUBSEP "batch-lib-spool"
 		blibf[L] = csum[key] ? fsum[key] / csum[key] : ""
+		bsync[L] = med(B SUBSEP "batch-lib-spool-syncfs")
+		key = B SUBSEP "batch-lib-spool-syncfs"
+		bsyncf[L] = csum[key] ? fsum[key] / csum[key] : ""
 		bsql[L] = med(B SUBSEP "batch-lib-sqlite-wal")
 		bfds[L] = med(B SUBSEP "floor-batch-fdatasync")
 		bsfs[L] = med(B SUBSEP "floor-batch-syncfs")
@@ -389,6 +392,12 @@ END {
 	    persec(bcli["default"]), persec(bcli["loop"]))
 	row(sprintf("libspool, batches of 256 (%.2f fsyncs a job; cycles/s)",
 	    blibf["default"]), persec(blib["default"]), persec(blib["loop"]))
+	# The same batches on a spool with config syncfs=yes: each wait of
+	# 64 syncs or more one syncfs(2) (spool-layout.md, "One syncfs for a
+	# large wait"); its ratio is to the row above.
+	row(sprintf("  the same, config syncfs=yes (%.2f syncs a job)",
+	    bsyncf["default"]), cell(bsync["default"], blib["default"]),
+	    cell(bsync["loop"], blib["loop"]))
 	row("  its floor: the file work, a syncfs a step (floor/spool)",
 	    cell(bcyc["default"], blib["default"]),
 	    cell(bcyc["loop"], blib["loop"]))
@@ -688,6 +697,8 @@ END {
 		metric(4, "cli batched cycle", L, rate(bcli[L]), "cycles/s")
 		metric(4, "lib batch 256", L, rate(blib[L]), "cycles/s")
 		metric(4, "lib batch 256 fsyncs", L, blibf[L], "per job")
+		metric(4, "lib batch 256 syncfs=yes", L, rate(bsync[L]),
+		    "cycles/s")
 		metric(4, "sqlite-wal batch 256", L, rate(bsql[L]), "cycles/s")
 	}
 	for (i = 1; i <= nd; i++)

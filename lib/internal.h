@@ -35,6 +35,7 @@ struct spool {
 	int max_attempts;
 	uint64_t reserve_bytes, reserve_inodes;	/* kept free for draining */
 	int multi_host;		/* config multi-host=yes */
+	int syncfs;		/* config syncfs=yes: a big wait is one syncfs */
 	int64_t skew_ms;	/* clock-skew allowance before a takeover */
 	char host[HOST_MAX + 1];	/* names this writer's audit file */
 	char writer[HOST_MAX + 24];	/* host:pid, the audit writer column */

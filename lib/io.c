@@ -421,12 +421,53 @@ ring_sync(struct spool *sp, struct io_uring *r, const int *fds, size_t n,
 }
 
 /*
+ * A wait of at least this many syncs is one syncfs(2) where config has
+ * syncfs=yes (spool-layout.md, "One syncfs for a large wait").
+ * SPOOL_TEST_SYNCFS_MIN=N stands for it in the tests, so that a small
+ * batch takes this path too.
+ */
+#define SYNCFS_MIN	64
+
+/*
+ * The wait of n syncs as one syncfs(2) of the spool's file system: every
+ * dirty page and inode on it written and the device flushed (a journal
+ * committed), counted as one sync, its answer every one's (which file
+ * failed is not known).  Made by this thread, never through the ring
+ * (io_uring has no syncfs), so strace and the fault shim see it.  Since
+ * Linux 5.8 it reports a writeback error that the file system had since
+ * the spool was opened, or since the last syncfs that reported one.
+ * 1: not such a wait.
+ */
+static int
+psync_whole(struct spool *sp, size_t n, int *errs)
+{
+	static long cache = -1;
+	long min;
+	size_t i;
+	int e;
+
+	if (!sp->syncfs)
+		return 1;
+	min = test_number("SPOOL_TEST_SYNCFS_MIN", &cache);
+	if (n < (size_t)(min > 0 ? min : SYNCFS_MIN))
+		return 1;
+	e = sync_with(syncfs, sp->dirfd) == -1 ? errno : 0;
+	for (i = 0; i < n; i++)
+		errs[i] = e;
+	if (e == 0)
+		return 0;
+	errno = e;
+	return -1;
+}
+
+/*
  * Sync every descriptor, several at once: a disk (and a journal) commits
  * overlapping syncs together, so a batch costs little more than one.  The
  * last ndirs are directories (fsync), the others files (fdatasync).
  * errs[i] is 0 or the errno of fds[i].  Through the spool's ring, or else
  * threads that live only for the call, so a process may fork at any other
- * time.  -1 if any failed.
+ * time.  -1 if any failed.  With config syncfs=yes, a wait of many syncs
+ * is one syncfs(2) instead (psync_whole).
  */
 int
 psync(struct spool *sp, const int *fds, size_t n, size_t ndirs, int *errs)
@@ -436,8 +477,10 @@ psync(struct spool *sp, const int *fds, size_t n, size_t ndirs, int *errs)
 	struct io_uring *r;
 	pthread_attr_t attr;
 	size_t i, nt = 0;
-	int small, serial;
+	int small, serial, w;
 
+	if ((w = psync_whole(sp, n, errs)) != 1)
+		return w;
 	/* One after another while a test skips a sync (see sync_with). */
 	serial = skip_sync_at() > 0;
 	if (!serial && n > 1 && (r = ring_of(sp)) != NULL) {

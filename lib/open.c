@@ -41,6 +41,13 @@ static const char default_config[] =
     "reserve=16M\n"
     "reserve-inodes=1000\n";
 
+/* A config value yes or no: 1 or 0; -1 for anything else. */
+static int
+yes_no(const char *v)
+{
+	return strcmp(v, "yes") == 0 ? 1 : strcmp(v, "no") == 0 ? 0 : -1;
+}
+
 /*
  * The spool's defaults from config's text; -1 if it is malformed, with
  * *bad the number of the line at fault: the first bad one, or that of
@@ -93,6 +100,9 @@ parse_config(struct spool *sp, char *text, int *bad)
 			multi_line = n;
 			continue;
 		}
+		if (strcmp(line, "syncfs") == 0 &&
+		    (sp->syncfs = yes_no(eq)) != -1)
+			continue;	/* else malformed: it is no duration key */
 		if (spool_parse_duration(eq, &v) == -1)
 			return -1;
 		if (strncmp(line, "backoff", 7) == 0)

@@ -132,6 +132,9 @@ run-reclaim 0 0
 enqueue-batch 0 0
 claim-batch 0 0
 finish-batch 0 0
+enqueue-syncfs 0 0
+claim-syncfs 0 0
+finish-syncfs 0 0
 0 violations
 EOF
 }
@@ -155,7 +158,8 @@ EOF
 	    enqueue-cycle:5 claim:2 claim:5 finish-ok:3 \
 	    finish-fail:3 drop:3 purge-newhost:2 purge-newhost:4 pause:1 pause:2 \
 	    resume:1 fsck-restored:2 upgrade:3 upgrade:4 group-enqueue:7 \
-	    enqueue-newhost:5 run-reclaim:4 run-reclaim:7
+	    enqueue-newhost:5 run-reclaim:4 run-reclaim:7 enqueue-syncfs:1 \
+	    enqueue-syncfs:2 claim-syncfs:3 finish-syncfs:1
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
 enqueue-first 1 fdatasync(tmp/j1,PID.N): violation
 enqueue-first 2 fdatasync(meta/j1): violation
@@ -183,6 +187,10 @@ group-enqueue 7 fsync(new/00001a22/b83/64a): violation
 enqueue-newhost 5 fsync(meta): violation
 run-reclaim 4 fsync(leased): violation
 run-reclaim 7 fsync(done): violation
+enqueue-syncfs 1 syncfs(/): violation
+enqueue-syncfs 2 syncfs(/): violation
+claim-syncfs 3 syncfs(/): violation
+finish-syncfs 1 syncfs(/): violation
 EOF
 }
 

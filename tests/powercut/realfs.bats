@@ -59,3 +59,16 @@ xfs purge 2 fdatasync(audit/h.log): violation
 xfs pause 1 fdatasync(tmp/paused,PID): violation
 OUT
 }
+
+# With config syncfs=yes a batch's one wait is one syncfs (spool-layout.md,
+# "One syncfs for a large wait"): skipped, a real kernel loses the records.
+@test "real kernels' teeth: without a batch's syncfs, a violation" {
+	realfs --teeth claim-syncfs:3 finish-syncfs:1
+	[ "$status" -eq 0 ]
+	diff -u - <(printf '%s\n' "$output") <<'OUT'
+ext4 claim-syncfs 3 syncfs(.): violation
+ext4 finish-syncfs 1 syncfs(.): violation
+xfs claim-syncfs 3 syncfs(.): violation
+xfs finish-syncfs 1 syncfs(.): violation
+OUT
+}

@@ -40,11 +40,13 @@ ENQ = 'spool-enqueue --id {0} "$P_{0}" >/dev/null\n'
 SC = collections.OrderedDict()
 
 
-def scenario(name, setup, argv, now=T1, stdin=None, batch=False, mids=()):
+def scenario(name, setup, argv, now=T1, stdin=None, batch=False, mids=(),
+             env=None):
     """mids: the crash points (spool-layout.md, "Crash points") after
-    each transition but the last of a command that makes several."""
+    each transition but the last of a command that makes several; env:
+    more variables for the traced command."""
     SC[name] = dict(setup=setup, argv=argv, now=now, stdin=stdin,
-                    batch=batch, mids=mids)
+                    batch=batch, mids=mids, env=env or {})
 
 
 # Setup that fills the audit log past a sector, so that its appends may tear.
@@ -126,6 +128,20 @@ scenario('enqueue-batch', WARM, ['spool-enqueue', '$P_j1', '$P_j2', '$P_j3'],
 scenario('claim-batch', B3, ['spool-claim', '-n', '3'], batch=True)
 scenario('finish-batch', B3 + 'spool-claim --lease 1m -n 3 >/dev/null\n',
          ['spool-finish', '-'], batch=True,
+         stdin='j1 {tok:j1} ok\nj2 {tok:j2} permanent\nj3 {tok:j3} retry\n')
+# The same batches with config syncfs=yes (spool-layout.md, "One syncfs
+# for a large wait"), a wait of 3 syncs or more made one syncfs: an
+# enqueue's first wait, a claim's and a finish's one wait.
+SYNCFS = 'echo syncfs=yes >>"$SPOOL_DIR/config"\n'
+SYNCFS_ENV = {'SPOOL_TEST_SYNCFS_MIN': '3'}
+scenario('enqueue-syncfs', WARM + SYNCFS,
+         ['spool-enqueue', '$P_j1', '$P_j2', '$P_j3'], batch=True,
+         env=SYNCFS_ENV)
+scenario('claim-syncfs', B3 + SYNCFS, ['spool-claim', '-n', '3'],
+         batch=True, env=SYNCFS_ENV)
+scenario('finish-syncfs', B3 + SYNCFS +
+         'spool-claim --lease 1m -n 3 >/dev/null\n', ['spool-finish', '-'],
+         batch=True, env=SYNCFS_ENV,
          stdin='j1 {tok:j1} ok\nj2 {tok:j2} permanent\nj3 {tok:j3} retry\n')
 
 def env_for(spool, now, boot, extra=None):

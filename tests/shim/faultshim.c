@@ -48,7 +48,7 @@
  *            __openat64_2 creat creat64
  *   read     read pread pread64
  *   write    write pwrite pwrite64 ftruncate ftruncate64
- *   fsync    fsync fdatasync
+ *   fsync    fsync fdatasync syncfs
  *   rename   rename renameat renameat2
  *   link     link linkat
  *   unlink   unlink unlinkat rmdir remove
@@ -636,6 +636,18 @@ fdatasync(int fd)
 	if ((err = decide_fd(F_FSYNC, "fdatasync", fd)) != 0)
 		FAIL(err);
 	return real_fdatasync(fd);
+}
+
+/* syncfs: the file system of the descriptor's file, counted as its file */
+int
+syncfs(int fd)
+{
+	REAL(int, syncfs, (int));
+	int err;
+
+	if ((err = decide_fd(F_FSYNC, "syncfs", fd)) != 0)
+		FAIL(err);
+	return real_syncfs(fd);
 }
 
 /* rename: counted if either name is under the root (decided on the target) */
