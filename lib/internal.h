@@ -39,8 +39,9 @@ struct spool {
 	int64_t skew_ms;	/* clock-skew allowance before a takeover */
 	char host[HOST_MAX + 1];	/* names this writer's audit file */
 	char writer[HOST_MAX + 24];	/* host:pid, the audit writer column */
-	void *ring;		/* io.c: psync's io_uring, made at first use */
+	void *ring;		/* io.c: psync's io_uring, made at its third wait */
 	pid_t ring_pid;		/* whose ring it is; -1: none to be had */
+	unsigned waits;		/* io.c: waits of more than one sync so far */
 	unsigned long tmpseq;
 	struct look *look;	/* a long walk's buckets of new/, kept open
 				   (look.c); NULL: none */

@@ -1,7 +1,7 @@
 /*
  * System calls the way the spool needs them: EINTR retried (never for
  * close), short writes completed, every fsync counted, the syncs of one
- * wait issued together (io_uring, else threads), and the one no-replace
+ * wait issued together (threads, then io_uring), and the one no-replace
  * move that every state change goes through.  Also most of the test hooks
  * (spool(7), ENVIRONMENT); hosts.c reads SPOOL_TEST_CLOCK.
  */
@@ -264,17 +264,36 @@ test_number(const char *name, long *cache)
 
 /*
  * The syncs of one wait through io_uring (liburing), from this one thread:
- * the kernel runs them side by side.  Each spool handle makes its ring at
- * its first wait of more than one sync; a child after fork(2) makes its
- * own.  Where the kernel refuses io_uring (a container's seccomp profile,
- * kernel.io_uring_disabled) the threads below do it instead, as they do
- * with SPOOL_TEST_NO_URING=1, so that the fault shim and strace, which
- * see no sync a ring makes, see every one.  Test hooks of the ring
- * itself: SPOOL_TEST_RING_FAIL=N makes its N-th sync (from 1, in the
- * order they complete) report EIO; SPOOL_TEST_RING_LOG=FILE gets a line
- * for each.
+ * the kernel runs them side by side.  A ring pays for itself over many
+ * waits: its kernel workers outlive a wait, which threads do not; but its
+ * set-up and the start of its workers cost a process more than threads
+ * do for a wait or two (a command on one job makes one or two: here, a
+ * spool-enqueue, spool-claim, spool-finish cycle took 10 to 15% longer
+ * with a ring in each process).  So a handle's first RING_AFTER waits of
+ * more than one sync are made by threads, and it makes its ring at the
+ * next one; a child after fork(2) makes its own.  Where the kernel refuses
+ * io_uring (a container's seccomp profile, kernel.io_uring_disabled) the
+ * threads below go on, as they do with SPOOL_TEST_NO_URING=1, so that the
+ * fault shim and strace, which see no sync a ring makes, see every one.
+ * Test hooks of the ring itself, which make it at a handle's first wait
+ * so that a command's syncs go through it: SPOOL_TEST_RING_FAIL=N makes
+ * its N-th sync (from 1, in the order they complete) report EIO;
+ * SPOOL_TEST_RING_LOG=FILE gets a line for each.
  */
 #define RING_ENTRIES	256
+#define RING_AFTER	2
+
+/* Whether a ring's test hook is set: then the ring from the first wait. */
+static int
+ring_tested(void)
+{
+	static int tested = -1;
+
+	if (tested == -1)
+		tested = getenv("SPOOL_TEST_RING_FAIL") != NULL ||
+		    getenv("SPOOL_TEST_RING_LOG") != NULL;
+	return tested;
+}
 
 static struct io_uring *
 ring_of(struct spool *sp)
@@ -288,6 +307,8 @@ ring_of(struct spool *sp)
 	ring_free(sp);		/* a parent's, in a child: not ours */
 	if (sp->ring_pid == -1 || test_number("SPOOL_TEST_NO_URING", &off))
 		return NULL;
+	if (sp->waits++ < RING_AFTER && !ring_tested())
+		return NULL;	/* threads, for now */
 	if ((r = calloc(1, sizeof(*r))) == NULL ||
 	    io_uring_queue_init(RING_ENTRIES, r, 0) < 0) {
 		free(r);

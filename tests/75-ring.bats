@@ -105,3 +105,24 @@ ring_case() {
 	[ "$(state_of j1)" = new ]
 	fsck_clean
 }
+
+@test "a command's one or two waits start threads; a handle makes its ring at its third" {
+	ring_allowed
+	printf 'payload one\n' >"$BATS_TEST_TMPDIR/p1"
+	ASAN_OPTIONS=detect_leaks=0 strace -f -qq \
+	    -e trace=clone3,io_uring_setup -o "$BATS_TEST_TMPDIR/trace" \
+	    spool-enqueue --id j1 "$BATS_TEST_TMPDIR/p1" >/dev/null
+	[ "$(grep -c 'io_uring_setup(' "$BATS_TEST_TMPDIR/trace")" -eq 0 ]
+	grep -q '^[0-9]* *clone3(' "$BATS_TEST_TMPDIR/trace"
+	[ "$(state_of j1)" = new ]
+	# 300 files: two calls of the library (256 files at most each), each
+	# waiting twice; the ring from the third wait on.
+	mkdir "$BATS_TEST_TMPDIR/many"
+	for i in $(seq 300); do echo "$i" >"$BATS_TEST_TMPDIR/many/p$i"; done
+	ASAN_OPTIONS=detect_leaks=0 strace -f -qq \
+	    -e trace=io_uring_setup -o "$BATS_TEST_TMPDIR/trace" \
+	    spool-enqueue "$BATS_TEST_TMPDIR"/many/* >"$BATS_TEST_TMPDIR/ids"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/ids")" -eq 300 ]
+	[ "$(grep -c 'io_uring_setup(.*) = [0-9]' "$BATS_TEST_TMPDIR/trace")" -eq 1 ]
+	fsck_clean
+}
