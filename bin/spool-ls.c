@@ -93,29 +93,39 @@ by_id(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* One row, its columns as wide as their widest cell, two spaces apart. */
+/*
+ * One row, its columns as wide as their widest cell, two spaces apart:
+ * made in line, which grows to the widest row, and written at once.
+ */
 static void
-print_row(const struct table *t, const char *cell)
+print_row(const struct table *t, const char *cell, char **line, size_t *cap)
 {
-	size_t c, len;
+	size_t c, len, pad, n = 0;
+	char *p;
 
 	for (c = 0; c < NCOL; c++) {
 		len = strlen(cell);
-		(void)fwrite(cell, 1, len, stdout);
-		if (c + 1 == NCOL)
-			break;
-		for (; len < t->w[c] + 2; len++)
-			(void)putchar(' ');
-		cell += strlen(cell) + 1;
+		pad = c + 1 < NCOL ? t->w[c] + 2 - len : 1;
+		if (n + len + pad > *cap) {
+			*cap = (n + len + pad) * 2;
+			if ((p = realloc(*line, *cap)) == NULL)
+				die(EXIT_TEMP, "%s", strerror(errno));
+			*line = p;
+		}
+		memcpy(*line + n, cell, len);
+		memset(*line + n + len, ' ', pad);
+		n += len + pad;
+		cell += len + 1;
 	}
-	(void)putchar('\n');
+	(*line)[n - 1] = '\n';
+	(void)fwrite(*line, 1, n, stdout);
 }
 
 static void
 print_table(struct table *t)
 {
-	char head[256], *p = head;
-	size_t c, i;
+	char head[256], *p = head, *line = NULL;
+	size_t c, i, cap = 0;
 
 	for (c = 0; c < NCOL; c++) {
 		if (strlen(heads[c]) > t->w[c])
@@ -124,12 +134,13 @@ print_table(struct table *t)
 	}
 	if (t->nrows > 0)
 		qsort(t->rows, t->nrows, sizeof(*t->rows), by_id);
-	print_row(t, head);
+	print_row(t, head, &line, &cap);
 	for (i = 0; i < t->nrows; i++) {
-		print_row(t, t->rows[i]);
+		print_row(t, t->rows[i], &line, &cap);
 		free(t->rows[i]);
 	}
 	free(t->rows);
+	free(line);
 }
 
 /* What to list, and how; the rows of -l. */
@@ -163,10 +174,9 @@ show(void *arg, const char *id, const char *file,
 		return 0;
 	switch (l->form) {
 	case PLAIN:
-		printf("%s\n", info->id);
-		break;
 	case NUL:
-		printf("%s%c", info->id, '\0');
+		(void)fputs(info->id, stdout);
+		(void)putchar(l->form == PLAIN ? '\n' : '\0');
 		break;
 	case LONG:
 		add_row(&l->table, info, l->now);
