@@ -99,32 +99,52 @@ add_history(struct spool_job_info *in, const struct rec *r, int wasleased)
 }
 
 /*
+ * The record of the line p .. nl: last, already parsed, for the last
+ * complete line (lastline), else parsed into into; NULL if it does not
+ * parse.
+ */
+static const struct rec *
+line_rec(const char *p, const char *nl, const char *lastline,
+    const struct rec *last, struct rec *into)
+{
+	if (p == lastline && last != NULL)
+		return last;
+	return rec_parse(p, (size_t)(nl - p), into) == 0 ? into : NULL;
+}
+
+/*
  * Replay the records: those a void record cancels are skipped, and the last
  * one counts only if job_locate found the file where it says.  Each line
  * is parsed once: the one after the record at hand (is it a void?) is the
- * next record at hand.
+ * next record at hand; and last, if not NULL, is the last complete line's
+ * record, which folding the sidecar parsed already.
  */
 static int
 replay(struct spool_job_info *in, const char *buf, size_t len, int lastvoid,
-    int history)
+    int history, const struct rec *last)
 {
-	const char *end = buf + len, *nl, *next;
-	struct rec recs[2], *r = &recs[0], *v = &recs[1], *t;
-	int wasleased = 0, skip, vok;
+	const char *end = buf + len, *nl, *next, *lastline;
+	const struct rec *r, *v;
+	struct rec recs[2];
+	int wasleased = 0, skip;
 
 	if ((nl = memchr(buf, '\n', len)) == NULL)
 		return 0;
-	if (rec_parse(buf, (size_t)(nl - buf), r) == -1)
+	next = memrchr(buf, '\n', len);
+	lastline = (lastline = memrchr(buf, '\n', (size_t)(next - buf))) ==
+	    NULL ? buf : lastline + 1;
+	if ((r = line_rec(buf, nl, lastline, last, &recs[0])) == NULL)
 		return errno = EUCLEAN, -1;
 	for (;;) {
 		next = nl + 1;
 		skip = r->ev == SPOOL_EV_VOID;
 		/* Is the next complete line a void, or is this the last? */
 		nl = memchr(next, '\n', (size_t)(end - next));
-		vok = nl != NULL && rec_parse(next, (size_t)(nl - next), v) == 0;
+		v = nl == NULL ? NULL : line_rec(next, nl, lastline, last,
+		    r == &recs[0] ? &recs[1] : &recs[0]);
 		if (nl == NULL)
 			skip |= lastvoid;
-		else if (vok && v->ev == SPOOL_EV_VOID)
+		else if (v != NULL && v->ev == SPOOL_EV_VOID)
 			skip = 1;
 		if (!skip) {
 			if (history && add_history(in, r, wasleased) == -1)
@@ -148,11 +168,9 @@ replay(struct spool_job_info *in, const char *buf, size_t len, int lastvoid,
 		}
 		if (nl == NULL)
 			return 0;
-		if (!vok)
+		if (v == NULL)
 			return errno = EUCLEAN, -1;
-		t = r;
 		r = v;
-		v = t;
 	}
 }
 
@@ -231,7 +249,9 @@ info_fill(struct spool *sp, struct job *j, int ev0, int history,
 	in->payload_size = c->sum != 0 ? c->size : 0;
 	in->payload_xxh3 = c->sum;
 	in->payload_resized = c->sum != 0 && (uint64_t)j->fsize != c->size;
-	if (replay(in, j->text, j->textlen, j->voidtail, history) == -1) {
+	/* Folding parsed the last line: the job's state, unless it is void. */
+	if (replay(in, j->text, j->textlen, j->voidtail, history,
+	    j->voidtail || j->lastvoid ? NULL : &j->cur) == -1) {
 		e = errno;
 		spool_job_info_free(in);
 		errno = e;
