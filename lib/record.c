@@ -246,8 +246,8 @@ rec_parse(const char *line, size_t len, struct rec *r)
 		else {
 			for (i = 0; i < NELEM(fields); i++)
 				if (fields[i].key[0] == p[0] &&
-				    strncmp(fields[i].key, p, klen) == 0 &&
-				    fields[i].key[klen] == '\0')
+				    strlen(fields[i].key) == klen &&
+				    memcmp(fields[i].key, p, klen) == 0)
 					break;
 			rv = i < NELEM(fields) ? set_field(&fields[i], v, vlen,
 			    (char *)r) : 0;
