@@ -42,7 +42,7 @@ static int
 look_read(struct spool *sp, const char *id, int lock, struct job *j,
     char *buf, size_t cap)
 {
-	size_t len = 0;
+	size_t len = 0, n;
 	ssize_t got;
 	char *p;
 	int fd, e;
@@ -50,7 +50,9 @@ look_read(struct spool *sp, const char *id, int lock, struct job *j,
 	memset(j, 0, offsetof(struct job, pending));
 	j->fd = -1;
 	j->text = buf;
-	memcpy(j->id, id, strlen(id) + 1);	/* a valid ID: it fits */
+	n = strnlen(id, sizeof(j->id) - 1);	/* as snprintf would */
+	memcpy(j->id, id, n);
+	j->id[n] = '\0';
 	fd = sys_openat(sp->metafd, id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
 	    O_NONBLOCK, 0);
 	if (fd == -1)
