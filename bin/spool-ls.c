@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,13 +40,39 @@ print_json(const struct spool_job_info *in, int64_t now)
 
 /*
  * The rows of -l: each row's cells end to end in one allocation, rows[i]
- * pointing at its first; w[] the widest cell of each column so far.
+ * pointing at its first, with the first 8 bytes of its ID as a number
+ * that orders as they do (the sort compares it before the ID); w[] the
+ * widest cell of each column so far.
  */
+struct row {
+	uint64_t key;
+	char *cells;
+};
+
 struct table {
-	char **rows;
+	struct row *rows;
 	size_t nrows, cap;
 	size_t w[NCOL];
 };
+
+/* prefix and n in decimal, as "%s%d" prints them, at the end of buf. */
+static const char *
+number(char *buf, size_t len, const char *prefix, int n)
+{
+	char *p = buf + len;
+	unsigned v = n < 0 ? -(unsigned)n : (unsigned)n;
+	size_t plen = strlen(prefix);
+
+	*--p = '\0';
+	do
+		*--p = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	if (n < 0)
+		*--p = '-';
+	p -= plen;
+	memcpy(p, prefix, plen);
+	return p;
+}
 
 static void
 add_row(struct table *t, const struct spool_job_info *in, int64_t now)
@@ -53,18 +80,17 @@ add_row(struct table *t, const struct spool_job_info *in, int64_t now)
 	char deliv[16], cyc[16], agebuf[32];
 	const char *cells[NCOL];
 	size_t i, len[NCOL], total = 0;
-	char **r, *p;
+	struct row *r;
+	char *p;
 
-	(void)snprintf(deliv, sizeof(deliv), "#%d", deliveries(in));
-	(void)snprintf(cyc, sizeof(cyc), "%d", in->cycles);
 	cells[0] = in->id;
-	cells[1] = deliv;
+	cells[1] = number(deliv, sizeof(deliv), "#", deliveries(in));
 	cells[2] = dash(disposition(in));
 	cells[3] = in->side_effect ? "yes" : "-";
 	cells[4] = in->reason ? spool_reason_name(in->reason) : "-";
 	cells[5] = in->class ? spool_class_name(in->class) : "-";
 	cells[6] = fmt_age(agebuf, sizeof(agebuf), now - in->since);
-	cells[7] = cyc;
+	cells[7] = number(cyc, sizeof(cyc), "", in->cycles);
 	cells[8] = dash(in->by);
 	cells[9] = dash(in->detail);
 	for (i = 0; i < NCOL; i++) {
@@ -78,8 +104,12 @@ add_row(struct table *t, const struct spool_job_info *in, int64_t now)
 			die(EXIT_TEMP, "%s", strerror(errno));
 		t->rows = r;
 	}
-	if ((p = t->rows[t->nrows++] = malloc(total)) == NULL)
+	r = &t->rows[t->nrows++];
+	if ((p = r->cells = malloc(total)) == NULL)
 		die(EXIT_TEMP, "%s", strerror(errno));
+	for (i = 0, r->key = 0; i < 8; i++)
+		r->key = r->key << 8 | (i < len[0] ?
+		    (unsigned char)in->id[i] : 0);
 	for (i = 0; i < NCOL; i++) {
 		memcpy(p, cells[i], len[i] + 1);
 		p += len[i] + 1;
@@ -90,32 +120,46 @@ add_row(struct table *t, const struct spool_job_info *in, int64_t now)
 static int
 by_id(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	const struct row *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return strcmp(x->cells, y->cells);
 }
 
-/* One row, its columns as wide as their widest cell, two spaces apart. */
+/*
+ * One row, its columns as wide as their widest cell, two spaces apart:
+ * made in line, which grows to the widest row, and written at once.
+ */
 static void
-print_row(const struct table *t, const char *cell)
+print_row(const struct table *t, const char *cell, char **line, size_t *cap)
 {
-	size_t c, len;
+	size_t c, len, pad, n = 0;
+	char *p;
 
 	for (c = 0; c < NCOL; c++) {
 		len = strlen(cell);
-		(void)fwrite(cell, 1, len, stdout);
-		if (c + 1 == NCOL)
-			break;
-		for (; len < t->w[c] + 2; len++)
-			(void)putchar(' ');
-		cell += strlen(cell) + 1;
+		pad = c + 1 < NCOL ? t->w[c] + 2 - len : 1;
+		if (n + len + pad > *cap) {
+			*cap = (n + len + pad) * 2;
+			if ((p = realloc(*line, *cap)) == NULL)
+				die(EXIT_TEMP, "%s", strerror(errno));
+			*line = p;
+		}
+		memcpy(*line + n, cell, len);
+		memset(*line + n + len, ' ', pad);
+		n += len + pad;
+		cell += len + 1;
 	}
-	(void)putchar('\n');
+	(*line)[n - 1] = '\n';
+	(void)fwrite(*line, 1, n, stdout);
 }
 
 static void
 print_table(struct table *t)
 {
-	char head[256], *p = head;
-	size_t c, i;
+	char head[256], *p = head, *line = NULL;
+	size_t c, i, cap = 0;
 
 	for (c = 0; c < NCOL; c++) {
 		if (strlen(heads[c]) > t->w[c])
@@ -124,12 +168,13 @@ print_table(struct table *t)
 	}
 	if (t->nrows > 0)
 		qsort(t->rows, t->nrows, sizeof(*t->rows), by_id);
-	print_row(t, head);
+	print_row(t, head, &line, &cap);
 	for (i = 0; i < t->nrows; i++) {
-		print_row(t, t->rows[i]);
-		free(t->rows[i]);
+		print_row(t, t->rows[i].cells, &line, &cap);
+		free(t->rows[i].cells);
 	}
 	free(t->rows);
+	free(line);
 }
 
 /* What to list, and how; the rows of -l. */
@@ -163,10 +208,9 @@ show(void *arg, const char *id, const char *file,
 		return 0;
 	switch (l->form) {
 	case PLAIN:
-		printf("%s\n", info->id);
-		break;
 	case NUL:
-		printf("%s%c", info->id, '\0');
+		(void)fputs(info->id, stdout);
+		(void)putchar(l->form == PLAIN ? '\n' : '\0');
 		break;
 	case LONG:
 		add_row(&l->table, info, l->now);

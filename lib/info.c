@@ -20,6 +20,16 @@
 
 #include "internal.h"
 
+/* src, a word of a record, into dst: cut to fit, as snprintf would. */
+static void
+copy_word(char *dst, size_t size, const char *src)
+{
+	size_t n = strnlen(src, size - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
 static struct spool_delivery *
 open_delivery(struct spool_job_info *in, uint64_t tok)
 {
@@ -40,7 +50,7 @@ end_delivery(struct spool_delivery *d, const struct rec *r, const char *end)
 	d->ended = r->t;
 	d->end = end;
 	d->class = r->cls;
-	(void)snprintf(d->detail, sizeof(d->detail), "%s", r->detail);
+	copy_word(d->detail, sizeof(d->detail), r->detail);
 }
 
 /* One effective record's part in the history of deliveries. */
@@ -63,7 +73,7 @@ add_history(struct spool_job_info *in, const struct rec *r, int wasleased)
 		d->attempt = r->att;
 		d->token = r->tok;
 		d->claimed = r->t;
-		(void)snprintf(d->owner, sizeof(d->owner), "%s", r->owner);
+		copy_word(d->owner, sizeof(d->owner), r->owner);
 		d->class = 0;
 		return 0;
 	case SPOOL_EV_CANCEL:
@@ -89,53 +99,79 @@ add_history(struct spool_job_info *in, const struct rec *r, int wasleased)
 }
 
 /*
+ * The record of the line p .. nl: last, already parsed, for the last
+ * complete line (lastline), else parsed into into; NULL if it does not
+ * parse.
+ */
+static const struct rec *
+line_rec(const char *p, const char *nl, const char *lastline,
+    const struct rec *last, struct rec *into)
+{
+	if (p == lastline && last != NULL)
+		return last;
+	return rec_parse(p, (size_t)(nl - p), into) == 0 ? into : NULL;
+}
+
+/*
  * Replay the records: those a void record cancels are skipped, and the last
- * one counts only if job_locate found the file where it says.
+ * one counts only if job_locate found the file where it says.  Each line
+ * is parsed once: the one after the record at hand (is it a void?) is the
+ * next record at hand; and last, if not NULL, is the last complete line's
+ * record, which folding the sidecar parsed already.
  */
 static int
 replay(struct spool_job_info *in, const char *buf, size_t len, int lastvoid,
-    int history)
+    int history, const struct rec *last)
 {
-	const char *p = buf, *nl, *next;
-	struct rec r, v;
+	const char *end = buf + len, *nl, *next, *lastline;
+	const struct rec *r, *v;
+	struct rec recs[2];
 	int wasleased = 0, skip;
 
-	while ((nl = memchr(p, '\n', len - (size_t)(p - buf))) != NULL) {
-		if (rec_parse(p, (size_t)(nl - p), &r) == -1)
-			return errno = EUCLEAN, -1;
+	if ((nl = memchr(buf, '\n', len)) == NULL)
+		return 0;
+	next = memrchr(buf, '\n', len);
+	lastline = (lastline = memrchr(buf, '\n', (size_t)(next - buf))) ==
+	    NULL ? buf : lastline + 1;
+	if ((r = line_rec(buf, nl, lastline, last, &recs[0])) == NULL)
+		return errno = EUCLEAN, -1;
+	for (;;) {
 		next = nl + 1;
-		skip = r.ev == SPOOL_EV_VOID;
+		skip = r->ev == SPOOL_EV_VOID;
 		/* Is the next complete line a void, or is this the last? */
-		nl = memchr(next, '\n', len - (size_t)(next - buf));
+		nl = memchr(next, '\n', (size_t)(end - next));
+		v = nl == NULL ? NULL : line_rec(next, nl, lastline, last,
+		    r == &recs[0] ? &recs[1] : &recs[0]);
 		if (nl == NULL)
 			skip |= lastvoid;
-		else if (rec_parse(next, (size_t)(nl - next), &v) == 0 &&
-		    v.ev == SPOOL_EV_VOID)
+		else if (v != NULL && v->ev == SPOOL_EV_VOID)
 			skip = 1;
 		if (!skip) {
-			if (history && add_history(in, &r, wasleased) == -1)
+			if (history && add_history(in, r, wasleased) == -1)
 				return -1;
-			wasleased = r.loc == SPOOL_LEASED;
+			wasleased = r->loc == SPOOL_LEASED;
 			/*
 			 * A renew or a restore keeps the job where it was: the
 			 * time it entered its state is that of its last other
 			 * record.
 			 */
-			if (r.ev != SPOOL_EV_RENEW && r.ev != SPOOL_EV_RESTORE)
-				in->since = r.t;
-			if (r.by[0] != '\0') {
-				(void)snprintf(in->by, sizeof(in->by), "%s", r.by);
-				(void)snprintf(in->note, sizeof(in->note), "%s",
-				    r.note);
-				in->acted = r.t;
+			if (r->ev != SPOOL_EV_RENEW && r->ev != SPOOL_EV_RESTORE)
+				in->since = r->t;
+			if (r->by[0] != '\0') {
+				copy_word(in->by, sizeof(in->by), r->by);
+				copy_word(in->note, sizeof(in->note), r->note);
+				in->acted = r->t;
 			}
-			if (r.ev == SPOOL_EV_ENQUEUE || r.ev ==
+			if (r->ev == SPOOL_EV_ENQUEUE || r->ev ==
 			    SPOOL_EV_REDRIVE)
-				in->redriven = r.ev == SPOOL_EV_REDRIVE;
+				in->redriven = r->ev == SPOOL_EV_REDRIVE;
 		}
-		p = next;
+		if (nl == NULL)
+			return 0;
+		if (v == NULL)
+			return errno = EUCLEAN, -1;
+		r = v;
 	}
-	return 0;
 }
 
 /* Does tmp/ hold a payload of id, an enqueue's not yet published? */
@@ -183,7 +219,7 @@ info_fill(struct spool *sp, struct job *j, int ev0, int history,
 		    !in_tmp(sp, j->id)) ? EUCLEAN : ENOENT;
 		return -1;
 	}
-	(void)snprintf(in->id, sizeof(in->id), "%s", j->id);
+	copy_word(in->id, sizeof(in->id), j->id);
 	in->state = (enum spool_state)c->loc;
 	if (c->loc == SPOOL_NEW)
 		(void)leaf_name(in->file, sizeof(in->file), j->id,
@@ -198,22 +234,24 @@ info_fill(struct spool *sp, struct job *j, int ev0, int history,
 	in->deadline = c->deadline;
 	in->eligible = c->loc == SPOOL_NEW ? c->eligible : 0;
 	in->lease_until = c->loc == SPOOL_LEASED ? c->until : 0;
-	(void)snprintf(in->trace, sizeof(in->trace), "%s", c->trace);
+	copy_word(in->trace, sizeof(in->trace), c->trace);
 	if (c->loc == SPOOL_LEASED)
-		(void)snprintf(in->owner, sizeof(in->owner), "%s", c->owner);
+		copy_word(in->owner, sizeof(in->owner), c->owner);
 	in->token = j->hi;
 	in->attempts = c->att;
 	in->max_attempts = c->max;
 	in->cycles = c->cyc;
 	in->reason = c->reason;
 	in->class = c->cls;
-	(void)snprintf(in->detail, sizeof(in->detail), "%s", c->detail);
+	copy_word(in->detail, sizeof(in->detail), c->detail);
 	in->side_effect = c->se;
 	in->dropped = c->ev == SPOOL_EV_DROP;
 	in->payload_size = c->sum != 0 ? c->size : 0;
 	in->payload_xxh3 = c->sum;
 	in->payload_resized = c->sum != 0 && (uint64_t)j->fsize != c->size;
-	if (replay(in, j->text, j->textlen, j->voidtail, history) == -1) {
+	/* Folding parsed the last line: the job's state, unless it is void. */
+	if (replay(in, j->text, j->textlen, j->voidtail, history,
+	    j->voidtail || j->lastvoid ? NULL : &j->cur) == -1) {
 		e = errno;
 		spool_job_info_free(in);
 		errno = e;

@@ -104,6 +104,7 @@ struct job {
 	char *finishes;		/* "tok out\n" of every finish, for repeats */
 	size_t nfinishes;
 	int finish_last;	/* the last record was a finish */
+	int lastvoid;		/* the last complete line is a void record */
 	dev_t dev;		/* the job file, once located */
 	ino_t ino;
 	mode_t fmode;	/* its mode: none may read it after a chmod 000 */

@@ -23,8 +23,9 @@
 #include "internal.h"
 
 /*
- * A sidecar is a few hundred bytes a record; one that does not fit is read
- * on, in a buffer twice as large each time.
+ * A sidecar is a few hundred bytes a record: a look reads it into the
+ * caller's buffer, and one that does not fit is read on, in a buffer of
+ * its own twice as large each time.
  */
 #define LOOK_BUF	4096
 
@@ -32,27 +33,31 @@
  * Read the sidecar of id whole and fold it: 1 if it was read, 0 if this
  * look cannot tell (gone, empty, not a plain file, a record it cannot
  * parse: job_read says which), -1 on error.  lock: 0, the sidecar closed
- * at once; or LOCK_SH, held (j->fd) until job_close.  A read shorter than
- * asked is the end of a regular file: what an append still under way has
- * not written yet is not seen (spool-layout.md, "Readers").
+ * at once; or LOCK_SH, held (j->fd) until job_close.  buf (cap bytes) is
+ * where it is read first: j->text is buf, or memory to free.  A read
+ * shorter than asked is the end of a regular file: what an append still
+ * under way has not written yet is not seen (spool-layout.md, "Readers").
  */
 static int
-look_read(struct spool *sp, const char *id, int lock, struct job *j)
+look_read(struct spool *sp, const char *id, int lock, struct job *j,
+    char *buf, size_t cap)
 {
-	size_t cap = LOOK_BUF, len = 0;
+	size_t len = 0, n;
 	ssize_t got;
 	char *p;
 	int fd, e;
 
 	memset(j, 0, offsetof(struct job, pending));
 	j->fd = -1;
-	(void)snprintf(j->id, sizeof(j->id), "%s", id);
+	j->text = buf;
+	n = strnlen(id, sizeof(j->id) - 1);	/* as snprintf would */
+	memcpy(j->id, id, n);
+	j->id[n] = '\0';
 	fd = sys_openat(sp->metafd, id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
 	    O_NONBLOCK, 0);
 	if (fd == -1)
 		return 0;
-	if ((lock != 0 && sys_flock(fd, lock) == -1) ||
-	    (j->text = malloc(cap)) == NULL)
+	if (lock != 0 && sys_flock(fd, lock) == -1)
 		goto fail;
 	for (;;) {
 		do
@@ -65,8 +70,11 @@ look_read(struct spool *sp, const char *id, int lock, struct job *j)
 		len += (size_t)got;
 		if (got == 0 || len < cap)
 			break;
-		if ((p = realloc(j->text, cap * 2)) == NULL)
+		if ((p = malloc(cap * 2)) == NULL)
 			goto fail;
+		memcpy(p, j->text, len);
+		if (j->text != buf)
+			free(j->text);
 		j->text = p;
 		cap *= 2;
 	}
@@ -227,11 +235,11 @@ look_job(struct spool *sp, enum spool_state state,
     int dirfd, int64_t start, const char *id, const char *file, int history,
     struct spool_job_info *in)
 {
-	char name[NAME_MAX_SPOOL];
+	char name[NAME_MAX_SPOOL], buf[LOOK_BUF];
 	struct job j;
 	int r, e;
 
-	if ((r = look_read(sp, id, 0, &j)) == 1) {
+	if ((r = look_read(sp, id, 0, &j, buf, sizeof(buf))) == 1) {
 		if (j.cur.loc == SPOOL_ABSENT)
 			r = 0;	/* no job: spool_job_info says why */
 		else if (state == SPOOL_ABSENT)
@@ -250,7 +258,8 @@ look_job(struct spool *sp, enum spool_state state,
 	}
 	e = errno;
 	free(j.finishes);
-	free(j.text);
+	if (j.text != buf)
+		free(j.text);
 	errno = e;
 	if (r == 2)
 		return 0;
@@ -268,9 +277,19 @@ look_job(struct spool *sp, enum spool_state state,
 int
 look_locked(struct spool *sp, const char *id, struct job *j)
 {
+	char buf[LOOK_BUF];
 	int r;
 
-	if ((r = look_read(sp, id, LOCK_SH, j)) == 1)
+	/* The job outlives this frame: its text is copied out of buf. */
+	r = look_read(sp, id, LOCK_SH, j, buf, sizeof(buf));
+	if (j->text == buf) {
+		j->text = NULL;
+		if (r == 1 && (j->text = malloc(j->textlen)) == NULL)
+			r = -1;
+		else if (r == 1)
+			memcpy(j->text, buf, j->textlen);
+	}
+	if (r == 1)
 		return 0;
 	job_close(j);
 	if (r == -1)

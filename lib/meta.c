@@ -76,6 +76,7 @@ fold_records(struct job *j, const char *buf, size_t len)
 
 	memset(&j->cur, 0, sizeof(j->cur));
 	memset(&j->prev, 0, sizeof(j->prev));
+	j->lastvoid = 0;
 	while ((nl = memchr(p, '\n', len - (size_t)(p - buf))) != NULL) {
 		if (rec_parse(p, (size_t)(nl - p), &r) == -1) {
 			errno = EUCLEAN;
@@ -83,6 +84,7 @@ fold_records(struct job *j, const char *buf, size_t len)
 		}
 		if (r.tok > j->hi)
 			j->hi = r.tok;
+		j->lastvoid = r.ev == SPOOL_EV_VOID;
 		if (r.ev == SPOOL_EV_VOID) {
 			if (finish_last)
 				pop_finish(j);

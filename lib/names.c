@@ -40,15 +40,28 @@ bucket_start(uint64_t top, unsigned mid, unsigned leaf)
 	    << SLOT_SHIFT);
 }
 
+/* "ID,ELIGIBLE", made by hand: every listing of new/ makes one a job. */
 int
 leaf_name(char *buf, size_t len, const char *id, int64_t eligible)
 {
-	int r = snprintf(buf, len, "%s,%" PRId64, id, eligible);
+	char num[24], *p = num + sizeof(num);
+	uint64_t v = eligible < 0 ? -(uint64_t)eligible : (uint64_t)eligible;
+	size_t idlen = strlen(id), n;
 
-	if (r < 0 || (size_t)r >= len) {
+	do
+		*--p = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	if (eligible < 0)
+		*--p = '-';
+	n = (size_t)(num + sizeof(num) - p);
+	if (idlen + 1 + n >= len) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
+	memcpy(buf, id, idlen);
+	buf[idlen] = ',';
+	memcpy(buf + idlen + 1, p, n);
+	buf[idlen + 1 + n] = '\0';
 	return 0;
 }
 

@@ -245,7 +245,8 @@ rec_parse(const char *line, size_t len, struct rec *r)
 			rv = set_place(v, vlen, r);
 		else {
 			for (i = 0; i < NELEM(fields); i++)
-				if (strlen(fields[i].key) == klen &&
+				if (fields[i].key[0] == p[0] &&
+				    strlen(fields[i].key) == klen &&
 				    memcmp(fields[i].key, p, klen) == 0)
 					break;
 			rv = i < NELEM(fields) ? set_field(&fields[i], v, vlen,

@@ -9,26 +9,25 @@
 
 #include "internal.h"
 
-static int
-is_alnum(int c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9');
-}
+/* A word's bytes: 1, a letter or digit; 2, also '.', '_' or '-'. */
+static const unsigned char word_class[256] = {
+	['0' ... '9'] = 1, ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
+	['.'] = 2, ['_'] = 2, ['-'] = 2
+};
 
 static int
 valid_word(const char *s, const char *extra)
 {
+	const unsigned char *u = (const unsigned char *)s;
 	size_t i;
 
-	if (s == NULL || !is_alnum((unsigned char)s[0]))
+	if (s == NULL || word_class[u[0]] != 1)
 		return 0;
-	for (i = 0; s[i] != '\0'; i++) {
+	for (i = 0; u[i] != '\0'; i++) {
 		if (i >= SPOOL_ID_MAX)
 			return 0;
-		if (!is_alnum((unsigned char)s[i]) && s[i] != '.' &&
-		    s[i] != '_' && s[i] != '-' &&
-		    (extra == NULL || strchr(extra, s[i]) == NULL))
+		if (word_class[u[i]] == 0 &&
+		    (extra == NULL || strchr(extra, u[i]) == NULL))
 			return 0;
 	}
 	return 1;

@@ -72,6 +72,11 @@ holds_lock() {
 	grep -l ' ev=claim ' "$SPOOL_DIR"/meta/* >"$BATS_TEST_TMPDIR/claimed"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/claimed")" -eq 1 ]
 	[ "$(views)" = "$want" ]
+	# A void line after it, the start of the next command's append,
+	# says so too: the sidecar's last line is then not the job's state.
+	printf 't=%s ev=void tok=1\n' $((T + 2000)) \
+	    >>"$(cat "$BATS_TEST_TMPDIR/claimed")"
+	[ "$(views)" = "$want" ]
 }
 
 @test "half a record appended to a sidecar is not read" {
@@ -90,4 +95,33 @@ holds_lock() {
 	[[ "$stderr" == "spool-ls: a: damaged job: "* ]]
 	[ "$(metric new)" = 1 ]
 	[ "$(metric damaged)" = 1 ]
+}
+
+@test "a sidecar longer than a read's buffer: read whole without the lock, the job shown as a reader under the lock shows it" {
+	at_ms $T spool-enqueue --id a <<<"payload of a" >/dev/null
+	at_ms $((T + 1000)) spool-claim --owner w1 >/dev/null
+	tok=$(lease_token a)
+	# 60 renews: some 10 KiB of records, more than twice the first buffer.
+	for k in $(seq 1 60); do
+		at_ms $((T + 1000 + k)) spool-renew a "$tok" >/dev/null
+	done
+	[ "$(stat -c %s "$SPOOL_DIR/meta/a")" -gt 8192 ]
+	# No flock(2): the listings and spool-stat took the lean look.
+	ASAN_OPTIONS=detect_leaks=0 strace -f -e trace=flock \
+	    -o "$BATS_TEST_TMPDIR/trace" sh -c "SPOOL_TEST_NOW=$((T + 5000));
+	    export SPOOL_TEST_NOW; spool-ls leased; spool-ls -l leased;
+	    spool-stat" >"$BATS_TEST_TMPDIR/out"
+	[ "$(grep -c 'flock(' "$BATS_TEST_TMPDIR/trace")" = 0 ]
+	# Its age is the claim's: a renew keeps the job where it was.
+	diff -u - <(grep -E '^(a$|ID |a  |leased |damaged )' \
+	    "$BATS_TEST_TMPDIR/out") <<'EOT'
+a
+ID  DELIV  DISP  SE  REASON  CLASS  AGE  CYC  BY  DETAIL
+a   #1     -     -   -       -      4s   1    -   -
+leased                          1
+damaged                         0
+EOT
+	# spool-fsck reads it under the lock, as long as it is.
+	run -0 at_ms $((T + 5000)) spool-fsck
+	[ "$output" = "" ]
 }
