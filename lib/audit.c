@@ -48,22 +48,35 @@ abuf_free(struct abuf *ab)
 }
 
 /*
- * UTC with milliseconds, as ISO 8601 writes it.  gmtime_r refuses a time
- * whose year does not fit an int; strftime writes years past 9999 whole,
- * and spool_parse_time reads them back.
+ * UTC with milliseconds, as ISO 8601 writes it; years past 9999 whole,
+ * which spool_parse_time reads back.  The date is computed here, from
+ * the days since the epoch (the proleptic Gregorian calendar, as gmtime
+ * has it): gmtime would read the time zone file first, in every command.
  */
 size_t
 spool_format_time(char *buf, size_t size, int64_t ms)
 {
-	time_t secs = (time_t)(ms / 1000);
-	char when[40];
-	struct tm tm;
+	int64_t secs, days, era, doe, yoe, doy, mp, y, m, d, sod;
 	int n;
 
-	if (ms < 0 || gmtime_r(&secs, &tm) == NULL ||
-	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+	if (ms < 0)
 		return 0;
-	n = snprintf(buf, size, "%s.%03dZ", when, (int)(ms % 1000));
+	secs = ms / 1000;
+	days = secs / 86400;
+	sod = secs % 86400;
+	/* March-based years of 400: each era has 146,097 days. */
+	days += 719468;
+	era = days / 146097;
+	doe = days - era * 146097;
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	d = doy - (153 * mp + 2) / 5 + 1;
+	m = mp < 10 ? mp + 3 : mp - 9;
+	y = yoe + era * 400 + (m <= 2);
+	n = snprintf(buf, size, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ",
+	    (long long)y, (int)m, (int)d, (int)(sod / 3600),
+	    (int)(sod / 60 % 60), (int)(sod % 60), (int)(ms % 1000));
 	return n < 0 || (size_t)n >= size ? 0 : (size_t)n;
 }
 
