@@ -350,19 +350,21 @@ memory_rows() {
 }
 
 # Row 9 on one spool, $1 its size label: every sidecar read once (the
-# floor: open, one read, close), the names in new/ counted, the listings,
+# floor: open, one read, close), that and every job file's lstat (the
+# floor of a listing that shows mode and size), the names in new/ counted, the listings,
 # spool-stat and spool-fsck, wall time each, taking turns round by round
 # in an order that rotates, with the page cache warm from row 6.
 view_rows() {
 	size=$1 sp=$2
 	r=0
-	set -- floor count ls ls-l stat fsck
+	set -- floor floor-l count ls ls-l stat fsck
 	while [ $r -lt "$vrounds" ]; do
 		r=$((r + 1))
 		for name in "$@"; do
 			t=$(date +%s%N)
 			case $name in
 			floor) "$tools/sidecars" "$sp" ;;
+			floor-l) "$tools/sidecars" -l "$sp" ;;
 			count) find "$sp/new" -type f | wc -l ;;
 			ls) "$bin/spool-ls" -d "$sp" new ;;
 			ls-l) "$bin/spool-ls" -d "$sp" -l new ;;
