@@ -218,6 +218,12 @@ open_failure(const char *dir, int err, char *msg, size_t len)
 		    "whose locks other hosts may not see (see spool-layout.md, "
 		    "Several hosts)", dir);
 		break;
+	case EXDEV:
+		(void)snprintf(msg, len, "%s: config syncfs=yes needs the whole "
+		    "spool on one local disk file system, one host and Linux "
+		    "5.17 or later (see spool-layout.md, One syncfs for a large "
+		    "wait)", dir);
+		break;
 	case EADDRINUSE:
 		(void)snprintf(msg, len, "%s: host ID '%s' is in use by another "
 		    "machine (see hosts/ in spool-layout.md): set SPOOL_HOST",

@@ -456,8 +456,9 @@ ring_sync(struct spool *sp, struct io_uring *r, const int *fds, size_t n,
  * failed is not known).  Made by this thread, never through the ring
  * (io_uring has no syncfs), so strace and the fault shim see it.  Since
  * Linux 5.8 it reports a writeback error that the file system had since
- * the spool was opened, or since the last syncfs that reported one.
- * 1: not such a wait.
+ * the spool was opened, or since the last syncfs that reported one, and
+ * since 5.17 the file system's own (spool_open refuses the key before
+ * that, and where a syncfs may not reach the disk).  1: not such a wait.
  */
 static int
 psync_whole(struct spool *sp, size_t n, int *errs)

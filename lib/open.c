@@ -6,6 +6,8 @@
  */
 #define _GNU_SOURCE
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -129,6 +131,52 @@ parse_config(struct spool *sp, char *text, int *bad)
 		sp->skew_ms = 0;
 	*bad = backoff_line;
 	return sp->backoff_max_ms >= sp->backoff_ms ? 0 : -1;
+}
+
+/*
+ * May a wait be one syncfs(2) of the spool's file system (config
+ * syncfs=yes)?  Only on a local disk file system whose syncfs reports what
+ * failed (Linux 5.17 and later return the journal's or the log's errors,
+ * not only writeback's), every directory of the spool on it, and one host:
+ * a FUSE or network client's syncfs need not reach the server's disk.
+ * 0 if it may; -1 with EXDEV if not.
+ */
+static int
+syncfs_fits(struct spool *sp, int *const *fds)
+{
+	static const unsigned long local[] = {
+		0xEF53,		/* ext2, ext3, ext4 */
+		0x58465342,	/* xfs */
+		0x9123683E,	/* btrfs */
+		0xF2F52010	/* f2fs */
+	};
+	struct statfs sf;
+	struct utsname u;
+	struct stat top, st;
+	size_t i;
+	int maj, min;
+
+	if (sp->multi_host || uname(&u) == -1 ||
+	    sscanf(u.release, "%d.%d", &maj, &min) != 2 ||
+	    maj < 5 || (maj == 5 && min < 17))
+		goto no;
+	if (fstatfs(sp->dirfd, &sf) == -1 || fstat(sp->dirfd, &top) == -1)
+		return -1;
+	for (i = 0; i < NELEM(local) &&
+	    (unsigned long)sf.f_type != local[i]; i++)
+		continue;
+	if (i == NELEM(local))
+		goto no;
+	for (i = 0; i < NSUBDIRS; i++) {
+		if (fstat(*fds[i], &st) == -1)
+			return -1;
+		if (st.st_dev != top.st_dev)
+			goto no;
+	}
+	return 0;
+no:
+	errno = EXDEV;
+	return -1;
 }
 
 /*
@@ -265,6 +313,8 @@ spool_open(const char *dir)
 		errno = EBADMSG;
 		goto fail;
 	}
+	if (sp->syncfs && syncfs_fits(sp, fds) == -1)
+		goto fail;
 	if ((sp->path = realpath(dir, NULL)) == NULL)
 		goto fail;
 	set_host(sp);

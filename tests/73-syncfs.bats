@@ -175,3 +175,26 @@ syncs() {
 		[ "$output" = "j$v" ]
 	done
 }
+
+@test "syncfs=yes where a syncfs may not reach the disk: refused, 100, the spool untouched" {
+	local msg="config syncfs=yes needs the whole spool on one local disk file system, one host and Linux 5.17 or later (see spool-layout.md, One syncfs for a large wait)"
+	# Several hosts: a client's syncfs need not reach the server's disk.
+	printf 'multi-host=yes\nskew=1s\nsyncfs=yes\n' >>"$SPOOL_DIR/config"
+	snapshot >"$BATS_TEST_TMPDIR/before"
+	run -100 --separate-stderr spool-enqueue --id j1 </dev/null
+	[ "$output" = "" ]
+	[ "$stderr" = "spool-enqueue: $SPOOL_DIR: $msg" ]
+	diff -u "$BATS_TEST_TMPDIR/before" <(snapshot)
+	# A file system that is no local disk's (tmpfs).
+	[ "$(stat -f -c %T /dev/shm)" = tmpfs ]
+	local shm
+	shm=$(mktemp -d /dev/shm/spool-test.XXXXXX)
+	spool-init -d "$shm/s"
+	echo syncfs=yes >>"$shm/s/config"
+	run -100 --separate-stderr spool-claim -d "$shm/s"
+	[ "$stderr" = "spool-claim: $shm/s: $msg" ]
+	run -100 --separate-stderr spool-fsck -d "$shm/s"
+	[ "$stderr" = "spool-fsck: $shm/s: $msg" ]
+	[ -z "$(find "$shm/s/meta" "$shm/s/audit" -mindepth 1)" ]
+	rm -rf "$shm"
+}
