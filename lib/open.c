@@ -96,15 +96,16 @@ parse_config(struct spool *sp, char *text, int *bad)
 			continue;
 		}
 		if (strcmp(line, "multi-host") == 0) {
-			if (strcmp(eq, "yes") != 0 && strcmp(eq, "no") != 0)
+			if ((sp->multi_host = yes_no(eq)) == -1)
 				return -1;
-			sp->multi_host = strcmp(eq, "yes") == 0;
 			multi_line = n;
 			continue;
 		}
-		if (strcmp(line, "syncfs") == 0 &&
-		    (sp->syncfs = yes_no(eq)) != -1)
-			continue;	/* else malformed: it is no duration key */
+		if (strcmp(line, "syncfs") == 0) {
+			if ((sp->syncfs = yes_no(eq)) == -1)
+				return -1;
+			continue;
+		}
 		if (spool_parse_duration(eq, &v) == -1)
 			return -1;
 		if (strncmp(line, "backoff", 7) == 0)
