@@ -138,20 +138,21 @@ lease() {	# ID and token of the first claim line
 "$bin/spool-init" -d "$s"
 "$bin/spool-init" -d "$p"
 
-# enqueue: payload, sidecar, tmp/, meta/ (first cycle), leaf bucket, audit
-# log, and each parent that gained a bucket.  The spool's first command also
-# creates its audit file, and fsyncs audit/ for that name.
+# enqueue: payload, sidecar, tmp/, meta/ (first cycle), the leaf bucket and
+# the three directories above it (new/, the top and the middle bucket),
+# audit log.  The spool's first command also creates its audit file, and
+# fsyncs audit/ for that name.
 count enqueue-first 10 $t0 "$bin/spool-enqueue" -d "$s" --id e1 \
     "$scratch/payload"
-count enqueue 6 $t0 "$bin/spool-enqueue" -d "$s" --id e2 "$scratch/payload"
-count enqueue-new-leaf 7 $((t0 + 16)) "$bin/spool-enqueue" -d "$s" --id e3 \
+count enqueue 9 $t0 "$bin/spool-enqueue" -d "$s" --id e2 "$scratch/payload"
+count enqueue-new-leaf 9 $((t0 + 16)) "$bin/spool-enqueue" -d "$s" --id e3 \
     "$scratch/payload"
 # A batch: one payload and one sidecar fdatasync per job; tmp/, meta/, the
-# leaf and the audit log once.
+# bucket path and the audit log once.
 files=$(i=0; while [ $i -lt 256 ]; do printf '%s ' "$scratch/f$i";
     i=$((i + 1)); done)
 # shellcheck disable=SC2086
-count enqueue-256 516 $t0 "$bin/spool-enqueue" -d "$s" $files
+count enqueue-256 519 $t0 "$bin/spool-enqueue" -d "$s" $files
 
 # claim: the first one finds no next-expiry hint, scans leased/ and
 # writes one (+1), and reserves the spool's first block of tokens (+1);
@@ -162,7 +163,8 @@ cp "$scratch/out.claim" "$scratch/c1"
 # 100 jobs: one sidecar each, leased/ and the audit log per group of 64.
 count claim-100 104 $t0 "$bin/spool-claim" -d "$s" -n 100
 
-# finish: sidecar + the directory moved into + audit.
+# finish: sidecar + the directory moved into (for a retry or a release, the
+# bucket path) + audit.
 # shellcheck disable=SC2046
 set -- $(lease "$scratch/c1")
 count finish-ok 3 $t0 "$bin/spool-finish" -d "$s" "$1" "$2" ok
@@ -178,12 +180,12 @@ parked=$1
 quiet $t0 "$bin/spool-claim" -d "$s"
 # shellcheck disable=SC2046
 set -- $(lease "$scratch/quiet.out")
-count finish-retry 3 $t0 "$bin/spool-finish" -d "$s" --delay 0 "$1" "$2" \
+count finish-retry 6 $t0 "$bin/spool-finish" -d "$s" --delay 0 "$1" "$2" \
     retry
 quiet $t0 "$bin/spool-claim" -d "$s"
 # shellcheck disable=SC2046
 set -- $(lease "$scratch/quiet.out")
-count finish-release 3 $t0 "$bin/spool-finish" -d "$s" "$1" "$2" release
+count finish-release 6 $t0 "$bin/spool-finish" -d "$s" "$1" "$2" release
 
 # renew: sidecar + audit; no file moves.
 quiet $t0 "$bin/spool-claim" -d "$s"
@@ -192,13 +194,13 @@ set -- $(lease "$scratch/quiet.out")
 count renew 2 $t0 "$bin/spool-renew" -d "$s" "$1" "$2"
 quiet $t0 "$bin/spool-finish" -d "$s" "$1" "$2" ok
 
-# redrive: sidecar + leaf bucket + audit.
-count redrive 3 $t0 "$bin/spool-redrive" -d "$s" --by bench --note B-1 \
+# redrive: sidecar + the bucket path + audit.
+count redrive 6 $t0 "$bin/spool-redrive" -d "$s" --by bench --note B-1 \
     "$parked"
 
 # A new cycle of a done ID: no meta/ (the sidecar exists), but done/,
 # where the previous cycle's file is removed.
-count enqueue-new-cycle 5 $t0 "$bin/spool-enqueue" -d "$s" --id "$doneid" \
+count enqueue-new-cycle 8 $t0 "$bin/spool-enqueue" -d "$s" --id "$doneid" \
     "$scratch/payload"
 
 # reclaim: the lease has run out (30 s), so the hint has passed: a scan of

@@ -109,8 +109,10 @@ parse_leased_name(const char *name, char *id, uint64_t *token)
 
 /*
  * Open a directory below new/ one component at a time, never following a
- * symlink.  With create, missing components are made, and each parent that
- * gained an entry is added to ds so that the new name is made durable.
+ * symlink.  With create, missing components are made, and the parent of
+ * each component is added to ds so that its name is made durable: made by
+ * us or found, for a bucket found may be one another producer has just
+ * made and not yet synced (spool-layout.md, "The new/ tree").
  */
 int
 open_bucket(struct spool *sp, int64_t eligible, int create, struct dirset *ds)
@@ -131,10 +133,14 @@ open_bucket(struct spool *sp, int64_t eligible, int create, struct dirset *ds)
 		if (next == -1 && errno == ENOENT && create) {
 			if (mkdir_mode(sp, fd, part) == -1 && errno != EEXIST)
 				goto fail;
-			if (dirset_add(ds, parent) == -1)
-				goto fail;
 			next = sys_openat(fd, part,
 			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+		}
+		if (next != -1 && create && dirset_add(ds, parent) == -1) {
+			e = errno;
+			(void)close_fd(next);
+			errno = e;
+			goto fail;
 		}
 		if (next == -1)
 			goto fail;

@@ -107,6 +107,7 @@ EOF
 	diff -u - <(violations) <<'EOF'
 enqueue-first 0 0
 enqueue 0 0
+enqueue-join 0 0
 enqueue-cycle 0 0
 claim 0 0
 reclaim 0 0
@@ -157,9 +158,9 @@ EOF
 	run -0 "$EXPLORE" --teeth --seed "$SEED" --bound 12 \
 	    enqueue-first:1 enqueue-first:2 enqueue-first:3 enqueue-first:4 \
 	    enqueue-first:6 enqueue-first:7 enqueue-first:8 enqueue-first:9 \
-	    enqueue-cycle:5 claim:2 claim:5 finish-ok:3 \
+	    enqueue-join:6 enqueue-join:7 enqueue-join:8 enqueue-cycle:7 claim:2 claim:5 finish-ok:3 \
 	    finish-fail:3 drop:3 purge-newhost:2 purge-newhost:4 pause:1 pause:2 \
-	    resume:1 fsck-restored:2 upgrade:3 upgrade:4 group-enqueue:7 \
+	    resume:1 fsck-restored:2 upgrade:3 upgrade:4 group-enqueue:9 \
 	    enqueue-newhost:5 run-reclaim:2 run-reclaim:4 run-reclaim:7 \
 	    enqueue-syncfs:1 \
 	    enqueue-syncfs:2 claim-syncfs:3 finish-syncfs:1
@@ -172,7 +173,10 @@ enqueue-first 6 fsync(new): violation
 enqueue-first 7 fsync(new/00001a22): violation
 enqueue-first 8 fsync(new/00001a22/b83): violation
 enqueue-first 9 fsync(new/00001a22/b83/64a): violation
-enqueue-cycle 5 fsync(done): violation
+enqueue-join 6 fsync(new): violation
+enqueue-join 7 fsync(new/00001a22): violation
+enqueue-join 8 fsync(new/00001a22/b83): violation
+enqueue-cycle 7 fsync(done): violation
 claim 2 fdatasync(tokens): violation
 claim 5 fsync(leased): violation
 finish-ok 3 fsync(done): violation
@@ -186,7 +190,7 @@ resume 1 fsync(.): violation
 fsck-restored 2 fdatasync(tokens): violation
 upgrade 3 fdatasync(tmp/format,PID): violation
 upgrade 4 fsync(.): violation
-group-enqueue 7 fsync(new/00001a22/b83/64a): violation
+group-enqueue 9 fsync(new/00001a22/b83/64a): violation
 enqueue-newhost 5 fsync(meta): violation
 run-reclaim 2 fdatasync(meta/j1): violation
 run-reclaim 4 fsync(leased): violation

@@ -21,9 +21,9 @@ payloads() {
 }
 
 # The syncs a command makes on the spool, one line each kind and path,
-# counted: IDs, the payloads' temporary names and the leaf bucket made
-# alike.  The command's status and output go to $BATS_TEST_TMPDIR/st,
-# out and err.
+# counted: IDs, the payloads' temporary names and the buckets made alike
+# (TOP, MID, LEAF).  The command's status and output go to
+# $BATS_TEST_TMPDIR/st, out and err.
 syncs() {
 	local t=$BATS_TEST_TMPDIR/trace
 	SPOOL_TEST_NO_URING=1 ASAN_OPTIONS=detect_leaks=0 strace -f -qq -yy \
@@ -32,18 +32,22 @@ syncs() {
 	echo $? >"$BATS_TEST_TMPDIR/st"
 	sed -n 's/^[0-9]* *\(fsync\|fdatasync\|syncfs\)([0-9]*<\([^>]*\)>.*/\1 \2/p' \
 	    "$t" | sed "s|$SPOOL_DIR|S|; s|S/meta/.*|S/meta/ID|;
-	    s|S/tmp/.*,.*|S/tmp/ID|; s|S/new/[^/]*/[^/]*/[^/]*$|S/new/LEAF|" |
+	    s|S/tmp/.*,.*|S/tmp/ID|; s|S/new/[0-9a-f]*/[0-9a-f]*/[0-9a-f]*$|S/new/LEAF|;
+	    s|S/new/[0-9a-f]*/[0-9a-f]*$|S/new/MID|; s|S/new/[0-9a-f][0-9a-f]*$|S/new/TOP|" |
 	    LC_ALL=C sort | uniq -c | sed 's/^ *//'
 }
 
-@test "syncfs=yes: a batch enqueue of 256 is one syncfs, then the log and the leaf" {
+@test "syncfs=yes: a batch enqueue of 256 is one syncfs, then the log and the bucket path" {
 	export SPOOL_TEST_NOW=1700000000000
 	payloads 256
 	spool-enqueue --id j0 </dev/null >/dev/null
 	echo syncfs=yes >>"$SPOOL_DIR/config"
 	out=$(syncs spool-enqueue "$BATS_TEST_TMPDIR"/p*)
 	[ "$out" = "1 fdatasync S/audit/testhost.log
+1 fsync S/new
 1 fsync S/new/LEAF
+1 fsync S/new/MID
+1 fsync S/new/TOP
 1 syncfs S" ]
 	[ "$(cat "$BATS_TEST_TMPDIR/st")" = 0 ]
 	[ ! -s "$BATS_TEST_TMPDIR/err" ]
@@ -59,7 +63,10 @@ syncs() {
 256 fdatasync S/meta/ID
 256 fdatasync S/tmp/ID
 1 fsync S/meta
+1 fsync S/new
 1 fsync S/new/LEAF
+1 fsync S/new/MID
+1 fsync S/new/TOP
 1 fsync S/tmp" ]
 	[ "$(cat "$BATS_TEST_TMPDIR/st")" = 0 ]
 	[ "$(ids_in new | wc -l)" = 513 ]
@@ -79,7 +86,10 @@ syncs() {
 30 fdatasync S/meta/ID
 30 fdatasync S/tmp/ID
 1 fsync S/meta
+1 fsync S/new
 1 fsync S/new/LEAF
+1 fsync S/new/MID
+1 fsync S/new/TOP
 1 fsync S/tmp" ]
 	sed -i 's/^syncfs=yes$/syncfs=no/' "$SPOOL_DIR/config"
 	off=$(syncs spool-enqueue "$BATS_TEST_TMPDIR"/p{1..30})
@@ -88,7 +98,10 @@ syncs() {
 	sed -i 's/^syncfs=no$/syncfs=yes/' "$SPOOL_DIR/config"
 	on=$(syncs spool-enqueue "$BATS_TEST_TMPDIR"/p{1..31})
 	[ "$on" = "1 fdatasync S/audit/testhost.log
+1 fsync S/new
 1 fsync S/new/LEAF
+1 fsync S/new/MID
+1 fsync S/new/TOP
 1 syncfs S" ]
 	[ "$(ids_in new | wc -l)" = 92 ]
 	fsck_clean

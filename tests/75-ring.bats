@@ -79,11 +79,11 @@ ring_case() {
 	out=$(ring_case leased leased done spool-finish j1 1 ok)
 	[ "$out" = "spool-finish 3" ]
 	out=$(ring_case leased leased new spool-finish j1 1 retry --delay 0)
-	[ "$out" = "spool-finish 4" ]
+	[ "$out" = "spool-finish 6" ]
 	out=$(ring_case queued new dead spool-cancel --by ops --note T-1 j1)
 	[ "$out" = "spool-cancel 3" ]
 	out=$(ring_case parked dead new spool-redrive --by ops --note T-1 j1)
-	[ "$out" = "spool-redrive 3" ]
+	[ "$out" = "spool-redrive 5" ]
 	out=$(ring_case leased leased leased spool-renew j1 1)
 	[ "$out" = "spool-renew 2" ]
 }

@@ -41,12 +41,24 @@ SC = collections.OrderedDict()
 
 
 def scenario(name, setup, argv, now=T1, stdin=None, batch=False, mids=(),
-             env=None):
+             env=None, unsynced=()):
     """mids: the crash points (spool-layout.md, "Crash points") after
     each transition but the last of a command that makes several; env:
-    more variables for the traced command."""
+    more variables for the traced command; unsynced: names (top first)
+    that the setup made and did not make durable, as another process
+    that has not reached its sync yet leaves them."""
     SC[name] = dict(setup=setup, argv=argv, now=now, stdin=stdin,
-                    batch=batch, mids=mids, env=env or {})
+                    batch=batch, mids=mids, env=env or {},
+                    unsynced=unsynced)
+
+
+def bucket_of(ms):
+    """The path of the bucket of new/ that a job eligible at ms goes to."""
+    slot = ms >> 4
+    return ['new/%08x' % (slot >> 24),
+            'new/%08x/%03x' % (slot >> 24, (slot >> 12) & 0xfff),
+            'new/%08x/%03x/%03x' % (slot >> 24, (slot >> 12) & 0xfff,
+                                    slot & 0xfff)]
 
 
 # Setup that fills the audit log past a sector, so that its appends may tear.
@@ -55,6 +67,12 @@ WARM = ''.join(ENQ.format('w%d' % i).replace('"$P_w%d"' % i, '/dev/null')
 CLAIM1 = 'spool-claim --lease 1m >/dev/null\n'
 scenario('enqueue-first', '', ['spool-enqueue', '--id', 'j1', '$P_j1'])
 scenario('enqueue', WARM, ['spool-enqueue', '--id', 'j1', '$P_j1'])
+# A bucket path another producer has just made, and not yet made
+# durable: the enqueue that moves a job into it must (spool-layout.md,
+# "Buckets").
+JOIN = bucket_of(T1)
+scenario('enqueue-join', 'mkdir -p "$SPOOL_DIR/%s"\n' % JOIN[-1],
+         ['spool-enqueue', '--id', 'j1', '$P_j1'], unsynced=JOIN)
 scenario('enqueue-cycle', ENQ.format('j1') + CLAIM1 +
          'spool-finish j1 "$(tok j1)" ok >/dev/null\n',
          ['spool-enqueue', '--id', 'j1', '$P_j1'])
