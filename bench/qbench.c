@@ -554,6 +554,9 @@ static void
 batch_cycle_init(struct sys *s)
 {
 	floor_init(s);
+	/* The floors' a/ and b/ are not this row's: its own three instead. */
+	(void)close(s->adirfd);
+	(void)close(s->bdirfd);
 	s->adirfd = open_dir(s->dir, "meta");
 	s->bdirfd = open_dir(s->dir, "leased");
 	s->recfd = open_dir(s->dir, "done");
