@@ -326,7 +326,7 @@ scan_leased(struct claim *c, int hintfd)
 	DIR *d;
 	int rv = 0, complete;
 
-	if (lock_fd(hintfd, 0) == -1)
+	if (lock_fd(c->sp, hintfd, 0) == -1)
 		return -1;
 	if (hint_read(hintfd) > c->expired)
 		return 0;	/* another claimer just scanned */
@@ -402,7 +402,7 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 	if (hint <= c->expired && scan_leased(c, hintfd) == -1)
 		rv = -1;
 	/* The hint's lock (if taken) is not needed past here. */
-	(void)sys_flock(hintfd, LOCK_UN);
+	(void)sys_flock(sp, hintfd, LOCK_UN);
 	if (rv == 0 && c->nout < c->want &&
 	    bucket_walk(sp, c->now, c->now, claim_leaf, c) == -1)
 		rv = -1;
@@ -421,8 +421,8 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 	 * The leases are durable now.  If the hint cannot be lowered, they
 	 * are still taken over when due, at most RESCAN_MS late.
 	 */
-	if (rv == 0 && c->our_until != NO_EXPIRY && lock_fd(hintfd, 0) == 0 &&
-	    c->our_until < hint_read(hintfd))
+	if (rv == 0 && c->our_until != NO_EXPIRY &&
+	    lock_fd(sp, hintfd, 0) == 0 && c->our_until < hint_read(hintfd))
 		(void)hint_write(hintfd, c->our_until);
 	(void)close_fd(hintfd);	/* and its lock */
 	if (rv == 0)

@@ -166,10 +166,10 @@ refuse:
  * A lock on a shared file system can stay held with no process left to let
  * it go (spool-layout.md, "Several hosts"): in multi-host mode no lock is
  * waited for longer than LOCK_WAIT_MS (SPOOL_TEST_LOCK_WAIT ms in the
- * tests); the command fails with ETIMEDOUT.
+ * tests) through this handle; the command fails with ETIMEDOUT.
  */
 static void
-bound_locks(void)
+bound_locks(struct spool *sp)
 {
 	const char *s = getenv("SPOOL_TEST_LOCK_WAIT");
 	char *end;
@@ -179,11 +179,11 @@ bound_locks(void)
 		errno = 0;
 		v = strtol(s, &end, 10);
 		if (errno == 0 && *end == '\0' && v >= 0) {
-			lock_bound(v);
+			sp->lock_wait_ms = v;
 			return;
 		}
 	}
-	lock_bound(LOCK_WAIT_MS);
+	sp->lock_wait_ms = LOCK_WAIT_MS;
 }
 
 /*
@@ -228,7 +228,7 @@ host_register(struct spool *sp)
 	int hfd = -1, fd = -1, e;
 	int64_t age;
 
-	bound_locks();
+	bound_locks(sp);
 	if (fs_check(sp) == -1)
 		return -1;
 	machine_id(mid, sizeof(mid));
@@ -240,7 +240,7 @@ host_register(struct spool *sp)
 	    O_NOFOLLOW | O_CLOEXEC, 0)) == -1 ||
 	    (fd = sys_openat(hfd, sp->host, O_RDWR | O_CREAT | O_NOFOLLOW |
 	    O_CLOEXEC | O_NONBLOCK, 0666)) == -1 ||
-	    file_mode(sp, fd, 0660) == -1 || lock_fd(fd, 0) == -1 ||
+	    file_mode(sp, fd, 0660) == -1 || lock_fd(sp, fd, 0) == -1 ||
 	    fstat(fd, &st) == -1 ||
 	    (n = sys_pread(fd, have, sizeof(have) - 1, 0)) == -1)
 		goto fail;

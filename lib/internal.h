@@ -37,6 +37,9 @@ struct spool {
 	int multi_host;		/* config multi-host=yes */
 	int syncfs;		/* config syncfs=yes: a big wait is one syncfs */
 	int64_t skew_ms;	/* clock-skew allowance before a takeover */
+	int64_t lock_wait_ms;	/* io.c: a lock's longest wait; -1: for ever */
+	int64_t tokens_gave_up;	/* tokens.c: when a wait for the counter's
+				   lock ran out (monotonic ms); -1: none */
 	char host[HOST_MAX + 1];	/* names this writer's audit file */
 	char writer[HOST_MAX + 24];	/* host:pid, the audit writer column */
 	void *ring;		/* io.c: psync's io_uring, made at its third wait */
@@ -133,9 +136,8 @@ int sys_renameat(int fromfd, const char *from, int tofd, const char *to,
     unsigned flags);
 int sys_unlinkat(int dirfd, const char *path, int flags);
 int sys_mkdirat(int dirfd, const char *path, mode_t mode);
-int sys_flock(int fd, int op);
-void lock_bound(int64_t ms);
-int lock_fd(int fd, int nonblock);
+int sys_flock(const struct spool *sp, int fd, int op);
+int lock_fd(const struct spool *sp, int fd, int nonblock);
 int move_noreplace(int fromfd, const char *from, int tofd, const char *to);
 int mkdir_mode(struct spool *sp, int dirfd, const char *rel);
 int file_mode(struct spool *sp, int fd, mode_t mode);

@@ -654,29 +654,23 @@ flock_once(int fd, int op)
 }
 
 /*
- * How long a lock that has to wait may wait, in ms; -1: for ever.  In
- * multi-host mode it is bounded (lock_bound, from hosts.c): there, a lock
- * can stay held with no process left to let it go (spool-layout.md,
+ * A lock that has to wait waits for ever, but in multi-host mode, where a
+ * handle's wait is bounded (sp->lock_wait_ms, set by hosts.c): there, a
+ * lock can stay held with no process left to let it go (spool-layout.md,
  * "Several hosts"), and a command must fail rather than wait for ever.  A
  * bounded wait never queues at the file system: it asks with LOCK_NB, and
- * again after a pause that doubles up to LOCK_PAUSE_MAX_MS.
+ * again after a pause that doubles up to LOCK_PAUSE_MAX_MS.  The bound is
+ * the handle's: another spool the process has open keeps its own.
  */
 #define LOCK_PAUSE_MAX_MS	64
-static int64_t lock_wait_ms = -1;
 
-void
-lock_bound(int64_t ms)
-{
-	lock_wait_ms = ms;
-}
-
-/* flock(2); a wait that outlasts the bound fails with ETIMEDOUT. */
+/* flock(2); a wait that outlasts sp's bound fails with ETIMEDOUT. */
 int
-sys_flock(int fd, int op)
+sys_flock(const struct spool *sp, int fd, int op)
 {
 	struct timespec start, now, pause = { 0, 1000000 };
 
-	if (lock_wait_ms < 0 || (op & (LOCK_NB | LOCK_UN)) != 0)
+	if (sp->lock_wait_ms < 0 || (op & (LOCK_NB | LOCK_UN)) != 0)
 		return flock_once(fd, op);
 	(void)clock_gettime(CLOCK_MONOTONIC, &start);	/* cannot fail */
 	while (flock_once(fd, op | LOCK_NB) == -1) {
@@ -684,7 +678,8 @@ sys_flock(int fd, int op)
 			return -1;
 		(void)clock_gettime(CLOCK_MONOTONIC, &now);
 		if ((now.tv_sec - start.tv_sec) * 1000 +
-		    (now.tv_nsec - start.tv_nsec) / 1000000 >= lock_wait_ms) {
+		    (now.tv_nsec - start.tv_nsec) / 1000000 >=
+		    sp->lock_wait_ms) {
 			errno = ETIMEDOUT;
 			return -1;
 		}
@@ -697,9 +692,9 @@ sys_flock(int fd, int op)
 
 /* An exclusive lock; nonblock: EWOULDBLOCK if another process has it. */
 int
-lock_fd(int fd, int nonblock)
+lock_fd(const struct spool *sp, int fd, int nonblock)
 {
-	return sys_flock(fd, LOCK_EX | (nonblock ? LOCK_NB : 0));
+	return sys_flock(sp, fd, LOCK_EX | (nonblock ? LOCK_NB : 0));
 }
 
 /*

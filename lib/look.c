@@ -57,7 +57,7 @@ look_read(struct spool *sp, const char *id, int lock, struct job *j,
 	    O_NONBLOCK, 0);
 	if (fd == -1)
 		return 0;
-	if (lock != 0 && sys_flock(fd, lock) == -1)
+	if (lock != 0 && sys_flock(sp, fd, lock) == -1)
 		goto fail;
 	for (;;) {
 		do

@@ -349,7 +349,7 @@ again:
 		return -1;
 	}
 	if ((j->created && file_mode(sp, j->fd, 0660) == -1) ||
-	    lock_fd(j->fd, nonblock) == -1 || (named = still_named(sp, j)) ==
+	    lock_fd(sp, j->fd, nonblock) == -1 || (named = still_named(sp, j)) ==
 	    -1)
 		goto fail;
 	if (!named) {
@@ -390,7 +390,7 @@ again:
 	 * one a purge just unlinked reads its purge record, and says the
 	 * job is gone, which it is.
 	 */
-	if (lock != 0 && (sys_flock(j->fd, lock) == -1 || (lock == LOCK_EX &&
+	if (lock != 0 && (sys_flock(sp, j->fd, lock) == -1 || (lock == LOCK_EX &&
 	    (named = still_named(sp, j)) == -1)))
 		goto fail;
 	if (!named) {

@@ -285,6 +285,8 @@ spool_open(const char *dir)
 	for (i = 0; i < NSUBDIRS; i++)
 		*fds[i] = -1;
 	sp->tokfd = -1;
+	sp->lock_wait_ms = -1;
+	sp->tokens_gave_up = -1;
 	/*
 	 * The spool itself is never reached through a symlink in its last
 	 * component: whoever can swap it could point every write elsewhere.

@@ -139,7 +139,9 @@ struct spool_result {
  * which needs skew=DUR) it also fails with ENOLCK (a file system whose
  * locks other hosts may not see: spool-layout.md, "Several hosts") or
  * EADDRINUSE (this host's ID, $SPOOL_HOST or /etc/spool-host or the host
- * name, was used by another machine in the last 10 minutes).
+ * name, was used by another machine in the last 10 minutes).  A handle's
+ * settings are its own: in multi-host mode a wait for a lock through it
+ * is bounded (spool-layout.md, "Several hosts"), not through another.
  */
 struct spool *spool_open(const char *dir);
 void spool_close(struct spool *sp);

@@ -142,25 +142,24 @@ mono_ms(void)
 /*
  * The counter's lock.  A claim asks for it once for each job it takes: once
  * a wait for it has run out (in multi-host mode, a lock kept with no
- * process to let it go: spool-layout.md, "Several hosts"), this process
+ * process to let it go: spool-layout.md, "Several hosts"), this handle
  * fails at once for GIVE_UP_MS, so that a claim over many jobs fails after
  * one wait, not after one wait for each.
  */
 static int
 lock_tokens(struct spool *sp)
 {
-	static int64_t gave_up = -1;
-
-	if (gave_up != -1 && mono_ms() - gave_up < GIVE_UP_MS) {
+	if (sp->tokens_gave_up != -1 &&
+	    mono_ms() - sp->tokens_gave_up < GIVE_UP_MS) {
 		errno = ETIMEDOUT;
 		return -1;
 	}
-	if (lock_fd(sp->tokfd, 0) == 0) {
-		gave_up = -1;
+	if (lock_fd(sp, sp->tokfd, 0) == 0) {
+		sp->tokens_gave_up = -1;
 		return 0;
 	}
 	if (errno == ETIMEDOUT)
-		gave_up = mono_ms();
+		sp->tokens_gave_up = mono_ms();
 	return -1;
 }
 
@@ -191,7 +190,7 @@ put_tokens(struct spool *sp, const char *text, int len, ssize_t n,
 		}
 	}
 	e = errno;
-	(void)sys_flock(sp->tokfd, LOCK_UN);
+	(void)sys_flock(sp, sp->tokfd, LOCK_UN);
 	errno = e;
 	return rv;
 }

@@ -279,6 +279,26 @@ mounted() {
 	fsck_clean
 }
 
+@test "multi-host: the bound on a lock's wait is its spool's, not every spool's of the process" {
+	local plain=$BATS_TEST_TMPDIR/plain handles=$BATS_TEST_DIRNAME/lib/handles
+	multi 2s
+	spool-init -d "$plain"
+	spool-enqueue -d "$plain" --id j1 <<<"job" >/dev/null
+	spool-claim -d "$plain" --owner w1 >/dev/null
+	spool-enqueue --id k1 <<<"job" >/dev/null
+	spool-claim --owner w1 >/dev/null
+	# A multi-host spool opened first: a plain spool's lock is waited for.
+	hold "$plain/meta/j1" 1
+	SPOOL_TEST_LOCK_WAIT=100 run -0 "$handles" "$SPOOL_DIR" "$plain" j1 1
+	[ "$output" = renewed ]
+	# The plain one first: the multi-host spool's wait is still bounded.
+	hold "$SPOOL_DIR/meta/k1"
+	before=$(snapshot)
+	SPOOL_TEST_LOCK_WAIT=100 run -1 "$handles" "$plain" "$SPOOL_DIR" k1 1
+	[ "$output" = "not renewed: Connection timed out" ]
+	[ "$(snapshot)" = "$before" ]
+}
+
 @test "multi-host: a lock held on a sidecar fails its finish after a bounded wait" {
 	multi 2s
 	spool-enqueue --id j1 <<<"job" >/dev/null
