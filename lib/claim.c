@@ -42,6 +42,8 @@ struct claim {
 	int64_t min_until;	/* earliest expiry of the leases we saw */
 	int job_err;		/* why a job was skipped, if one was */
 	int64_t our_until;	/* expiry of the leases we made */
+	int leaffd;		/* the leaf claim_leaf reads */
+	int64_t leafstart;	/* and its first millisecond */
 };
 
 /* A lease whose move failed is not handed out. */
@@ -165,6 +167,8 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 	if (c->nheld == HELD_MAX && flush(c) == -1)
 		return -1;
 	j = &c->held[c->nheld];
+	if (loc == SPOOL_NEW)	/* kept for the look and the move */
+		leaf_seed(sp, c->leafstart, c->leaffd);
 	if (job_open(sp, id, 0, 1, j, &c->ab) == -1) {
 		if (errno == EWOULDBLOCK)
 			return 1;
@@ -247,8 +251,8 @@ claim_leaf(void *arg, int leaffd, int64_t start)
 	DIR *d;
 	int rv = 0;
 
-	(void)start;	/* each name carries its own time */
-
+	c->leaffd = leaffd;	/* each name carries its own time */
+	c->leafstart = start;
 	if ((d = dir_list(leaffd)) == NULL)
 		return -1;
 	while (c->nout < c->want && (errno = 0, de = dir_next(d)) != NULL) {
@@ -398,6 +402,7 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 		free(c);
 		return -1;
 	}
+	leaves_hold(sp);
 	hint = hint_read(hintfd);
 	if (hint <= c->expired && scan_leased(c, hintfd) == -1)
 		rv = -1;
@@ -427,6 +432,7 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 	(void)close_fd(hintfd);	/* and its lock */
 	if (rv == 0)
 		crash_point("claim-logged");
+	leaves_drop(sp);
 	dirset_free(&c->ds);
 	abuf_free(&c->ab);
 	free(c);

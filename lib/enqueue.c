@@ -254,6 +254,7 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 		free(order);
 		return -1;
 	}
+	leaves_hold(sp);
 	for (i = 0; i < n; i++) {
 		memset(&jobs[i].res, 0, sizeof(jobs[i].res));
 		p[i].in = &jobs[i];
@@ -312,11 +313,12 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 	if (e == 0)
 		crash_point("enqueue-synced");
 	/* Now that the new names are durable: settle removes the previous
-	 * cycle's file from done/, and logs it. */
+	 * cycle's file from done/, and logs it.  A first cycle has none. */
 	for (k = 0; k < n && e == 0; k++) {
 		p[order[k]].j.cur_synced = 1;
 		if (p[order[k]].tmp[0] != '\0' &&
 		    p[order[k]].in->res.status == 0 &&
+		    p[order[k]].j.prev.loc == SPOOL_DONE &&
 		    job_settle(sp, &p[order[k]].j, &ab) == -1)
 			failed(&p[order[k]].in->res, errno, 1);
 	}
@@ -331,6 +333,7 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 	for (k = 0; k < n; k++)
 		if (p[order[k]].open)
 			job_close(&p[order[k]].j);
+	leaves_drop(sp);
 	dirset_free(&ds);
 	abuf_free(&ab);
 	free(ids);

@@ -45,6 +45,18 @@ struct spool {
 	unsigned long tmpseq;
 	struct look *look;	/* a long walk's buckets of new/, kept open
 				   (look.c); NULL: none */
+	struct leaves {		/* names.c: leaf buckets a transition keeps
+				   open while it runs (leaves_hold) */
+		int held;	/* calls holding; 0: nothing is kept */
+		unsigned long use;
+		struct {
+			uint64_t slot;
+			int fd;
+			unsigned long used;	/* 0: free */
+			dev_t dev;	/* the directory fd is */
+			ino_t ino;
+		} e[4];
+	} leaves;
 	/* spool_set_progress(): told how a long run goes */
 	void (*progress)(void *arg, const char *what, size_t done,
 	    size_t total);
@@ -198,6 +210,7 @@ struct stat;
 struct place {
 	int dirfd;
 	int close;		/* dirfd is ours to close */
+	int kept;		/* dirfd is a leaf sp->leaves keeps open */
 	char name[NAME_MAX_SPOOL];
 };
 int bucket_rel(char *buf, size_t len, int64_t eligible);
@@ -207,7 +220,16 @@ int parse_new_name(const char *name, char *id, int64_t *eligible);
 int parse_leased_name(const char *name, char *id, uint64_t *token);
 int open_bucket(struct spool *sp, int64_t eligible, int create,
     struct dirset *ds);
+int leaf_fd(struct spool *sp, int64_t eligible, int create, struct dirset *ds,
+    int *owned);
+int leaf_stale(struct spool *sp, int fd);
+int leaf_current(struct spool *sp, int64_t eligible, int fd);
+void leaf_seed(struct spool *sp, int64_t start, int fd);
+void leaves_hold(struct spool *sp);
+void leaves_drop(struct spool *sp);
 int place_of(struct spool *sp, const char *id, const struct rec *r,
+    struct place *p);
+int place_again(struct spool *sp, const char *id, const struct rec *r,
     struct place *p);
 void place_done(struct place *p);
 int place_name(char *buf, size_t len, const char *id, const struct rec *r);

@@ -110,11 +110,17 @@ static int
 unlink_place(struct spool *sp, const char *id, const struct rec *r)
 {
 	struct place p;
-	int rv;
+	int rv, again;
 
 	if (place_of(sp, id, r, &p) == -1)
 		return -1;
-	rv = sys_unlinkat(p.dirfd, p.name, 0);
+	while ((rv = sys_unlinkat(p.dirfd, p.name, 0)) == -1 &&
+	    errno == ENOENT) {
+		if ((again = place_again(sp, id, r, &p)) == -1)
+			return -1;
+		if (again == 0)
+			break;
+	}
 	place_done(&p);
 	return rv == -1 && errno != ENOENT ? -1 : 0;
 }
@@ -526,10 +532,11 @@ job_move(struct spool *sp, struct job *j, struct dirset *ds)
 	    "dead" };
 	const int fds[] = { -1, -1, sp->leasedfd, sp->donefd, sp->deadfd };
 	struct place from, to;
-	int rv;
+	int rv, again = 0;
 
 	if (place_of(sp, j->id, &j->prev, &from) == -1)
 		return -1;
+move:
 	if (j->cur.loc == SPOOL_NEW)
 		rv = publish_new(sp, from.dirfd, from.name, j->id,
 		    j->cur.eligible, ds);
@@ -542,6 +549,10 @@ job_move(struct spool *sp, struct job *j, struct dirset *ds)
 		rv = move_noreplace(from.dirfd, from.name, fds[j->cur.loc],
 		    to.name) == -1 || dirset_add(ds, dirs[j->cur.loc]) == -1 ?
 		    -1 : 0;
+	/* From a leaf kept open and pruned since: look for it again. */
+	if (rv == -1 && errno == ENOENT && !again &&
+	    (again = place_again(sp, j->id, &j->prev, &from)) == 1)
+		goto move;
 	place_done(&from);
 	return rv;
 }

@@ -126,7 +126,8 @@ dirset_free(struct dirset *ds)
 /*
  * Move a file into its bucket in new/.  A claimer removes a bucket once it
  * is empty and its time has passed; if that happens between our opening or
- * making a bucket and our rename, we get ENOENT: make the bucket again.
+ * making a bucket (or the call's keeping it open) and our rename, we get
+ * ENOENT: make the bucket again.
  */
 int
 publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
@@ -134,21 +135,22 @@ publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
 {
 	char name[NAME_MAX_SPOOL], rel[NAME_MAX_SPOOL];
 	struct stat st;
-	int fd, r, e, tries;
+	int fd, r, e, tries, owned;
 
 	if (leaf_name(name, sizeof(name), id, eligible) == -1 ||
 	    bucket_rel(rel + 4, sizeof(rel) - 4, eligible) == -1)
 		return -1;
 	memcpy(rel, "new/", 4);
 	for (tries = 0; tries < 100; tries++) {
-		if ((fd = open_bucket(sp, eligible, 1, ds)) == -1) {
+		if ((fd = leaf_fd(sp, eligible, 1, ds, &owned)) == -1) {
 			if (errno == ENOENT)
 				continue;	/* a parent pruned under us */
 			return -1;
 		}
 		r = move_noreplace(fromfd, from, fd, name);
 		e = errno;
-		(void)close_fd(fd);	/* read-only directory */
+		if (owned == 1)
+			(void)close_fd(fd);	/* read-only directory */
 		if (r == 0)
 			return dirset_add(ds, rel);
 		if (e != ENOENT ||
@@ -156,6 +158,8 @@ publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
 			errno = e;
 			return -1;
 		}
+		if (owned != 1)
+			(void)leaf_stale(sp, fd);	/* pruned: make it again */
 	}
 	errno = EAGAIN;
 	return -1;
