@@ -253,28 +253,25 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 }
 
 /*
- * Read the sidecar j->fd to its end and fold it; the text stays in j->text.
- * The size from fstat is only a first guess: on a shared file system the
+ * Read the sidecar j->fd (whose fstat is st) to its end and fold it; the
+ * text stays in j->text.  The size from fstat is only a first guess: on a shared file system the
  * attributes a client caches may lag what another host wrote, so the file
  * is read until read says it ends, and the next record is written at the
  * size read (job_write), never at an offset the client believes is the end.
  */
 static int
-read_fold(struct job *j)
+read_fold(struct job *j, const struct stat *st)
 {
-	struct stat st;
 	size_t cap, len = 0;
 	ssize_t got;
 	char *p;
 
-	if (fstat(j->fd, &st) == -1)
-		return -1;
-	if (!S_ISREG(st.st_mode)) {
+	if (!S_ISREG(st->st_mode)) {
 		errno = EUCLEAN;
 		return -1;
 	}
 	/* Room to see EOF; more only if the file grew since the fstat. */
-	cap = (size_t)st.st_size + 128;
+	cap = (size_t)st->st_size + 128;
 	if ((j->text = malloc(cap)) == NULL)
 		return -1;
 	for (;;) {
@@ -309,21 +306,19 @@ job_clear(struct job *j, const char *id)
 }
 
 /*
- * Is the sidecar we locked still meta/ID?  A purge removes the name of a
+ * Is the sidecar we locked (whose fstat is a) still meta/ID?  A purge removes the name of a
  * purged job's sidecar under its lock (format 2): a process that waited
  * for that lock holds a file nobody will look at again, and must open the
  * name anew.  1 if it is, 0 if not, -1 on error.
  */
 static int
-still_named(struct spool *sp, const struct job *j)
+still_named(struct spool *sp, const struct job *j, const struct stat *a)
 {
-	struct stat a, b;
+	struct stat b;
 
-	if (fstat(j->fd, &a) == -1)
-		return -1;
 	if (fstatat(sp->metafd, j->id, &b, AT_SYMLINK_NOFOLLOW) == -1)
 		return errno == ENOENT ? 0 : -1;
-	return a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+	return a->st_ino == b.st_ino && a->st_dev == b.st_dev;
 }
 
 /*
@@ -336,33 +331,34 @@ job_open(struct spool *sp, const char *id, int create, int nonblock,
     struct job *j, struct abuf *ab)
 {
 	const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+	struct stat st;
 	int e, named;
 
 again:
 	job_clear(j, id);
-	j->fd = sys_openat(sp->metafd, id, flags, 0);
-	if (j->fd == -1 && errno == ENOENT && create) {
+	/* An enqueue's ID is most often new: make its sidecar first. */
+	j->fd = -1;
+	if (create) {
 		j->fd = sys_openat(sp->metafd, id, flags | O_CREAT | O_EXCL,
 		    0666);
-		if (j->fd != -1)
-			j->created = 1;
-		else if (errno == EEXIST)
-			j->fd = sys_openat(sp->metafd, id, flags, 0);
+		j->created = j->fd != -1;
 	}
+	if (j->fd == -1 && (!create || errno == EEXIST))
+		j->fd = sys_openat(sp->metafd, id, flags, 0);
 	if (j->fd == -1) {
 		if (errno == ELOOP)
 			errno = EUCLEAN;	/* a symlink is not a sidecar */
 		return -1;
 	}
 	if ((j->created && file_mode(sp, j->fd, 0660) == -1) ||
-	    lock_fd(j->fd, nonblock) == -1 || (named = still_named(sp, j)) ==
-	    -1)
+	    lock_fd(j->fd, nonblock) == -1 || fstat(j->fd, &st) == -1 ||
+	    (named = still_named(sp, j, &st)) == -1)
 		goto fail;
 	if (!named) {
 		job_close(j);
 		goto again;
 	}
-	if (read_fold(j) == -1 || job_settle(sp, j, ab) == -1)
+	if (read_fold(j, &st) == -1 || job_settle(sp, j, ab) == -1)
 		goto fail;
 	return 0;
 fail:
@@ -380,6 +376,7 @@ fail:
 int
 job_read(struct spool *sp, const char *id, int lock, struct job *j)
 {
+	struct stat st;
 	int e, named = 1;
 
 again:
@@ -396,14 +393,15 @@ again:
 	 * one a purge just unlinked reads its purge record, and says the
 	 * job is gone, which it is.
 	 */
-	if (lock != 0 && (sys_flock(j->fd, lock) == -1 || (lock == LOCK_EX &&
-	    (named = still_named(sp, j)) == -1)))
+	if ((lock != 0 && sys_flock(j->fd, lock) == -1) ||
+	    fstat(j->fd, &st) == -1 || (lock == LOCK_EX &&
+	    (named = still_named(sp, j, &st)) == -1))
 		goto fail;
 	if (!named) {
 		job_close(j);
 		goto again;
 	}
-	if (read_fold(j) == -1)
+	if (read_fold(j, &st) == -1)
 		goto fail;
 	return 0;
 fail:
