@@ -34,6 +34,7 @@ struct claim {
 	size_t nout, want;
 	struct job held[HELD_MAX];
 	int slot[HELD_MAX];	/* each held job's lease in out[], or -1 */
+	struct rec claim[HELD_MAX];	/* a held job's claim, but its token */
 	size_t nheld;
 	struct dirset ds;
 	struct abuf ab;
@@ -56,11 +57,10 @@ withdraw(struct claim *c, int slot)
 }
 
 static int
-add_lease(struct claim *c, const struct job *j)
+add_lease(struct claim *c, int slot, const struct job *j)
 {
-	struct spool_lease *l = &c->out[c->nout];
+	struct spool_lease *l = &c->out[slot];
 
-	memset(l, 0, sizeof(*l));
 	strcpy(l->id, j->id);
 	l->token = j->cur.tok;
 	l->attempt = j->cur.att;
@@ -70,14 +70,51 @@ add_lease(struct claim *c, const struct job *j)
 	if (asprintf(&l->path, "%s/leased/%s,%" PRIu64, c->sp->path, j->id,
 	    j->cur.tok) == -1) {
 		l->path = NULL;
+		l->id[0] = '\0';
 		return -1;
 	}
-	c->nout++;
 	return 0;
 }
 
 /*
- * Group commit of what take() decided: the moves, then the records, the
+ * The claims of the group: their tokens, taken from the counter in one go,
+ * and their records, written.  A job whose token or record could not be
+ * had is let go where it was, its lease not handed out.
+ */
+static void
+record_claims(struct claim *c)
+{
+	uint64_t hi[HELD_MAX], tok[HELD_MAX];
+	size_t i, k, n = 0, at[HELD_MAX];
+	struct job *j;
+	int e = 0;
+
+	for (i = 0; i < c->nheld; i++)
+		if (c->slot[i] != -1) {
+			hi[n] = c->held[i].hi;
+			at[n++] = i;
+		}
+	if (n > 0 && token_take(c->sp, hi, n, tok) == -1)
+		e = errno;
+	for (k = 0; k < n; k++) {
+		i = at[k];
+		j = &c->held[i];
+		c->claim[i].tok = tok[k];
+		/* A failure here leaves the job where it was (the record
+		 * void). */
+		if (e != 0 || job_record(j, &c->claim[i]) == -1 ||
+		    job_write(j) == -1 || add_lease(c, c->slot[i], j) == -1) {
+			if (c->job_err == 0)
+				c->job_err = e != 0 ? e : errno;
+			job_close(j);
+			c->slot[i] = -1;
+		}
+	}
+}
+
+/*
+ * Group commit of what take() decided: the claims' tokens and records
+ * (record_claims), the moves, then the records, the
  * directories moved into and the audit lines, synced side by side and
  * waited for once (spool-layout.md, "claim"); only then are the jobs let
  * go.  A job whose move failed stays where it was (its record void), and
@@ -93,7 +130,10 @@ flush(struct claim *c)
 
 	if (c->nheld == 0)
 		return 0;
+	record_claims(c);
 	for (i = 0; i < c->nheld; i++) {
+		if (c->held[i].fd == -1)
+			continue;	/* let go by record_claims */
 		claims |= c->held[i].cur.ev == SPOOL_EV_CLAIM;
 		parks |= c->held[i].cur.ev == SPOOL_EV_PARK;
 	}
@@ -103,6 +143,8 @@ flush(struct claim *c)
 		crash_point("park-recorded");
 	for (i = 0; i < c->nheld; i++) {
 		j = &c->held[i];
+		if (j->fd == -1)
+			continue;
 		if (job_move(c->sp, j, &c->ds) == -1) {
 			if (c->job_err == 0)
 				c->job_err = errno;
@@ -151,8 +193,8 @@ flush(struct claim *c)
 
 /*
  * Take the job found under the name that id, loc and val make, if it is
- * still there and due: decide its record and write it; flush() syncs it
- * and makes the move.
+ * still there and due: decide its record and write it (a claim's, once
+ * flush() has its token); flush() syncs it and makes the move.
  * Returns 0 (taken or skipped), 1 (busy: another process holds it) or -1.
  * A job that cannot be taken (unreadable, a failed write) is skipped and
  * its error kept in c->job_err: one bad job must not stop the queue.
@@ -205,11 +247,6 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 	} else {
 		rec_next(j, &r, SPOOL_EV_CLAIM, c->now);
 		r.loc = SPOOL_LEASED;
-		if (token_take(sp, j->hi, &r.tok) == -1) {
-			if (c->job_err == 0)
-				c->job_err = errno;
-			goto skip;
-		}
 		r.att = j->cur.att + 1;
 		r.until = c->now + c->lease;
 		/*
@@ -224,6 +261,11 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 		(void)snprintf(r.owner, sizeof(r.owner), "%s", c->owner);
 		j->event = loc == SPOOL_LEASED ? SPOOL_EV_RECLAIM :
 		    SPOOL_EV_CLAIM;
+		/* Its token and record come with the group's (flush). */
+		c->claim[c->nheld] = r;
+		memset(&c->out[c->nout], 0, sizeof(c->out[c->nout]));
+		c->slot[c->nheld++] = (int)c->nout++;
+		return 0;
 	}
 	/* A failure here leaves the job where it was (the record void). */
 	if (job_record(j, &r) == -1 || job_write(j) == -1) {
@@ -231,9 +273,7 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 			c->job_err = errno;
 		goto skip;
 	}
-	c->slot[c->nheld++] = r.ev == SPOOL_EV_CLAIM ? (int)c->nout : -1;
-	if (r.ev == SPOOL_EV_CLAIM && add_lease(c, j) == -1)
-		return -1;
+	c->slot[c->nheld++] = -1;
 	return 0;
 skip:
 	job_close(j);

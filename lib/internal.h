@@ -174,7 +174,8 @@ struct tokens {
 };
 int tokens_parse(const char *text, size_t len, struct tokens *c);
 int tokens_text(char *buf, size_t size, uint64_t next);
-int token_take(struct spool *sp, uint64_t hi, uint64_t *tok);
+int token_take(struct spool *sp, const uint64_t *hi, size_t n,
+    uint64_t *tok);
 int tokens_raise(struct spool *sp, uint64_t floor);
 
 /* hosts.c: this host's entry in hosts/ (multi-host mode) */
