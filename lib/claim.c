@@ -444,10 +444,12 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 	}
 	leaves_hold(sp);
 	hint = hint_read(hintfd);
-	if (hint <= c->expired && scan_leased(c, hintfd) == -1)
-		rv = -1;
-	/* The hint's lock (if taken) is not needed past here. */
-	(void)sys_flock(hintfd, LOCK_UN);
+	if (hint <= c->expired) {
+		if (scan_leased(c, hintfd) == -1)
+			rv = -1;
+		/* The hint's lock is not needed past here. */
+		(void)sys_flock(hintfd, LOCK_UN);
+	}
 	if (rv == 0 && c->nout < c->want &&
 	    bucket_walk(sp, c->now, c->now, claim_leaf, c) == -1)
 		rv = -1;

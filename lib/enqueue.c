@@ -63,12 +63,10 @@ sync_batch(struct spool *sp, struct pend *p, const size_t *order, size_t m,
 	errs = calloc(2 * m + 2, sizeof(*errs));
 	if (fds == NULL || errs == NULL)
 		all = ENOMEM;
-	else if (!cycle && (tmpfd = sys_openat(sp->tmpfd, ".", O_RDONLY |
-	    O_DIRECTORY | O_CLOEXEC, 0)) == -1)
-		all = errno;
-	else if (created && (metafd = sys_openat(sp->metafd, ".", O_RDONLY |
-	    O_DIRECTORY | O_CLOEXEC, 0)) == -1)
-		all = errno;
+	if (!cycle)
+		tmpfd = sp->tmpfd;
+	if (created)
+		metafd = sp->metafd;
 	if (all == 0) {
 		for (k = 0; k < m; k++)
 			if (p[order[k]].tmp[0] != '\0') {
@@ -99,10 +97,6 @@ sync_batch(struct spool *sp, struct pend *p, const size_t *order, size_t m,
 		if (err != 0 && q->tmp[0] != '\0')
 			drop(sp, q, err, 0);
 	}
-	if (metafd != -1)
-		(void)close_fd(metafd);
-	if (tmpfd != -1)
-		(void)close_fd(tmpfd);
 	free(fds);
 	free(errs);
 	crash_point("enqueue-recorded");
