@@ -53,7 +53,8 @@ struct spool {
 			uint64_t slot;
 			int fd;
 			unsigned long used;	/* 0: free */
-			dev_t dev;	/* the directory fd is */
+			int known;	/* dev and ino are fd's */
+			dev_t dev;
 			ino_t ino;
 		} e[4];
 	} leaves;

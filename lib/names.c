@@ -202,22 +202,12 @@ leaf_find(struct leaves *lv, uint64_t slot)
 	return -1;
 }
 
-/*
- * Keep fd, the leaf of slot, in place of the least recently used; -1 (fd
- * closed) if it cannot be told from a leaf made again in its place.
- */
-static int
+/* Keep fd, the leaf of slot, in place of the least recently used. */
+static void
 leaf_keep(struct leaves *lv, uint64_t slot, int fd)
 {
-	struct stat st;
-	int i, k = 0, e;
+	int i, k = 0;
 
-	if (fstat(fd, &st) == -1) {
-		e = errno;
-		(void)close_fd(fd);	/* read-only */
-		errno = e;
-		return -1;
-	}
 	for (i = 1; i < NKEPT; i++)
 		if (lv->e[i].used < lv->e[k].used)
 			k = i;
@@ -226,9 +216,7 @@ leaf_keep(struct leaves *lv, uint64_t slot, int fd)
 	lv->e[k].slot = slot;
 	lv->e[k].fd = fd;
 	lv->e[k].used = ++lv->use;
-	lv->e[k].dev = st.st_dev;
-	lv->e[k].ino = st.st_ino;
-	return 0;
+	lv->e[k].known = 0;
 }
 
 /*
@@ -251,8 +239,7 @@ leaf_fd(struct spool *sp, int64_t eligible, int create, struct dirset *ds,
 		return -1;
 	*owned = 1;
 	if (sp->leaves.held > 0) {
-		if (leaf_keep(&sp->leaves, slot, fd) == -1)
-			return -1;
+		leaf_keep(&sp->leaves, slot, fd);
 		*owned = 2;
 	}
 	return fd;
@@ -285,7 +272,7 @@ leaf_seed(struct spool *sp, int64_t start, int fd)
 	if (sp->leaves.held == 0 || leaf_find(&sp->leaves, slot) != -1)
 		return;
 	if ((kept = fcntl(fd, F_DUPFD_CLOEXEC, 0)) != -1)
-		(void)leaf_keep(&sp->leaves, slot, kept);
+		leaf_keep(&sp->leaves, slot, kept);
 }
 
 /*
@@ -306,7 +293,12 @@ leaf_current(struct spool *sp, int64_t eligible, int fd)
 			break;
 	if (i == NKEPT)
 		return 1;	/* not kept: opened by this look */
-	if (bucket_rel(rel, sizeof(rel), eligible) == 0 &&
+	if (!lv->e[i].known && fstat(fd, &st) == 0) {
+		lv->e[i].dev = st.st_dev;	/* the same for as long as */
+		lv->e[i].ino = st.st_ino;	/* fd stays open */
+		lv->e[i].known = 1;
+	}
+	if (lv->e[i].known && bucket_rel(rel, sizeof(rel), eligible) == 0 &&
 	    fstatat(sp->newfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    st.st_dev == lv->e[i].dev && st.st_ino == lv->e[i].ino)
 		return 1;
