@@ -254,10 +254,11 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 
 /*
  * Read the sidecar j->fd (whose fstat is st) to its end and fold it; the
- * text stays in j->text.  The size from fstat is only a first guess: on a shared file system the
- * attributes a client caches may lag what another host wrote, so the file
- * is read until read says it ends, and the next record is written at the
- * size read (job_write), never at an offset the client believes is the end.
+ * text stays in j->text.  The size from fstat is only a first guess: on a
+ * shared file system the attributes a client caches may lag what another
+ * host wrote, so the file is read until read says it ends, and the next
+ * record is written at the size read (job_write), never at an offset the
+ * client believes is the end.
  */
 static int
 read_fold(struct job *j, const struct stat *st)
@@ -306,10 +307,10 @@ job_clear(struct job *j, const char *id)
 }
 
 /*
- * Is the sidecar we locked (whose fstat is a) still meta/ID?  A purge removes the name of a
- * purged job's sidecar under its lock (format 2): a process that waited
- * for that lock holds a file nobody will look at again, and must open the
- * name anew.  1 if it is, 0 if not, -1 on error.
+ * Is the sidecar we locked (whose fstat is a) still meta/ID?  A purge
+ * removes the name of a purged job's sidecar under its lock (format 2): a
+ * process that waited for that lock holds a file nobody will look at
+ * again, and must open the name anew.  1 if it is, 0 if not, -1 on error.
  */
 static int
 still_named(struct spool *sp, const struct job *j, const struct stat *a)

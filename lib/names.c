@@ -163,8 +163,9 @@ fail:
  * again, since it was opened: where a file is not found in it, one lstat
  * of its path tells whether it is still the leaf there (leaf_current), and
  * if not it is opened again (place_again); a move into it that finds it
- * gone opens it again (leaf_stale).  A descriptor handed out stays open until NKEPT - 1 other
- * leaves have been opened: the least recently used goes.
+ * gone opens it again (leaf_stale).  A descriptor handed out stays open
+ * until NKEPT - 1 other leaves have been opened: the least recently used
+ * goes.
  */
 #define NKEPT	NELEM(((struct leaves *)NULL)->e)
 
