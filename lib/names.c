@@ -165,14 +165,18 @@ fail:
  * if not it is opened again (place_again); a move into it that finds it
  * gone opens it again (leaf_stale).  A descriptor handed out stays open
  * until NKEPT - 1 other leaves have been opened: the least recently used
- * goes.
+ * goes.  In multi-host mode none is kept: another host may prune a leaf
+ * this one holds, and a network file system answers a descriptor of a
+ * removed directory with ESTALE, not ENOENT, and may give its inode number
+ * to the leaf made again.
  */
 #define NKEPT	NELEM(((struct leaves *)NULL)->e)
 
 void
 leaves_hold(struct spool *sp)
 {
-	sp->leaves.held++;
+	if (!sp->multi_host)
+		sp->leaves.held++;
 }
 
 void
@@ -181,7 +185,7 @@ leaves_drop(struct spool *sp)
 	struct leaves *lv = &sp->leaves;
 	int i;
 
-	if (--lv->held > 0)
+	if (sp->multi_host || --lv->held > 0)
 		return;
 	for (i = 0; i < NKEPT; i++)
 		if (lv->e[i].used != 0) {
