@@ -206,6 +206,39 @@ job_locate(struct spool *sp, struct job *j)
 }
 
 /*
+ * Has the job's file, found both under the name that r gives and under the
+ * name of the record after r, really two names?  1 if its link count, asked
+ * of the file system (not of what this client holds), says so; 0 if not,
+ * or if the name is gone.
+ *
+ * A GlusterFS client checks a name it holds by the file's identity (its
+ * gfid), not by the name: after another host has moved the file on, it
+ * still finds the file under the old name, for as long as the file exists
+ * anywhere (56 seconds in one stress run).  A job parked on this host,
+ * redriven from another and parked here again, its park refused EEXIST
+ * through that same stale dead/ID (or cut short), seems then to be both in
+ * dead/ and at leased/ID,TOKEN, one file: the second name of a move cut
+ * short, but its only name.  Removing it lost the job.
+ */
+static int
+two_names(struct spool *sp, const char *id, const struct rec *r,
+    ino_t ino)
+{
+	struct place p;
+	struct statx sx;
+	int rv;
+
+	if (place_of(sp, id, r, &p) == -1)
+		return errno == ENOENT ? 0 : -1;
+	rv = statx(p.dirfd, p.name, AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC,
+	    STATX_INO | STATX_NLINK, &sx);
+	place_done(&p);
+	if (rv == -1)
+		return errno == ENOENT ? 0 : -1;
+	return sx.stx_ino == ino && sx.stx_nlink >= 2;
+}
+
+/*
  * Locate the job and put right what an interrupted transition left besides
  * a void record: a second name from the link(2) fallback, or the previous
  * cycle's file in done/ after a new enqueue.
@@ -229,8 +262,18 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 		return errno == EUCLEAN ? 0 : -1;
 	if (r == 0)
 		return 0;
-	if (st.st_ino == j->ino && st.st_dev == j->dev)
+	if (st.st_ino == j->ino && st.st_dev == j->dev) {
+		/*
+		 * The link(2) fallback's second name.  In multi-host mode
+		 * either name may be one that another host's client holds
+		 * from before (two_names): the file's link count decides.
+		 * Left alone, a second name is spool-fsck's to remove.
+		 */
+		if (sp->multi_host && (r = two_names(sp, j->id, &j->prev,
+		    j->ino)) != 1)
+			return r;
 		return unlink_place(sp, j->id, &j->prev);
+	}
 	if (j->prev.loc == SPOOL_DONE && j->cur.ev == SPOOL_EV_ENQUEUE) {
 		/*
 		 * The previous cycle's file: the enqueue of this cycle
