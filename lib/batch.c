@@ -95,6 +95,7 @@ batch_run(struct spool *sp, struct batch *b)
 		errno = EINVAL;
 		return -1;
 	}
+	leaves_hold(sp);
 	jobs = calloc(b->n ? b->n : 1, sizeof(*jobs));
 	order = calloc(b->n ? b->n : 1, sizeof(*order));
 	synced = calloc(b->n ? b->n : 1, sizeof(*synced));
@@ -236,6 +237,7 @@ out:
 	free(res);
 	free(fds);
 	free(errs);
+	leaves_drop(sp);
 	return e;
 }
 

@@ -34,6 +34,7 @@ struct claim {
 	size_t nout, want;
 	struct job held[HELD_MAX];
 	int slot[HELD_MAX];	/* each held job's lease in out[], or -1 */
+	struct rec claim[HELD_MAX];	/* a held job's claim, but its token */
 	size_t nheld;
 	struct dirset ds;
 	struct abuf ab;
@@ -42,6 +43,8 @@ struct claim {
 	int64_t min_until;	/* earliest expiry of the leases we saw */
 	int job_err;		/* why a job was skipped, if one was */
 	int64_t our_until;	/* expiry of the leases we made */
+	int leaffd;		/* the leaf claim_leaf reads */
+	int64_t leafstart;	/* and its first millisecond */
 };
 
 /* A lease whose move failed is not handed out. */
@@ -54,11 +57,10 @@ withdraw(struct claim *c, int slot)
 }
 
 static int
-add_lease(struct claim *c, const struct job *j)
+add_lease(struct claim *c, int slot, const struct job *j)
 {
-	struct spool_lease *l = &c->out[c->nout];
+	struct spool_lease *l = &c->out[slot];
 
-	memset(l, 0, sizeof(*l));
 	strcpy(l->id, j->id);
 	l->token = j->cur.tok;
 	l->attempt = j->cur.att;
@@ -68,14 +70,51 @@ add_lease(struct claim *c, const struct job *j)
 	if (asprintf(&l->path, "%s/leased/%s,%" PRIu64, c->sp->path, j->id,
 	    j->cur.tok) == -1) {
 		l->path = NULL;
+		l->id[0] = '\0';
 		return -1;
 	}
-	c->nout++;
 	return 0;
 }
 
 /*
- * Group commit of what take() decided: the moves, then the records, the
+ * The claims of the group: their tokens, taken from the counter in one go,
+ * and their records, written.  A job whose token or record could not be
+ * had is let go where it was, its lease not handed out.
+ */
+static void
+record_claims(struct claim *c)
+{
+	uint64_t hi[HELD_MAX], tok[HELD_MAX];
+	size_t i, k, n = 0, at[HELD_MAX];
+	struct job *j;
+	int e = 0;
+
+	for (i = 0; i < c->nheld; i++)
+		if (c->slot[i] != -1) {
+			hi[n] = c->held[i].hi;
+			at[n++] = i;
+		}
+	if (n > 0 && token_take(c->sp, hi, n, tok) == -1)
+		e = errno;
+	for (k = 0; k < n; k++) {
+		i = at[k];
+		j = &c->held[i];
+		c->claim[i].tok = tok[k];
+		/* A failure here leaves the job where it was (the record
+		 * void). */
+		if (e != 0 || job_record(j, &c->claim[i]) == -1 ||
+		    job_write(j) == -1 || add_lease(c, c->slot[i], j) == -1) {
+			if (c->job_err == 0)
+				c->job_err = e != 0 ? e : errno;
+			job_close(j);
+			c->slot[i] = -1;
+		}
+	}
+}
+
+/*
+ * Group commit of what take() decided: the claims' tokens and records
+ * (record_claims), the moves, then the records, the
  * directories moved into and the audit lines, synced side by side and
  * waited for once (spool-layout.md, "claim"); only then are the jobs let
  * go.  A job whose move failed stays where it was (its record void), and
@@ -91,7 +130,10 @@ flush(struct claim *c)
 
 	if (c->nheld == 0)
 		return 0;
+	record_claims(c);
 	for (i = 0; i < c->nheld; i++) {
+		if (c->held[i].fd == -1)
+			continue;	/* let go by record_claims */
 		claims |= c->held[i].cur.ev == SPOOL_EV_CLAIM;
 		parks |= c->held[i].cur.ev == SPOOL_EV_PARK;
 	}
@@ -101,6 +143,8 @@ flush(struct claim *c)
 		crash_point("park-recorded");
 	for (i = 0; i < c->nheld; i++) {
 		j = &c->held[i];
+		if (j->fd == -1)
+			continue;
 		if (job_move(c->sp, j, &c->ds) == -1) {
 			if (c->job_err == 0)
 				c->job_err = errno;
@@ -149,8 +193,8 @@ flush(struct claim *c)
 
 /*
  * Take the job found under the name that id, loc and val make, if it is
- * still there and due: decide its record and write it; flush() syncs it
- * and makes the move.
+ * still there and due: decide its record and write it (a claim's, once
+ * flush() has its token); flush() syncs it and makes the move.
  * Returns 0 (taken or skipped), 1 (busy: another process holds it) or -1.
  * A job that cannot be taken (unreadable, a failed write) is skipped and
  * its error kept in c->job_err: one bad job must not stop the queue.
@@ -165,6 +209,8 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 	if (c->nheld == HELD_MAX && flush(c) == -1)
 		return -1;
 	j = &c->held[c->nheld];
+	if (loc == SPOOL_NEW)	/* kept for the look and the move */
+		leaf_seed(sp, c->leafstart, c->leaffd);
 	if (job_open(sp, id, 0, 1, j, &c->ab) == -1) {
 		if (errno == EWOULDBLOCK)
 			return 1;
@@ -201,11 +247,6 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 	} else {
 		rec_next(j, &r, SPOOL_EV_CLAIM, c->now);
 		r.loc = SPOOL_LEASED;
-		if (token_take(sp, j->hi, &r.tok) == -1) {
-			if (c->job_err == 0)
-				c->job_err = errno;
-			goto skip;
-		}
 		r.att = j->cur.att + 1;
 		r.until = c->now + c->lease;
 		/*
@@ -220,6 +261,11 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 		(void)snprintf(r.owner, sizeof(r.owner), "%s", c->owner);
 		j->event = loc == SPOOL_LEASED ? SPOOL_EV_RECLAIM :
 		    SPOOL_EV_CLAIM;
+		/* Its token and record come with the group's (flush). */
+		c->claim[c->nheld] = r;
+		memset(&c->out[c->nout], 0, sizeof(c->out[c->nout]));
+		c->slot[c->nheld++] = (int)c->nout++;
+		return 0;
 	}
 	/* A failure here leaves the job where it was (the record void). */
 	if (job_record(j, &r) == -1 || job_write(j) == -1) {
@@ -227,9 +273,7 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 			c->job_err = errno;
 		goto skip;
 	}
-	c->slot[c->nheld++] = r.ev == SPOOL_EV_CLAIM ? (int)c->nout : -1;
-	if (r.ev == SPOOL_EV_CLAIM && add_lease(c, j) == -1)
-		return -1;
+	c->slot[c->nheld++] = -1;
 	return 0;
 skip:
 	job_close(j);
@@ -247,8 +291,8 @@ claim_leaf(void *arg, int leaffd, int64_t start)
 	DIR *d;
 	int rv = 0;
 
-	(void)start;	/* each name carries its own time */
-
+	c->leaffd = leaffd;	/* each name carries its own time */
+	c->leafstart = start;
 	if ((d = dir_list(leaffd)) == NULL)
 		return -1;
 	while (c->nout < c->want && (errno = 0, de = dir_next(d)) != NULL) {
@@ -398,11 +442,14 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 		free(c);
 		return -1;
 	}
+	leaves_hold(sp);
 	hint = hint_read(hintfd);
-	if (hint <= c->expired && scan_leased(c, hintfd) == -1)
-		rv = -1;
-	/* The hint's lock (if taken) is not needed past here. */
-	(void)sys_flock(sp, hintfd, LOCK_UN);
+	if (hint <= c->expired) {
+		if (scan_leased(c, hintfd) == -1)
+			rv = -1;
+		/* The hint's lock is not needed past here. */
+		(void)sys_flock(sp, hintfd, LOCK_UN);
+	}
 	if (rv == 0 && c->nout < c->want &&
 	    bucket_walk(sp, c->now, c->now, claim_leaf, c) == -1)
 		rv = -1;
@@ -427,6 +474,7 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 	(void)close_fd(hintfd);	/* and its lock */
 	if (rv == 0)
 		crash_point("claim-logged");
+	leaves_drop(sp);
 	dirset_free(&c->ds);
 	abuf_free(&c->ab);
 	free(c);

@@ -7,6 +7,7 @@
  * void.  A batch shares the fsyncs of meta/, the buckets and the audit log.
  */
 #define _GNU_SOURCE
+#include <sys/random.h>
 #include <sys/statvfs.h>
 
 #include <errno.h>
@@ -62,12 +63,10 @@ sync_batch(struct spool *sp, struct pend *p, const size_t *order, size_t m,
 	errs = calloc(2 * m + 2, sizeof(*errs));
 	if (fds == NULL || errs == NULL)
 		all = ENOMEM;
-	else if (!cycle && (tmpfd = sys_openat(sp->tmpfd, ".", O_RDONLY |
-	    O_DIRECTORY | O_CLOEXEC, 0)) == -1)
-		all = errno;
-	else if (created && (metafd = sys_openat(sp->metafd, ".", O_RDONLY |
-	    O_DIRECTORY | O_CLOEXEC, 0)) == -1)
-		all = errno;
+	if (!cycle)
+		tmpfd = sp->tmpfd;
+	if (created)
+		metafd = sp->metafd;
 	if (all == 0) {
 		for (k = 0; k < m; k++)
 			if (p[order[k]].tmp[0] != '\0') {
@@ -98,17 +97,13 @@ sync_batch(struct spool *sp, struct pend *p, const size_t *order, size_t m,
 		if (err != 0 && q->tmp[0] != '\0')
 			drop(sp, q, err, 0);
 	}
-	if (metafd != -1)
-		(void)close_fd(metafd);
-	if (tmpfd != -1)
-		(void)close_fd(tmpfd);
 	free(fds);
 	free(errs);
 	crash_point("enqueue-recorded");
 }
 
 static int
-copy_payload(struct spool *sp, struct pend *p)
+copy_payload(struct spool *sp, struct pend *p, long pid)
 {
 	int fd, e;
 
@@ -119,7 +114,7 @@ copy_payload(struct spool *sp, struct pend *p)
 	 */
 	do {
 		(void)snprintf(p->tmp, sizeof(p->tmp), "%s,%ld.%lu", p->in->id,
-		    (long)getpid(), ++sp->tmpseq);
+		    pid, ++sp->tmpseq);
 		fd = sys_openat(sp->tmpfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL |
 		    O_CLOEXEC | O_NOFOLLOW, 0444);
 	} while (fd == -1 && errno == EEXIST && sp->tmpseq % 1000 != 0);
@@ -152,6 +147,46 @@ check_job(struct spool *sp, const struct spool_job *in)
 	    in->deadline_ms))
 		return ERANGE;
 	return 0;
+}
+
+/*
+ * A random (version 4) UUID for each valid job of the call that names none,
+ * as uuid_generate(3) makes them, from one getrandom(2) for them all:
+ * libuuid asks the kernel six times for each.  Where getrandom cannot
+ * answer at once, libuuid makes the rest.
+ */
+static void
+make_ids(struct spool *sp, struct spool_job *jobs, size_t n)
+{
+	unsigned char (*uu)[16];
+	size_t i, k = 0, got = 0;
+	ssize_t r;
+
+	for (i = 0; i < n; i++)
+		k += jobs[i].id == NULL && check_job(sp, &jobs[i]) == 0;
+	if (k == 0)
+		return;
+	if ((uu = calloc(k, sizeof(*uu))) != NULL)
+		while (got < k * sizeof(*uu) && ((r = getrandom((char *)uu +
+		    got, k * sizeof(*uu) - got, GRND_NONBLOCK)) > 0 ||
+		    (r == -1 && errno == EINTR)))
+			got += r > 0 ? (size_t)r : 0;
+	for (i = 0, k = 0; i < n; i++) {
+		if (jobs[i].id != NULL || check_job(sp, &jobs[i]) != 0)
+			continue;
+		if ((k + 1) * sizeof(*uu) <= got) {
+			uu[k][6] = (uu[k][6] & 0x0f) | 0x40;	/* version 4 */
+			uu[k][8] = (uu[k][8] & 0x3f) | 0x80;	/* RFC 4122 */
+			uuid_unparse_lower(uu[k], jobs[i].idbuf);
+		} else {
+			uuid_t one;
+
+			uuid_generate(one);
+			uuid_unparse_lower(one, jobs[i].idbuf);
+		}
+		k++;
+	}
+	free(uu);
 }
 
 /* Take the lock, check the ID is free (or done), write the record. */
@@ -238,7 +273,7 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 	const char **ids = NULL;
 	size_t *order = NULL, i, k, m = 0;
 	int64_t now = now_ms();
-	uuid_t uu;
+	long pid = (long)getpid();
 	int created = 0, cycle = 0, e, rv = 0;
 
 	if (n > SPOOL_BATCH_MAX) {
@@ -254,6 +289,8 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 		free(order);
 		return -1;
 	}
+	leaves_hold(sp);
+	make_ids(sp, jobs, n);
 	for (i = 0; i < n; i++) {
 		memset(&jobs[i].res, 0, sizeof(jobs[i].res));
 		p[i].in = &jobs[i];
@@ -261,15 +298,13 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 			failed(&jobs[i].res, e, 0);
 			continue;
 		}
-		if (jobs[i].id == NULL) {
-			uuid_generate(uu);
-			uuid_unparse_lower(uu, jobs[i].idbuf);
+		if (jobs[i].id == NULL)
 			jobs[i].id = jobs[i].idbuf;
-		} else if (jobs[i].id != jobs[i].idbuf)
+		else if (jobs[i].id != jobs[i].idbuf)
 			(void)snprintf(jobs[i].idbuf, sizeof(jobs[i].idbuf),
 			    "%s", jobs[i].id);
 		ids[i] = jobs[i].id;
-		if (copy_payload(sp, &p[i]) == -1)
+		if (copy_payload(sp, &p[i], pid) == -1)
 			failed(&jobs[i].res, errno, 0);
 		else
 			order[m++] = i;
@@ -312,11 +347,12 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 	if (e == 0)
 		crash_point("enqueue-synced");
 	/* Now that the new names are durable: settle removes the previous
-	 * cycle's file from done/, and logs it. */
+	 * cycle's file from done/, and logs it.  A first cycle has none. */
 	for (k = 0; k < n && e == 0; k++) {
 		p[order[k]].j.cur_synced = 1;
 		if (p[order[k]].tmp[0] != '\0' &&
 		    p[order[k]].in->res.status == 0 &&
+		    p[order[k]].j.prev.loc == SPOOL_DONE &&
 		    job_settle(sp, &p[order[k]].j, &ab) == -1)
 			failed(&p[order[k]].in->res, errno, 1);
 	}
@@ -331,6 +367,7 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 	for (k = 0; k < n; k++)
 		if (p[order[k]].open)
 			job_close(&p[order[k]].j);
+	leaves_drop(sp);
 	dirset_free(&ds);
 	abuf_free(&ab);
 	free(ids);

@@ -1408,7 +1408,7 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 	uint64_t idh = hash_id(id, strlen(id)), amax;
 	const char *rel;
 	size_t i;
-	int cut, missing = 0, rv;
+	int cut, missing = 0, rv, listed;
 
 	if ((f->repair ? job_read(sp, id, LOCK_EX, &j) :
 	    look_locked(sp, id, &j)) == -1) {
@@ -1498,13 +1498,23 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 	/* Every file of the job but the one its sidecar names is a stray. */
 	if (where_of(sp, id, &j.cur, where, sizeof(where)) == -1)
 		goto fail;	/* not knowing where it is, quarantine nothing */
+	for (i = 0, listed = 0; i < n; i++)
+		listed |= strcmp(ENT_REL(f, &ents[i]), where) == 0;
 	for (i = 0; i < n; i++) {
 		rel = ENT_REL(f, &ents[i]);
 		if (strcmp(rel, where) == 0 || fstatat(sp->dirfd, rel, &st,
 		    AT_SYMLINK_NOFOLLOW) == -1)
 			continue;	/* the job, or gone (settled) */
 		if (st.st_ino == j.ino && st.st_dev == j.dev) {
-			/* The job's own file: a move cut short kept both. */
+			/*
+			 * The job's own file: a move cut short kept both.
+			 * Unless the listing lacks the name the sidecar
+			 * gives: then that name was found only through a
+			 * client's stale entry (GlusterFS, see two_names in
+			 * meta.c), and this is the file's one real name.
+			 */
+			if (!listed)
+				continue;
 			if (f->repair && sys_unlinkat(sp->dirfd, rel, 0) == -1 &&
 			    errno != ENOENT)
 				goto fail;

@@ -48,6 +48,19 @@ struct spool {
 	unsigned long tmpseq;
 	struct look *look;	/* a long walk's buckets of new/, kept open
 				   (look.c); NULL: none */
+	struct leaves {		/* names.c: leaf buckets a transition keeps
+				   open while it runs (leaves_hold) */
+		int held;	/* calls holding; 0: nothing is kept */
+		unsigned long use;
+		struct {
+			uint64_t slot;
+			int fd;
+			unsigned long used;	/* 0: free */
+			int known;	/* dev and ino are fd's */
+			dev_t dev;
+			ino_t ino;
+		} e[4];
+	} leaves;
 	/* spool_set_progress(): told how a long run goes */
 	void (*progress)(void *arg, const char *what, size_t done,
 	    size_t total);
@@ -164,7 +177,8 @@ struct tokens {
 };
 int tokens_parse(const char *text, size_t len, struct tokens *c);
 int tokens_text(char *buf, size_t size, uint64_t next);
-int token_take(struct spool *sp, uint64_t hi, uint64_t *tok);
+int token_take(struct spool *sp, const uint64_t *hi, size_t n,
+    uint64_t *tok);
 int tokens_raise(struct spool *sp, uint64_t floor);
 
 /* hosts.c: this host's entry in hosts/ (multi-host mode) */
@@ -200,6 +214,7 @@ struct stat;
 struct place {
 	int dirfd;
 	int close;		/* dirfd is ours to close */
+	int kept;		/* dirfd is a leaf sp->leaves keeps open */
 	char name[NAME_MAX_SPOOL];
 };
 int bucket_rel(char *buf, size_t len, int64_t eligible);
@@ -209,7 +224,16 @@ int parse_new_name(const char *name, char *id, int64_t *eligible);
 int parse_leased_name(const char *name, char *id, uint64_t *token);
 int open_bucket(struct spool *sp, int64_t eligible, int create,
     struct dirset *ds);
+int leaf_fd(struct spool *sp, int64_t eligible, int create, struct dirset *ds,
+    int *owned);
+int leaf_stale(struct spool *sp, int fd);
+int leaf_current(struct spool *sp, int64_t eligible, int fd);
+void leaf_seed(struct spool *sp, int64_t start, int fd);
+void leaves_hold(struct spool *sp);
+void leaves_drop(struct spool *sp);
 int place_of(struct spool *sp, const char *id, const struct rec *r,
+    struct place *p);
+int place_again(struct spool *sp, const char *id, const struct rec *r,
     struct place *p);
 void place_done(struct place *p);
 int place_name(char *buf, size_t len, const char *id, const struct rec *r);

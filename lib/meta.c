@@ -110,11 +110,17 @@ static int
 unlink_place(struct spool *sp, const char *id, const struct rec *r)
 {
 	struct place p;
-	int rv;
+	int rv, again;
 
 	if (place_of(sp, id, r, &p) == -1)
 		return -1;
-	rv = sys_unlinkat(p.dirfd, p.name, 0);
+	while ((rv = sys_unlinkat(p.dirfd, p.name, 0)) == -1 &&
+	    errno == ENOENT) {
+		if ((again = place_again(sp, id, r, &p)) == -1)
+			return -1;
+		if (again == 0)
+			break;
+	}
 	place_done(&p);
 	return rv == -1 && errno != ENOENT ? -1 : 0;
 }
@@ -200,6 +206,39 @@ job_locate(struct spool *sp, struct job *j)
 }
 
 /*
+ * Has the job's file, found both under the name that r gives and under the
+ * name of the record after r, really two names?  1 if its link count, asked
+ * of the file system (not of what this client holds), says so; 0 if not,
+ * or if the name is gone.
+ *
+ * A GlusterFS client checks a name it holds by the file's identity (its
+ * gfid), not by the name: after another host has moved the file on, it
+ * still finds the file under the old name, for as long as the file exists
+ * anywhere (56 seconds in one stress run).  A job parked on this host,
+ * redriven from another and parked here again, its park refused EEXIST
+ * through that same stale dead/ID (or cut short), seems then to be both in
+ * dead/ and at leased/ID,TOKEN, one file: the second name of a move cut
+ * short, but its only name.  Removing it lost the job.
+ */
+static int
+two_names(struct spool *sp, const char *id, const struct rec *r,
+    ino_t ino)
+{
+	struct place p;
+	struct statx sx;
+	int rv;
+
+	if (place_of(sp, id, r, &p) == -1)
+		return errno == ENOENT ? 0 : -1;
+	rv = statx(p.dirfd, p.name, AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC,
+	    STATX_INO | STATX_NLINK, &sx);
+	place_done(&p);
+	if (rv == -1)
+		return errno == ENOENT ? 0 : -1;
+	return sx.stx_ino == ino && sx.stx_nlink >= 2;
+}
+
+/*
  * Locate the job and put right what an interrupted transition left besides
  * a void record: a second name from the link(2) fallback, or the previous
  * cycle's file in done/ after a new enqueue.
@@ -223,8 +262,18 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 		return errno == EUCLEAN ? 0 : -1;
 	if (r == 0)
 		return 0;
-	if (st.st_ino == j->ino && st.st_dev == j->dev)
+	if (st.st_ino == j->ino && st.st_dev == j->dev) {
+		/*
+		 * The link(2) fallback's second name.  In multi-host mode
+		 * either name may be one that another host's client holds
+		 * from before (two_names): the file's link count decides.
+		 * Left alone, a second name is spool-fsck's to remove.
+		 */
+		if (sp->multi_host && (r = two_names(sp, j->id, &j->prev,
+		    j->ino)) != 1)
+			return r;
 		return unlink_place(sp, j->id, &j->prev);
+	}
 	if (j->prev.loc == SPOOL_DONE && j->cur.ev == SPOOL_EV_ENQUEUE) {
 		/*
 		 * The previous cycle's file: the enqueue of this cycle
@@ -247,28 +296,26 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 }
 
 /*
- * Read the sidecar j->fd to its end and fold it; the text stays in j->text.
- * The size from fstat is only a first guess: on a shared file system the
- * attributes a client caches may lag what another host wrote, so the file
- * is read until read says it ends, and the next record is written at the
- * size read (job_write), never at an offset the client believes is the end.
+ * Read the sidecar j->fd (whose fstat is st) to its end and fold it; the
+ * text stays in j->text.  The size from fstat is only a first guess: on a
+ * shared file system the attributes a client caches may lag what another
+ * host wrote, so the file is read until read says it ends, and the next
+ * record is written at the size read (job_write), never at an offset the
+ * client believes is the end.
  */
 static int
-read_fold(struct job *j)
+read_fold(struct job *j, const struct stat *st)
 {
-	struct stat st;
 	size_t cap, len = 0;
 	ssize_t got;
 	char *p;
 
-	if (fstat(j->fd, &st) == -1)
-		return -1;
-	if (!S_ISREG(st.st_mode)) {
+	if (!S_ISREG(st->st_mode)) {
 		errno = EUCLEAN;
 		return -1;
 	}
 	/* Room to see EOF; more only if the file grew since the fstat. */
-	cap = (size_t)st.st_size + 128;
+	cap = (size_t)st->st_size + 128;
 	if ((j->text = malloc(cap)) == NULL)
 		return -1;
 	for (;;) {
@@ -303,21 +350,19 @@ job_clear(struct job *j, const char *id)
 }
 
 /*
- * Is the sidecar we locked still meta/ID?  A purge removes the name of a
- * purged job's sidecar under its lock (format 2): a process that waited
- * for that lock holds a file nobody will look at again, and must open the
- * name anew.  1 if it is, 0 if not, -1 on error.
+ * Is the sidecar we locked (whose fstat is a) still meta/ID?  A purge
+ * removes the name of a purged job's sidecar under its lock (format 2): a
+ * process that waited for that lock holds a file nobody will look at
+ * again, and must open the name anew.  1 if it is, 0 if not, -1 on error.
  */
 static int
-still_named(struct spool *sp, const struct job *j)
+still_named(struct spool *sp, const struct job *j, const struct stat *a)
 {
-	struct stat a, b;
+	struct stat b;
 
-	if (fstat(j->fd, &a) == -1)
-		return -1;
 	if (fstatat(sp->metafd, j->id, &b, AT_SYMLINK_NOFOLLOW) == -1)
 		return errno == ENOENT ? 0 : -1;
-	return a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+	return a->st_ino == b.st_ino && a->st_dev == b.st_dev;
 }
 
 /*
@@ -330,33 +375,34 @@ job_open(struct spool *sp, const char *id, int create, int nonblock,
     struct job *j, struct abuf *ab)
 {
 	const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+	struct stat st;
 	int e, named;
 
 again:
 	job_clear(j, id);
-	j->fd = sys_openat(sp->metafd, id, flags, 0);
-	if (j->fd == -1 && errno == ENOENT && create) {
+	/* An enqueue's ID is most often new: make its sidecar first. */
+	j->fd = -1;
+	if (create) {
 		j->fd = sys_openat(sp->metafd, id, flags | O_CREAT | O_EXCL,
 		    0666);
-		if (j->fd != -1)
-			j->created = 1;
-		else if (errno == EEXIST)
-			j->fd = sys_openat(sp->metafd, id, flags, 0);
+		j->created = j->fd != -1;
 	}
+	if (j->fd == -1 && (!create || errno == EEXIST))
+		j->fd = sys_openat(sp->metafd, id, flags, 0);
 	if (j->fd == -1) {
 		if (errno == ELOOP)
 			errno = EUCLEAN;	/* a symlink is not a sidecar */
 		return -1;
 	}
 	if ((j->created && file_mode(sp, j->fd, 0660) == -1) ||
-	    lock_fd(sp, j->fd, nonblock) == -1 || (named = still_named(sp, j)) ==
-	    -1)
+	    lock_fd(sp, j->fd, nonblock) == -1 || fstat(j->fd, &st) == -1 ||
+	    (named = still_named(sp, j, &st)) == -1)
 		goto fail;
 	if (!named) {
 		job_close(j);
 		goto again;
 	}
-	if (read_fold(j) == -1 || job_settle(sp, j, ab) == -1)
+	if (read_fold(j, &st) == -1 || job_settle(sp, j, ab) == -1)
 		goto fail;
 	return 0;
 fail:
@@ -374,6 +420,7 @@ fail:
 int
 job_read(struct spool *sp, const char *id, int lock, struct job *j)
 {
+	struct stat st;
 	int e, named = 1;
 
 again:
@@ -390,14 +437,15 @@ again:
 	 * one a purge just unlinked reads its purge record, and says the
 	 * job is gone, which it is.
 	 */
-	if (lock != 0 && (sys_flock(sp, j->fd, lock) == -1 || (lock == LOCK_EX &&
-	    (named = still_named(sp, j)) == -1)))
+	if ((lock != 0 && sys_flock(sp, j->fd, lock) == -1) ||
+	    fstat(j->fd, &st) == -1 || (lock == LOCK_EX &&
+	    (named = still_named(sp, j, &st)) == -1))
 		goto fail;
 	if (!named) {
 		job_close(j);
 		goto again;
 	}
-	if (read_fold(j) == -1)
+	if (read_fold(j, &st) == -1)
 		goto fail;
 	return 0;
 fail:
@@ -526,10 +574,11 @@ job_move(struct spool *sp, struct job *j, struct dirset *ds)
 	    "dead" };
 	const int fds[] = { -1, -1, sp->leasedfd, sp->donefd, sp->deadfd };
 	struct place from, to;
-	int rv;
+	int rv, again = 0;
 
 	if (place_of(sp, j->id, &j->prev, &from) == -1)
 		return -1;
+move:
 	if (j->cur.loc == SPOOL_NEW)
 		rv = publish_new(sp, from.dirfd, from.name, j->id,
 		    j->cur.eligible, ds);
@@ -542,6 +591,10 @@ job_move(struct spool *sp, struct job *j, struct dirset *ds)
 		rv = move_noreplace(from.dirfd, from.name, fds[j->cur.loc],
 		    to.name) == -1 || dirset_add(ds, dirs[j->cur.loc]) == -1 ?
 		    -1 : 0;
+	/* From a leaf kept open and pruned since: look for it again. */
+	if (rv == -1 && errno == ENOENT && !again &&
+	    (again = place_again(sp, j->id, &j->prev, &from)) == 1)
+		goto move;
 	place_done(&from);
 	return rv;
 }

@@ -118,11 +118,9 @@ int
 open_bucket(struct spool *sp, int64_t eligible, int create, struct dirset *ds)
 {
 	char rel[NAME_MAX_SPOOL], parent[NAME_MAX_SPOOL], *part, *slash;
-	int fd, next, e;
+	int fd = sp->newfd, next, e;
 
 	if (bucket_rel(rel, sizeof(rel), eligible) == -1)
-		return -1;
-	if ((fd = dup(sp->newfd)) == -1)
 		return -1;
 	strcpy(parent, "new");
 	for (part = rel; part != NULL; part = slash) {
@@ -144,7 +142,8 @@ open_bucket(struct spool *sp, int64_t eligible, int create, struct dirset *ds)
 		}
 		if (next == -1)
 			goto fail;
-		(void)close_fd(fd);	/* read-only directory: nothing lost */
+		if (fd != sp->newfd)
+			(void)close_fd(fd);	/* read-only directory */
 		fd = next;
 		if (strlen(parent) + strlen(part) + 2 > sizeof(parent)) {
 			errno = ENAMETOOLONG;
@@ -156,9 +155,167 @@ open_bucket(struct spool *sp, int64_t eligible, int create, struct dirset *ds)
 	return fd;
 fail:
 	e = errno;
-	(void)close_fd(fd);
+	if (fd != sp->newfd)
+		(void)close_fd(fd);
 	errno = e;
 	return -1;
+}
+
+/*
+ * The leaf buckets a transition keeps open while it runs (leaves_hold to
+ * leaves_drop): the jobs of a batch share a few leaves, each of which would
+ * otherwise be opened one component at a time for every look and move.  No
+ * descriptor outlives the call.  A leaf kept may have been pruned, and made
+ * again, since it was opened: where a file is not found in it, one lstat
+ * of its path tells whether it is still the leaf there (leaf_current), and
+ * if not it is opened again (place_again); a move into it that finds it
+ * gone opens it again (leaf_stale).  A descriptor handed out stays open
+ * until NKEPT - 1 other leaves have been opened: the least recently used
+ * goes.  In multi-host mode none is kept: another host may prune a leaf
+ * this one holds, and a network file system answers a descriptor of a
+ * removed directory with ESTALE, not ENOENT, and may give its inode number
+ * to the leaf made again.
+ */
+#define NKEPT	NELEM(((struct leaves *)NULL)->e)
+
+void
+leaves_hold(struct spool *sp)
+{
+	if (!sp->multi_host)
+		sp->leaves.held++;
+}
+
+void
+leaves_drop(struct spool *sp)
+{
+	struct leaves *lv = &sp->leaves;
+	int i;
+
+	if (sp->multi_host || --lv->held > 0)
+		return;
+	for (i = 0; i < NKEPT; i++)
+		if (lv->e[i].used != 0) {
+			(void)close_fd(lv->e[i].fd);	/* read-only */
+			lv->e[i].used = 0;
+		}
+}
+
+static int
+leaf_find(struct leaves *lv, uint64_t slot)
+{
+	int i;
+
+	for (i = 0; i < NKEPT; i++)
+		if (lv->e[i].used != 0 && lv->e[i].slot == slot) {
+			lv->e[i].used = ++lv->use;
+			return lv->e[i].fd;
+		}
+	return -1;
+}
+
+/* Keep fd, the leaf of slot, in place of the least recently used. */
+static void
+leaf_keep(struct leaves *lv, uint64_t slot, int fd)
+{
+	int i, k = 0;
+
+	for (i = 1; i < NKEPT; i++)
+		if (lv->e[i].used < lv->e[k].used)
+			k = i;
+	if (lv->e[k].used != 0)
+		(void)close_fd(lv->e[k].fd);	/* read-only */
+	lv->e[k].slot = slot;
+	lv->e[k].fd = fd;
+	lv->e[k].used = ++lv->use;
+	lv->e[k].known = 0;
+}
+
+/*
+ * The leaf bucket of eligible, as open_bucket opens it; or the one kept
+ * open.  *owned: 1, the caller closes it; 0, kept, and found kept (it may
+ * be stale); 2, kept, and opened just now.
+ */
+int
+leaf_fd(struct spool *sp, int64_t eligible, int create, struct dirset *ds,
+    int *owned)
+{
+	uint64_t slot = (uint64_t)eligible >> SLOT_SHIFT;
+	int fd;
+
+	if (sp->leaves.held > 0 && (fd = leaf_find(&sp->leaves, slot)) != -1) {
+		*owned = 0;
+		return fd;
+	}
+	if ((fd = open_bucket(sp, eligible, create, ds)) == -1)
+		return -1;
+	*owned = 1;
+	if (sp->leaves.held > 0) {
+		leaf_keep(&sp->leaves, slot, fd);
+		*owned = 2;
+	}
+	return fd;
+}
+
+/* A kept leaf found gone (pruned since it was opened): close it.  1 if
+ * fd was kept. */
+int
+leaf_stale(struct spool *sp, int fd)
+{
+	struct leaves *lv = &sp->leaves;
+	int i;
+
+	for (i = 0; i < NKEPT; i++)
+		if (lv->e[i].used != 0 && lv->e[i].fd == fd) {
+			(void)close_fd(fd);	/* read-only */
+			lv->e[i].used = 0;
+			return 1;
+		}
+	return 0;
+}
+
+/* A leaf a walk of new/ opened (its first millisecond, start): kept too. */
+void
+leaf_seed(struct spool *sp, int64_t start, int fd)
+{
+	uint64_t slot = (uint64_t)start >> SLOT_SHIFT;
+	int kept;
+
+	if (sp->leaves.held == 0 || leaf_find(&sp->leaves, slot) != -1)
+		return;
+	if ((kept = fcntl(fd, F_DUPFD_CLOEXEC, 0)) != -1)
+		leaf_keep(&sp->leaves, slot, kept);
+}
+
+/*
+ * Is fd, a kept leaf of eligible, still the leaf that its path names?  1
+ * if it is; 0 if not (pruned, perhaps made again: it is let go).  A look
+ * that found no file in a kept leaf asks, with one lstat of its path.
+ */
+int
+leaf_current(struct spool *sp, int64_t eligible, int fd)
+{
+	struct leaves *lv = &sp->leaves;
+	char rel[NAME_MAX_SPOOL];
+	struct stat st;
+	int i;
+
+	for (i = 0; i < NKEPT; i++)
+		if (lv->e[i].used != 0 && lv->e[i].fd == fd)
+			break;
+	if (i == NKEPT)
+		return 1;	/* not kept: opened by this look */
+	if (!lv->e[i].known && fstat(fd, &st) == 0) {
+		lv->e[i].dev = st.st_dev;	/* the same for as long as */
+		lv->e[i].ino = st.st_ino;	/* fd stays open */
+		lv->e[i].known = 1;
+	}
+	if (lv->e[i].known && bucket_rel(rel, sizeof(rel), eligible) == 0 &&
+	    fstatat(sp->newfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    st.st_dev == lv->e[i].dev && st.st_ino == lv->e[i].ino)
+		return 1;
+	(void)close_fd(fd);	/* read-only */
+	lv->e[i].used = 0;
+	return 0;
 }
 
 /* The name of the file that record r says the job has, in its directory. */
@@ -190,26 +347,47 @@ place_name(char *buf, size_t len, const char *id, const struct rec *r)
 
 /*
  * The directory and name of the file that record r says the job has.  For
- * new/ the bucket is opened and *dirfd must be closed by the caller (close
- * is set); ENOENT if the bucket does not exist.
+ * new/ the bucket is opened (or one kept open is used: p->kept, when it was
+ * opened before, and may be stale), and closed by place_done; ENOENT if
+ * the bucket does not exist.
  */
 int
 place_of(struct spool *sp, const char *id, const struct rec *r,
     struct place *p)
 {
 	const int fds[] = { -1, -1, sp->leasedfd, sp->donefd, sp->deadfd };
+	int owned;
 
-	p->close = 0;
+	p->close = p->kept = 0;
 	if (place_name(p->name, sizeof(p->name), id, r) == -1)
 		return -1;
 	if (r->loc != SPOOL_NEW) {
 		p->dirfd = fds[r->loc];
 		return 0;
 	}
-	if ((p->dirfd = open_bucket(sp, r->eligible, 0, NULL)) == -1)
+	if ((p->dirfd = leaf_fd(sp, r->eligible, 0, NULL, &owned)) == -1)
 		return -1;
-	p->close = 1;
+	p->close = owned == 1;
+	p->kept = owned == 0;
 	return 0;
+}
+
+/*
+ * p named no file: if p's leaf was kept open and is no longer the leaf
+ * its path names, look again (1); else the file is not there (0).
+ */
+int
+place_again(struct spool *sp, const char *id, const struct rec *r,
+    struct place *p)
+{
+	int e = errno;
+
+	if (!p->kept || leaf_current(sp, r->eligible, p->dirfd)) {
+		errno = e;
+		return 0;
+	}
+	p->kept = 0;
+	return place_of(sp, id, r, p) == -1 ? -1 : 1;
 }
 
 /*
@@ -221,7 +399,7 @@ int
 place_look(struct spool *sp, const char *id, const struct rec *r,
     struct place *p)
 {
-	p->close = 0;
+	p->close = p->kept = 0;
 	if (sp->look == NULL || r->loc != SPOOL_NEW ||
 	    place_name(p->name, sizeof(p->name), id, r) == -1 ||
 	    (p->dirfd = look_leaf(sp, sp->look, r->eligible)) == -1)
@@ -248,17 +426,23 @@ place_stat(struct spool *sp, const char *id, const struct rec *r,
     struct stat *st)
 {
 	struct place p;
-	int rv;
+	int rv, again;
 
 	if (place_look(sp, id, r, &p) == 0 &&
 	    fstatat(p.dirfd, p.name, st, AT_SYMLINK_NOFOLLOW) == 0)
 		goto found;
 	if (place_of(sp, id, r, &p) == -1)
 		return errno == ENOENT ? 0 : -1;
-	rv = fstatat(p.dirfd, p.name, st, AT_SYMLINK_NOFOLLOW);
+	while ((rv = fstatat(p.dirfd, p.name, st, AT_SYMLINK_NOFOLLOW)) ==
+	    -1 && errno == ENOENT) {
+		if ((again = place_again(sp, id, r, &p)) != 1) {
+			place_done(&p);
+			return again == 0 || errno == ENOENT ? 0 : -1;
+		}
+	}
 	place_done(&p);
 	if (rv == -1)
-		return errno == ENOENT ? 0 : -1;
+		return -1;
 found:
 	if (!S_ISREG(st->st_mode)) {
 		errno = EUCLEAN;	/* not ours: for spool-fsck */

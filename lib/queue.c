@@ -126,7 +126,8 @@ dirset_free(struct dirset *ds)
 /*
  * Move a file into its bucket in new/.  A claimer removes a bucket once it
  * is empty and its time has passed; if that happens between our opening or
- * making a bucket and our rename, we get ENOENT: make the bucket again.
+ * making a bucket (or the call's keeping it open) and our rename, we get
+ * ENOENT: make the bucket again.
  */
 int
 publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
@@ -134,21 +135,22 @@ publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
 {
 	char name[NAME_MAX_SPOOL], rel[NAME_MAX_SPOOL];
 	struct stat st;
-	int fd, r, e, tries;
+	int fd, r, e, tries, owned;
 
 	if (leaf_name(name, sizeof(name), id, eligible) == -1 ||
 	    bucket_rel(rel + 4, sizeof(rel) - 4, eligible) == -1)
 		return -1;
 	memcpy(rel, "new/", 4);
 	for (tries = 0; tries < 100; tries++) {
-		if ((fd = open_bucket(sp, eligible, 1, ds)) == -1) {
+		if ((fd = leaf_fd(sp, eligible, 1, ds, &owned)) == -1) {
 			if (errno == ENOENT)
 				continue;	/* a parent pruned under us */
 			return -1;
 		}
 		r = move_noreplace(fromfd, from, fd, name);
 		e = errno;
-		(void)close_fd(fd);	/* read-only directory */
+		if (owned == 1)
+			(void)close_fd(fd);	/* read-only directory */
 		if (r == 0)
 			return dirset_add(ds, rel);
 		if (e != ENOENT ||
@@ -156,6 +158,8 @@ publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
 			errno = e;
 			return -1;
 		}
+		if (owned != 1)
+			(void)leaf_stale(sp, fd);	/* pruned: make it again */
 	}
 	errno = EAGAIN;
 	return -1;
@@ -205,20 +209,21 @@ struct walk {
 /*
  * Names of a bucket level: fixed-width lowercase hex, sorted.  Any other
  * name is not ours: w->stray (spool-fsck) hears of it, if it listens.
+ * d lists dirfd: a listing of it that starts at its first entry, or, if
+ * d is NULL, one made here.
  */
 static int
-list_level(struct walk *w, const char *rel, int dirfd, size_t width,
+list_level(struct walk *w, const char *rel, int dirfd, DIR *d, size_t width,
     uint64_t **out, size_t *n)
 {
 	struct dirent *de;
 	uint64_t *v = NULL, *nv, x;
 	size_t cap = 0, i;
-	DIR *d;
-	int ok;
+	int ok, own = d == NULL;
 	char *end;
 
 	*n = 0;
-	if ((d = dir_list(dirfd)) == NULL)
+	if (own && (d = dir_list(dirfd)) == NULL)
 		return -1;
 	while ((errno = 0, de = dir_next(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
@@ -244,7 +249,8 @@ list_level(struct walk *w, const char *rel, int dirfd, size_t width,
 	}
 	if (errno != 0)
 		goto fail;
-	(void)closedir(d);	/* read-only */
+	if (own)
+		(void)closedir(d);	/* read-only */
 	for (i = 1; i < *n; i++) {	/* insertion sort: lists are short */
 		uint64_t key = v[i];
 		size_t k = i;
@@ -259,7 +265,8 @@ list_level(struct walk *w, const char *rel, int dirfd, size_t width,
 	return 0;
 fail:
 	free(v);
-	(void)closedir(d);
+	if (own)
+		(void)closedir(d);
 	return -1;
 }
 
@@ -267,9 +274,10 @@ fail:
  * One level of new/: its buckets in time order, each opened with
  * O_NOFOLLOW; the leaves are handed to w->leaf.  The slot bits that this
  * level names sit above `shift`; prefix holds those of the levels above.
+ * d: dirfd's listing, NULL for new/ itself (a listing is made of it).
  */
 static int
-walk_level(struct walk *w, const char *rel, int dirfd, int level,
+walk_level(struct walk *w, const char *rel, int dirfd, DIR *d, int level,
     uint64_t prefix)
 {
 	static const int shift[] = { 24, 12, 0 };
@@ -278,8 +286,9 @@ walk_level(struct walk *w, const char *rel, int dirfd, int level,
 	size_t n, i;
 	int fd, rv = 0;
 	int64_t start, end;
+	DIR *sd;
 
-	if (list_level(w, rel, dirfd, level == 0 ? 8 : 3, &v, &n) == -1)
+	if (list_level(w, rel, dirfd, d, level == 0 ? 8 : 3, &v, &n) == -1)
 		return -1;
 	for (i = 0; i < n && rv == 0; i++) {
 		slot = prefix | v[i] << shift[level];
@@ -304,9 +313,16 @@ walk_level(struct walk *w, const char *rel, int dirfd, int level,
 			continue;
 		}
 		(void)snprintf(sub, sizeof(sub), "%s/%s", rel, name);
-		rv = level == 2 ? w->leaf(w->arg, fd, start) :
-		    walk_level(w, sub, fd, level + 1, slot);
-		(void)close_fd(fd);	/* read-only directory */
+		if (level == 2) {
+			rv = w->leaf(w->arg, fd, start);
+			(void)close_fd(fd);	/* read-only directory */
+		} else if ((sd = fdopendir(fd)) == NULL) {
+			rv = -1;	/* opened just now: lists from its start */
+			(void)close_fd(fd);
+		} else {
+			rv = walk_level(w, sub, fd, sd, level + 1, slot);
+			(void)closedir(sd);	/* and fd: read-only */
+		}
 		/* An empty bucket long past goes; one in use stays. */
 		if (rv == 0 && w->prune_now != 0 &&
 		    end + BUCKET_GRACE < w->prune_now)
@@ -329,7 +345,7 @@ bucket_walk(struct spool *sp, int64_t until, int64_t prune_now,
 {
 	struct walk w = { until, prune_now, leaf, NULL, arg };
 
-	return walk_level(&w, "new", sp->newfd, 0, 0) == -1 ? -1 : 0;
+	return walk_level(&w, "new", sp->newfd, NULL, 0, 0) == -1 ? -1 : 0;
 }
 
 /* The same walk for spool-fsck: every bucket, and every stray name. */
@@ -340,5 +356,5 @@ bucket_walk_all(struct spool *sp,
 {
 	struct walk w = { INT64_MAX, 0, leaf, stray, arg };
 
-	return walk_level(&w, "new", sp->newfd, 0, 0) == -1 ? -1 : 0;
+	return walk_level(&w, "new", sp->newfd, NULL, 0, 0) == -1 ? -1 : 0;
 }

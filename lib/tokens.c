@@ -5,10 +5,11 @@
  *
  * Every token ever handed out is below N, and N is made durable before a
  * token at or above it is handed out: it is reserved a block at a time,
- * so a claim costs a flush only once in TOKEN_BLOCK claims.  P is the last
- * token taken, written without a sync: it is trusted only by the machine
- * that wrote it, in the same boot (B, the kernel's boot ID), whose page
- * cache cannot have lost it.  Anyone else, or the same machine after a
+ * so a claim costs a flush only once in TOKEN_BLOCK claims (and a claim of
+ * many jobs takes their tokens in one go).  P is the last token taken,
+ * written without a sync: it is trusted only by the machine that wrote it,
+ * in the same boot (B, the kernel's boot ID), whose page cache cannot have
+ * lost it.  Anyone else, or the same machine after a
  * crash, takes N - 1 as the last: the rest of a block is skipped, never
  * repeated.  A claim takes max(last, the job's highest token) + 1, so a
  * job's tokens rise even if the file were behind its sidecar.  The format
@@ -196,44 +197,53 @@ put_tokens(struct spool *sp, const char *text, int len, ssize_t n,
 }
 
 /*
- * The next token for a job whose highest token so far is hi.  A spool of
- * format 1 has no counter: its tokens count per ID, as they always did.
+ * The next tokens for n jobs, the highest token so far of the i-th being
+ * hi[i], taken in one go under the counter's lock as n claims in a row
+ * would take them.  A spool of format 1 has no counter: its tokens count
+ * per ID, as they always did.
  */
 int
-token_take(struct spool *sp, uint64_t hi, uint64_t *tok)
+token_take(struct spool *sp, const uint64_t *hi, size_t n, uint64_t *tok)
 {
 	char text[256];
 	struct tokens c;
 	const char *boot;
 	uint64_t last;
 	char untrusted[256];
-	ssize_t n;
-	int len, reserve;
+	ssize_t got;
+	size_t i;
+	int len, reserve = 0;
 
 	if (sp->format == 1) {
-		*tok = hi + 1;
+		for (i = 0; i < n; i++)
+			tok[i] = hi[i] + 1;
 		return 0;
 	}
 	if (open_tokens(sp) == -1 || lock_tokens(sp) == -1)
 		return -1;
-	if ((n = sys_pread(sp->tokfd, text, sizeof(text) - 1, 0)) == -1)
+	if ((got = sys_pread(sp->tokfd, text, sizeof(text) - 1, 0)) == -1)
 		goto out;
-	if (tokens_parse(text, (size_t)n, &c) == -1) {
+	if (tokens_parse(text, (size_t)got, &c) == -1) {
 		errno = EUCLEAN;
 		goto out;
 	}
 	boot = boot_id();
 	last = boot[0] != '\0' && strcmp(c.boot, boot) == 0 ? c.last :
 	    c.next - 1;
-	*tok = (last > hi ? last : hi) + 1;
-	if (*tok >= TOKEN_MAX - TOKEN_BLOCK) {
-		errno = EOVERFLOW;
-		goto out;
+	for (i = 0; i < n; i++) {
+		tok[i] = (last > hi[i] ? last : hi[i]) + 1;
+		if (tok[i] >= TOKEN_MAX - TOKEN_BLOCK) {
+			errno = EOVERFLOW;
+			goto out;
+		}
+		last = tok[i];
+		if (tok[i] >= c.next) {
+			c.next = tok[i] + TOKEN_BLOCK;
+			reserve = 1;
+		}
 	}
-	c.last = *tok;
+	c.last = last;
 	(void)snprintf(c.boot, sizeof(c.boot), "%s", boot);
-	if ((reserve = *tok >= c.next))
-		c.next = *tok + TOKEN_BLOCK;
 	if ((len = format(text, sizeof(text), &c)) == -1)
 		goto out;
 	/*
@@ -246,7 +256,7 @@ token_take(struct spool *sp, uint64_t hi, uint64_t *tok)
 	c.boot[0] = '\0';
 	if (format(untrusted, sizeof(untrusted), &c) == -1)
 		goto out;
-	return put_tokens(sp, text, len, n, reserve ? untrusted : NULL);
+	return put_tokens(sp, text, len, got, reserve ? untrusted : NULL);
 out:
 	return put_tokens(sp, NULL, 0, 0, NULL);
 }
