@@ -222,10 +222,8 @@ int64_t bucket_start(uint64_t top, unsigned mid, unsigned leaf);
 int leaf_name(char *buf, size_t len, const char *id, int64_t eligible);
 int parse_new_name(const char *name, char *id, int64_t *eligible);
 int parse_leased_name(const char *name, char *id, uint64_t *token);
-int open_bucket(struct spool *sp, int64_t eligible, int create,
-    struct dirset *ds);
-int leaf_fd(struct spool *sp, int64_t eligible, int create, struct dirset *ds,
-    int *owned);
+int open_bucket(struct spool *sp, int64_t eligible, int create);
+int leaf_fd(struct spool *sp, int64_t eligible, int create, int *owned);
 int leaf_stale(struct spool *sp, int fd);
 int leaf_current(struct spool *sp, int64_t eligible, int fd);
 void leaf_seed(struct spool *sp, int64_t start, int fd);

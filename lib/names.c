@@ -109,20 +109,17 @@ parse_leased_name(const char *name, char *id, uint64_t *token)
 
 /*
  * Open a directory below new/ one component at a time, never following a
- * symlink.  With create, missing components are made, and the parent of
- * each component is added to ds so that its name is made durable: made by
- * us or found, for a bucket found may be one another producer has just
- * made and not yet synced (spool-layout.md, "The new/ tree").
+ * symlink.  With create, missing components are made (the caller makes
+ * their names durable: publish_new).
  */
 int
-open_bucket(struct spool *sp, int64_t eligible, int create, struct dirset *ds)
+open_bucket(struct spool *sp, int64_t eligible, int create)
 {
-	char rel[NAME_MAX_SPOOL], parent[NAME_MAX_SPOOL], *part, *slash;
+	char rel[NAME_MAX_SPOOL], *part, *slash;
 	int fd = sp->newfd, next, e;
 
 	if (bucket_rel(rel, sizeof(rel), eligible) == -1)
 		return -1;
-	strcpy(parent, "new");
 	for (part = rel; part != NULL; part = slash) {
 		if ((slash = strchr(part, '/')) != NULL)
 			*slash++ = '\0';
@@ -134,23 +131,11 @@ open_bucket(struct spool *sp, int64_t eligible, int create, struct dirset *ds)
 			next = sys_openat(fd, part,
 			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 		}
-		if (next != -1 && create && dirset_add(ds, parent) == -1) {
-			e = errno;
-			(void)close_fd(next);
-			errno = e;
-			goto fail;
-		}
 		if (next == -1)
 			goto fail;
 		if (fd != sp->newfd)
 			(void)close_fd(fd);	/* read-only directory */
 		fd = next;
-		if (strlen(parent) + strlen(part) + 2 > sizeof(parent)) {
-			errno = ENAMETOOLONG;
-			goto fail;
-		}
-		strcat(parent, "/");
-		strcat(parent, part);
 	}
 	return fd;
 fail:
@@ -236,8 +221,7 @@ leaf_keep(struct leaves *lv, uint64_t slot, int fd)
  * be stale); 2, kept, and opened just now.
  */
 int
-leaf_fd(struct spool *sp, int64_t eligible, int create, struct dirset *ds,
-    int *owned)
+leaf_fd(struct spool *sp, int64_t eligible, int create, int *owned)
 {
 	uint64_t slot = (uint64_t)eligible >> SLOT_SHIFT;
 	int fd;
@@ -246,7 +230,7 @@ leaf_fd(struct spool *sp, int64_t eligible, int create, struct dirset *ds,
 		*owned = 0;
 		return fd;
 	}
-	if ((fd = open_bucket(sp, eligible, create, ds)) == -1)
+	if ((fd = open_bucket(sp, eligible, create)) == -1)
 		return -1;
 	*owned = 1;
 	if (sp->leaves.held > 0) {
@@ -365,7 +349,7 @@ place_of(struct spool *sp, const char *id, const struct rec *r,
 		p->dirfd = fds[r->loc];
 		return 0;
 	}
-	if ((p->dirfd = leaf_fd(sp, r->eligible, 0, NULL, &owned)) == -1)
+	if ((p->dirfd = leaf_fd(sp, r->eligible, 0, &owned)) == -1)
 		return -1;
 	p->close = owned == 1;
 	p->kept = owned == 0;

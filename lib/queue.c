@@ -124,10 +124,32 @@ dirset_free(struct dirset *ds)
 }
 
 /*
- * Move a file into its bucket in new/.  A claimer removes a bucket once it
- * is empty and its time has passed; if that happens between our opening or
- * making a bucket (or the call's keeping it open) and our rename, we get
- * ENOENT: make the bucket again.
+ * The bucket path rel ("new/T/M/L") and each directory above it, up to
+ * new/: all are synced in the wait of a move into the leaf, made by us or
+ * found, for a bucket found may be one that another producer has just made
+ * and not yet synced (spool-layout.md, "The new/ tree").
+ */
+static int
+dirset_path(struct dirset *ds, char *rel)
+{
+	char *slash = rel;
+
+	while ((slash = strchr(slash, '/')) != NULL) {
+		*slash = '\0';
+		if (dirset_add(ds, rel) == -1) {
+			*slash = '/';
+			return -1;
+		}
+		*slash++ = '/';
+	}
+	return dirset_add(ds, rel);
+}
+
+/*
+ * Move a file into its bucket in new/, and add the bucket's path to ds.  A
+ * claimer removes a bucket once it is empty and its time has passed; if
+ * that happens between our opening or making a bucket (or the call's
+ * keeping it open) and our rename, we get ENOENT: make the bucket again.
  */
 int
 publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
@@ -142,7 +164,7 @@ publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
 		return -1;
 	memcpy(rel, "new/", 4);
 	for (tries = 0; tries < 100; tries++) {
-		if ((fd = leaf_fd(sp, eligible, 1, ds, &owned)) == -1) {
+		if ((fd = leaf_fd(sp, eligible, 1, &owned)) == -1) {
 			if (errno == ENOENT)
 				continue;	/* a parent pruned under us */
 			return -1;
@@ -152,7 +174,7 @@ publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
 		if (owned == 1)
 			(void)close_fd(fd);	/* read-only directory */
 		if (r == 0)
-			return dirset_add(ds, rel);
+			return dirset_path(ds, rel);
 		if (e != ENOENT ||
 		    fstatat(fromfd, from, &st, AT_SYMLINK_NOFOLLOW) == -1) {
 			errno = e;

@@ -36,7 +36,6 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct spool *sp = fuzz_spool();
-	struct dirset ds = { NULL, 0 };
 	char name[256];
 	int dirfd, fd, kind, rc, made;
 	int64_t when;
@@ -58,8 +57,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 3: dirfd = sp->metafd; break;
 	case 4: dirfd = sp->tmpfd; break;
 	default:
-		check((dirfd = open_bucket(sp, LEAF_ELIGIBLE, 1, &ds)) != -1);
-		dirset_free(&ds);
+		check((dirfd = open_bucket(sp, LEAF_ELIGIBLE, 1)) != -1);
 		break;
 	}
 	/* anchor-0's own files stay as they are. */

@@ -18,14 +18,12 @@ static const char id[] = "job-1";
 static void
 put_file(struct spool *sp, const struct rec *r)
 {
-	struct dirset ds = { NULL, 0 };
 	struct place p;
 	int dirfd, fd;
 
 	if (r->loc == SPOOL_NEW) {
 		check(leaf_name(p.name, sizeof(p.name), id, r->eligible) == 0);
-		check((dirfd = open_bucket(sp, r->eligible, 1, &ds)) != -1);
-		dirset_free(&ds);
+		check((dirfd = open_bucket(sp, r->eligible, 1)) != -1);
 	} else {
 		check(place_of(sp, id, r, &p) == 0);
 		dirfd = p.dirfd;
