@@ -157,6 +157,54 @@ moved_on(struct spool *sp, const char *id)
 }
 
 /*
+ * The last record did not take effect: the job is where the one before
+ * puts it.
+ */
+static void
+void_last(struct job *j)
+{
+	j->voidtail = 1;
+	if (j->finish_last)
+		pop_finish(j);
+	j->finish_last = 0;
+	j->cur = j->prev;
+	memset(&j->prev, 0, sizeof(j->prev));
+}
+
+/*
+ * Is the name that r gives in its directory's listing?  1 if it is, 0 if
+ * not, -1 on error.  A listing comes from the file system, where a lookup
+ * of a name may come from what a client holds (two_names).
+ */
+static int
+listed(struct spool *sp, const char *id, const struct rec *r)
+{
+	struct place p;
+	struct dirent *de;
+	DIR *d;
+	int found = 0, e;
+
+	if (place_of(sp, id, r, &p) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if ((d = dir_list(p.dirfd)) == NULL) {
+		e = errno;
+		place_done(&p);
+		errno = e;
+		return -1;
+	}
+	while (!found && (errno = 0, de = dir_next(d)) != NULL)
+		found = strcmp(de->d_name, p.name) == 0;
+	e = errno;
+	(void)closedir(d);	/* read-only */
+	place_done(&p);
+	if (!found && e != 0) {
+		errno = e;
+		return -1;
+	}
+	return found;
+}
+
+/*
  * Where is the job?  The last record took effect if the file is where it
  * says; if not, the record is void and the job is where the one before it
  * says (checked: EUCLEAN if the file is in neither place).  Changes
@@ -180,12 +228,9 @@ job_locate(struct spool *sp, struct job *j)
 		j->fsize = st.st_size;
 		return 0;
 	}
-	j->voidtail = 1;
-	if (j->finish_last)
-		pop_finish(j);
-	j->finish_last = 0;
-	if (j->prev.loc != SPOOL_ABSENT) {
-		if ((r = place_stat(sp, j->id, &j->prev, &st)) == -1)
+	void_last(j);
+	if (j->cur.loc != SPOOL_ABSENT) {
+		if ((r = place_stat(sp, j->id, &j->cur, &st)) == -1)
 			return -1;
 		if (r == 0) {
 			errno = EUCLEAN;	/* the file is nowhere */
@@ -200,8 +245,6 @@ job_locate(struct spool *sp, struct job *j)
 			errno = EUCLEAN;	/* moved, its record lost */
 		return -1;
 	}
-	j->cur = j->prev;
-	memset(&j->prev, 0, sizeof(j->prev));
 	return 0;
 }
 
@@ -269,10 +312,20 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 		 * from before (two_names): the file's link count decides.
 		 * Left alone, a second name is spool-fsck's to remove.
 		 */
-		if (sp->multi_host && (r = two_names(sp, j->id, &j->prev,
-		    j->ino)) != 1)
+		if (!sp->multi_host ||
+		    (r = two_names(sp, j->id, &j->prev, j->ino)) == 1)
+			return unlink_place(sp, j->id, &j->prev);
+		/*
+		 * One name, two ways to reach it: the listing of the name
+		 * before tells which is held from before.  If that one is
+		 * listed, the move did not happen: the last record is void
+		 * (a park refused EEXIST through a dead/ID held from before
+		 * must not pass for done when its finish is asked again).
+		 */
+		if (r == -1 || (r = listed(sp, j->id, &j->prev)) != 1)
 			return r;
-		return unlink_place(sp, j->id, &j->prev);
+		void_last(j);
+		return 0;
 	}
 	if (j->prev.loc == SPOOL_DONE && j->cur.ev == SPOOL_EV_ENQUEUE) {
 		/*
