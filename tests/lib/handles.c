@@ -20,6 +20,7 @@ main(int argc, char **argv)
 	struct spool *first, *second;
 	struct spool_result res;
 	uint64_t tok;
+	int rv;
 
 	if (argc != 5 || spool_parse_token(argv[4], &tok) == -1) {
 		fprintf(stderr, "usage: handles FIRST SECOND ID TOKEN\n");
@@ -30,17 +31,15 @@ main(int argc, char **argv)
 		fprintf(stderr, "handles: open: %s\n", strerror(errno));
 		return 1;
 	}
-	if (spool_renew(second, argv[3], tok, 0, &res) == -1) {
+	rv = spool_renew(second, argv[3], tok, 0, &res);
+	if (rv == -1)
 		printf("not renewed: %s\n", strerror(errno));
-		return 1;
-	}
-	if (res.status != 0) {
+	else if (res.status != 0)
 		printf("not renewed: %s\n", res.status == 1 ?
 		    spool_refusal_name(res.refusal) : strerror(res.err));
-		return 1;
-	}
-	printf("renewed\n");
+	else
+		printf("renewed\n");
 	spool_close(second);
 	spool_close(first);
-	return 0;
+	return rv == -1 || res.status != 0;
 }
