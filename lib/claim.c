@@ -100,8 +100,7 @@ record_claims(struct claim *c)
 		i = at[k];
 		j = &c->held[i];
 		c->claim[i].tok = tok[k];
-		/* A failure here leaves the job where it was (the record
-		 * void). */
+		/* A failure here leaves the job where it was (record void). */
 		if (e != 0 || job_record(j, &c->claim[i]) == -1 ||
 		    job_write(j) == -1 || add_lease(c, c->slot[i], j) == -1) {
 			if (c->job_err == 0)
@@ -114,9 +113,8 @@ record_claims(struct claim *c)
 
 /*
  * Group commit of what take() decided: the claims' tokens and records
- * (record_claims), the moves, then the records, the
- * directories moved into and the audit lines, synced side by side and
- * waited for once (spool-layout.md, "claim"); only then are the jobs let
+ * (record_claims), the moves, then the records, the directories moved into
+ * and the audit lines, synced side by side and waited for once (spool-layout.md, "claim"); only then are the jobs let
  * go.  A job whose move failed stays where it was (its record void), and
  * one whose record did not sync is not handed out: its lease, which may
  * not survive a power cut, expires.

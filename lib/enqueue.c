@@ -150,20 +150,21 @@ check_job(struct spool *sp, const struct spool_job *in)
 }
 
 /*
- * A random (version 4) UUID for each valid job of the call that names none,
- * as uuid_generate(3) makes them, from one getrandom(2) for them all:
- * libuuid asks the kernel six times for each.  Where getrandom cannot
- * answer at once, libuuid makes the rest.
+ * A random (version 4) UUID for each job of the call that names none, as
+ * uuid_generate(3) makes them, from one getrandom(2) for them all: libuuid
+ * asks the kernel six times for each.  Where getrandom cannot answer at
+ * once, libuuid makes the rest.  An invalid job's is made and not used
+ * (spool_enqueue checks each job before it takes its ID).
  */
 static void
-make_ids(struct spool *sp, struct spool_job *jobs, size_t n)
+make_ids(struct spool_job *jobs, size_t n)
 {
 	unsigned char (*uu)[16];
 	size_t i, k = 0, got = 0;
 	ssize_t r;
 
 	for (i = 0; i < n; i++)
-		k += jobs[i].id == NULL && check_job(sp, &jobs[i]) == 0;
+		k += jobs[i].id == NULL;
 	if (k == 0)
 		return;
 	if ((uu = calloc(k, sizeof(*uu))) != NULL)
@@ -172,7 +173,7 @@ make_ids(struct spool *sp, struct spool_job *jobs, size_t n)
 		    (r == -1 && errno == EINTR)))
 			got += r > 0 ? (size_t)r : 0;
 	for (i = 0, k = 0; i < n; i++) {
-		if (jobs[i].id != NULL || check_job(sp, &jobs[i]) != 0)
+		if (jobs[i].id != NULL)
 			continue;
 		if ((k + 1) * sizeof(*uu) <= got) {
 			uu[k][6] = (uu[k][6] & 0x0f) | 0x40;	/* version 4 */
@@ -290,7 +291,7 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 		return -1;
 	}
 	leaves_hold(sp);
-	make_ids(sp, jobs, n);
+	make_ids(jobs, n);
 	for (i = 0; i < n; i++) {
 		memset(&jobs[i].res, 0, sizeof(jobs[i].res));
 		p[i].in = &jobs[i];

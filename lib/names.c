@@ -163,6 +163,26 @@ fail:
  */
 #define NKEPT	NELEM(((struct leaves *)NULL)->e)
 
+/* The entry that keeps fd, or -1. */
+static int
+leaf_kept(const struct leaves *lv, int fd)
+{
+	int i;
+
+	for (i = 0; i < NKEPT; i++)
+		if (lv->e[i].used != 0 && lv->e[i].fd == fd)
+			return i;
+	return -1;
+}
+
+/* Close the leaf entry i keeps, and free the entry. */
+static void
+leaf_let_go(struct leaves *lv, int i)
+{
+	(void)close_fd(lv->e[i].fd);	/* read-only */
+	lv->e[i].used = 0;
+}
+
 void
 leaves_hold(struct spool *sp)
 {
@@ -179,10 +199,8 @@ leaves_drop(struct spool *sp)
 	if (sp->multi_host || --lv->held > 0)
 		return;
 	for (i = 0; i < NKEPT; i++)
-		if (lv->e[i].used != 0) {
-			(void)close_fd(lv->e[i].fd);	/* read-only */
-			lv->e[i].used = 0;
-		}
+		if (lv->e[i].used != 0)
+			leaf_let_go(lv, i);
 }
 
 static int
@@ -240,21 +258,19 @@ leaf_fd(struct spool *sp, int64_t eligible, int create, int *owned)
 	return fd;
 }
 
-/* A kept leaf found gone (pruned since it was opened): close it.  1 if
- * fd was kept. */
+/*
+ * A kept leaf found gone (pruned since it was opened): close it.  1 if fd
+ * was kept.
+ */
 int
 leaf_stale(struct spool *sp, int fd)
 {
-	struct leaves *lv = &sp->leaves;
-	int i;
+	int i = leaf_kept(&sp->leaves, fd);
 
-	for (i = 0; i < NKEPT; i++)
-		if (lv->e[i].used != 0 && lv->e[i].fd == fd) {
-			(void)close_fd(fd);	/* read-only */
-			lv->e[i].used = 0;
-			return 1;
-		}
-	return 0;
+	if (i == -1)
+		return 0;
+	leaf_let_go(&sp->leaves, i);
+	return 1;
 }
 
 /* A leaf a walk of new/ opened (its first millisecond, start): kept too. */
@@ -283,10 +299,7 @@ leaf_current(struct spool *sp, int64_t eligible, int fd)
 	struct stat st;
 	int i;
 
-	for (i = 0; i < NKEPT; i++)
-		if (lv->e[i].used != 0 && lv->e[i].fd == fd)
-			break;
-	if (i == NKEPT)
+	if ((i = leaf_kept(lv, fd)) == -1)
 		return 1;	/* not kept: opened by this look */
 	if (!lv->e[i].known && fstat(fd, &st) == 0) {
 		lv->e[i].dev = st.st_dev;	/* the same for as long as */
@@ -297,8 +310,7 @@ leaf_current(struct spool *sp, int64_t eligible, int fd)
 	    fstatat(sp->newfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    st.st_dev == lv->e[i].dev && st.st_ino == lv->e[i].ino)
 		return 1;
-	(void)close_fd(fd);	/* read-only */
-	lv->e[i].used = 0;
+	leaf_let_go(lv, i);
 	return 0;
 }
 

@@ -339,9 +339,9 @@ walk_level(struct walk *w, const char *rel, int dirfd, DIR *d, int level,
 			rv = w->leaf(w->arg, fd, start);
 			(void)close_fd(fd);	/* read-only directory */
 		} else if ((sd = fdopendir(fd)) == NULL) {
-			rv = -1;	/* opened just now: lists from its start */
+			rv = -1;
 			(void)close_fd(fd);
-		} else {
+		} else {	/* opened just now: sd lists from its start */
 			rv = walk_level(w, sub, fd, sd, level + 1, slot);
 			(void)closedir(sd);	/* and fd: read-only */
 		}

@@ -9,9 +9,8 @@
  * many jobs takes their tokens in one go).  P is the last token taken,
  * written without a sync: it is trusted only by the machine that wrote it,
  * in the same boot (B, the kernel's boot ID), whose page cache cannot have
- * lost it.  Anyone else, or the same machine after a
- * crash, takes N - 1 as the last: the rest of a block is skipped, never
- * repeated.  A claim takes max(last, the job's highest token) + 1, so a
+ * lost it.  Anyone else, or the same machine after a crash, takes N - 1 as
+ * the last: the rest of a block is skipped, never repeated.  A claim takes max(last, the job's highest token) + 1, so a
  * job's tokens rise even if the file were behind its sidecar.  The format
  * is in spool-layout.md, "Tokens".
  */
@@ -141,11 +140,11 @@ mono_ms(void)
 }
 
 /*
- * The counter's lock.  A claim asks for it once for each job it takes: once
- * a wait for it has run out (in multi-host mode, a lock kept with no
+ * The counter's lock.  A claim asks for it once for each group of jobs it
+ * takes (token_take): once a wait for it has run out (in multi-host mode, a lock kept with no
  * process to let it go: spool-layout.md, "Several hosts"), this handle
- * fails at once for GIVE_UP_MS, so that a claim over many jobs fails after
- * one wait, not after one wait for each.
+ * fails at once for GIVE_UP_MS, so that a claim over many groups fails
+ * after one wait, not after one wait for each.
  */
 static int
 lock_tokens(struct spool *sp)
