@@ -452,14 +452,52 @@ compressed(const char *name)
 	return 0;
 }
 
+/*
+ * Where a scan left a file: the end of its last complete line.  With
+ * add, a file not seen before is added at 0; without, it is NULL.
+ */
+static off_t *
+mark_of(struct audit_mark *m, const struct stat *st, int add)
+{
+	struct audit_mark_file *mf;
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		if (m->files[i].dev == st->st_dev &&
+		    m->files[i].ino == st->st_ino)
+			return &m->files[i].off;
+	if (!add)
+		return NULL;
+	if (m->n == m->cap) {
+		m->cap = m->cap ? m->cap * 2 : 8;
+		if ((mf = realloc(m->files, m->cap * sizeof(*mf))) == NULL)
+			return NULL;
+		m->files = mf;
+	}
+	mf = &m->files[m->n++];
+	mf->dev = st->st_dev;
+	mf->ino = st->st_ino;
+	mf->off = 0;
+	return &mf->off;
+}
+
+void
+audit_mark_free(struct audit_mark *m)
+{
+	free(m->files);
+	memset(m, 0, sizeof(*m));
+}
+
 int
-spool_audit_scan(struct spool *sp,
+audit_scan(struct spool *sp, struct audit_mark *m,
     int (*fn)(void *arg, const char *line, size_t len), void *arg)
 {
 	char buf[65536];
 	struct dirent *de;
+	struct stat st;
 	size_t have;
 	ssize_t n;
+	off_t *off, start;
 	char *p, *nl;
 	DIR *d;
 	int fd, rv = 0, skip;
@@ -473,6 +511,11 @@ spool_audit_scan(struct spool *sp,
 	while (rv == 0 && (errno = 0, de = dir_next(d)) != NULL) {
 		if (de->d_name[0] == '.' || compressed(de->d_name))
 			continue;
+		/* Read before and not grown since: nothing to open. */
+		if (m != NULL && fstatat(sp->auditfd, de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && (off = mark_of(m, &st, 0)) !=
+		    NULL && *off == st.st_size)
+			continue;
 		fd = sys_openat(sp->auditfd, de->d_name, O_RDONLY | O_CLOEXEC |
 		    O_NOFOLLOW | O_NONBLOCK, 0);
 		if (fd == -1 && (errno == ENOENT || errno == ELOOP))
@@ -481,8 +524,23 @@ spool_audit_scan(struct spool *sp,
 			rv = -1;	/* unread, its lines would seem missing */
 			break;
 		}
+		/*
+		 * A log only grows (appends), and rotation renames it: the
+		 * same file read again starts where the last read ended,
+		 * unless it is now shorter (truncated: read it all).
+		 */
+		off = NULL;
+		start = 0;
+		if (m != NULL && (fstat(fd, &st) == -1 ||
+		    (off = mark_of(m, &st, 1)) == NULL))
+			rv = -1;
+		else if (off != NULL && *off <= st.st_size)
+			start = *off;
+		if (rv == 0 && start > 0 && lseek(fd, start, SEEK_SET) == -1)
+			rv = -1;
 		have = 0;
 		skip = 0;
+		n = 0;
 		while (rv == 0 && (n = read_full(fd, buf + have,
 		    sizeof(buf) - have)) > 0) {
 			have += (size_t)n;
@@ -493,13 +551,17 @@ spool_audit_scan(struct spool *sp,
 				else
 					skip = 0;	/* its tail */
 			/* A line longer than the buffer is not ours: skip. */
+			start += (off_t)(p - buf);
 			have -= (size_t)(p - buf);
 			memmove(buf, p, have);
 			if (have == sizeof(buf)) {
+				start += (off_t)have;
 				have = 0;
 				skip = 1;
 			}
 		}
+		if (off != NULL)
+			*off = start;	/* a torn last line is read again */
 		(void)close_fd(fd);	/* read-only; a torn last line is ignored */
 		if (n == -1 && rv == 0)
 			rv = -1;
@@ -508,4 +570,11 @@ spool_audit_scan(struct spool *sp,
 		rv = -1;
 	(void)closedir(d);	/* read-only */
 	return rv;
+}
+
+int
+spool_audit_scan(struct spool *sp,
+    int (*fn)(void *arg, const char *line, size_t len), void *arg)
+{
+	return audit_scan(sp, NULL, fn, arg);
 }

@@ -61,6 +61,8 @@ struct fsck {
 	size_t nstrays;
 	struct akey *keys;
 	size_t nkeys, capkeys;
+	struct audit_mark mark;		/* where the index's read ended */
+	int indexed;			/* later reads add keys only */
 	struct abuf ab;
 	int problems, unfixed, err;
 	int64_t oldest;			/* the earliest audit line kept */
@@ -327,7 +329,8 @@ index_line(void *arg, const char *line, size_t len)
 		return 0;
 	if (a.id[0] == '\0') {
 		/* The last pause or resume, for check_pause. */
-		if ((a.event == SPOOL_EV_PAUSE || a.event == SPOOL_EV_RESUME) &&
+		if (!f->indexed && (a.event == SPOOL_EV_PAUSE ||
+		    a.event == SPOOL_EV_RESUME) &&
 		    (f->pause_ev == 0 || a.time >= f->pause_t)) {
 			f->pause_ev = a.event;
 			f->pause_t = a.time;
@@ -343,7 +346,7 @@ index_line(void *arg, const char *line, size_t len)
 	k = &f->keys[f->nkeys];
 	k->idh = hash_id(a.id, strlen(a.id));
 	k->t = a.time;
-	if (f->nkeys == 0 || k->t < f->oldest)
+	if (!f->indexed && (f->nkeys == 0 || k->t < f->oldest))
 		f->oldest = k->t;
 	k->ev = a.event;
 	k->tok = a.token;
@@ -457,49 +460,26 @@ quarantine(struct fsck *f, const char *rel)
 	return 0;
 }
 
-/* One audit line looked for by a scan of the whole log. */
-struct wanted {
-	const char *id;
-	struct akey key;
-	int found;
-	struct spool_audit line;	/* the line found */
-};
-
-static int
-wanted_line(void *arg, const char *line, size_t len)
-{
-	struct wanted *w = arg;
-	struct spool_audit a;
-
-	if (spool_audit_parse(line, len, &a) == 0 && a.time == w->key.t &&
-	    (int)a.event == w->key.ev && a.token == w->key.tok &&
-	    strcmp(a.id, w->id) == 0) {
-		w->found = 1;
-		w->line = a;
-	}
-	return 0;
-}
-
 /*
  * Is the line there now?  The index was read before this job was locked,
  * and a command beside us may have moved the job and logged it since:
- * only under the job's lock is its last line sure to be on disk.  Read
- * again only on a miss, which is rare but for a live spool.
+ * only under the job's lock is its last line sure to be on disk.  Only
+ * what the logs gained since the last read is read, so that many lines
+ * missing (a power cut that kept a batch's records and lost its lines)
+ * cost one read of the log, not one each.
  */
 static int
-logged_since(struct fsck *f, const char *id, const struct akey *want,
-    struct spool_audit *line)
+logged_since(struct fsck *f, const struct akey *want)
 {
-	struct wanted w;
+	size_t n = f->nkeys;
 
-	memset(&w, 0, sizeof(w));
-	w.id = id;
-	w.key = *want;
-	if (spool_audit_scan(f->sp, wanted_line, &w) == -1)
+	if (audit_scan(f->sp, &f->mark, index_line, f) == -1)
 		return -1;
-	if (line != NULL)
-		*line = w.line;
-	return w.found;
+	if (f->nkeys == n)
+		return 0;
+	qsort(f->keys, f->nkeys, sizeof(*f->keys), cmp_key);
+	return bsearch(want, f->keys, f->nkeys, sizeof(*want), cmp_key) !=
+	    NULL;
 }
 
 /*
@@ -587,7 +567,7 @@ check_audit(struct fsck *f, struct job *j, uint64_t idh, int lastvoid)
 		if (f->nkeys > 0 && bsearch(&want, f->keys, f->nkeys,
 		    sizeof(want), cmp_key) != NULL)
 			continue;
-		if ((since = logged_since(f, j->id, &want, NULL)) == -1)
+		if ((since = logged_since(f, &want)) == -1)
 			return -1;
 		if (since)
 			continue;
@@ -1780,8 +1760,9 @@ spool_fsck(struct spool *sp, int flags,
 	    scan_dir(&f, sp->leasedfd, "leased", SPOOL_LEASED) == -1 ||
 	    scan_dir(&f, sp->donefd, "done", SPOOL_DONE) == -1 ||
 	    scan_dir(&f, sp->deadfd, "dead", SPOOL_DEAD) == -1 ||
-	    spool_audit_scan(sp, index_line, &f) == -1)
+	    audit_scan(sp, &f.mark, index_line, &f) == -1)
 		goto fail;
+	f.indexed = 1;
 	if (f.nents > 0)	/* qsort and bsearch take no NULL */
 		qsort_r(f.ents, f.nents, sizeof(*f.ents), cmp_ent, &f);
 	if (f.nkeys > 0)
@@ -1875,6 +1856,7 @@ out:
 	free(f.cut);
 	free(f.ents);
 	free(f.keys);
+	audit_mark_free(&f.mark);
 	free(f.sus);
 	free(f.bykey);
 	abuf_free(&f.ab);

@@ -311,6 +311,23 @@ int audit_done(struct spool *sp, struct abuf *ab, int fd, int created);
 int audit_flush(struct spool *sp, struct abuf *ab);
 void abuf_free(struct abuf *ab);
 
+/*
+ * spool_audit_scan, resumable: with m, each file (by device and inode) is
+ * read from where the last scan with m left it, so that a second scan
+ * calls fn only for the lines appended since.  m starts zeroed.
+ */
+struct audit_mark {
+	struct audit_mark_file {
+		dev_t dev;
+		ino_t ino;
+		off_t off;
+	} *files;
+	size_t n, cap;
+};
+int audit_scan(struct spool *sp, struct audit_mark *m,
+    int (*fn)(void *arg, const char *line, size_t len), void *arg);
+void audit_mark_free(struct audit_mark *m);
+
 /* info.c: what a job read and located says of it */
 int info_fill(struct spool *sp, struct job *j, int ev0, int history,
     struct spool_job_info *in);

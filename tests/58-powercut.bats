@@ -262,6 +262,28 @@ EOT
 	[ "$(audit_events | grep -c '^void ')" = 40 ]
 }
 
+@test "a power cut kept a batch's records, lost their lines: every line reported and appended, the log read once, not once a line" {
+	local i sz
+	export SPOOL_TEST_NOW=1796026336000
+	spool-enqueue --id j00 </dev/null >/dev/null
+	sz=$(stat -c %s "$SPOOL_DIR/audit/testhost.log")
+	for i in $(seq -w 1 40); do
+		spool-enqueue --id "j$i" </dev/null >/dev/null
+	done
+	# The power cut kept the records and the moves, lost the lines.
+	truncate -s "$sz" "$SPOOL_DIR/audit/testhost.log"
+	for i in $(seq -w 1 40); do
+		echo "j$i: no audit line for its enqueue at 1796026336000 ms"
+	done >"$BATS_TEST_TMPDIR/expected"
+	run -1 strace -f -qq -e trace=openat -o "$BATS_TEST_TMPDIR/trace" spool-fsck
+	diff -u "$BATS_TEST_TMPDIR/expected" - <<<"$output"
+	[ "$(grep -c '\.log", O_RDONLY' "$BATS_TEST_TMPDIR/trace")" = 1 ]
+	run -0 spool-fsck --repair
+	diff -u <(sed 's/$/ (appended)/' "$BATS_TEST_TMPDIR/expected") - <<<"$output"
+	fsck_clean
+	[ "$(audit_events | grep -c '^enqueue ')" = 41 ]
+}
+
 @test "a claim whose move outlived its record: the job is damaged until repair puts it back" {
 	claimed_then_lost
 	# Not absent: an enqueue of its ID would make it two jobs.
