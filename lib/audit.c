@@ -456,7 +456,7 @@ compressed(const char *name)
  * Where a scan left a file: the end of its last complete line.  With
  * add, a file not seen before is added at 0; without, it is NULL.
  */
-static off_t *
+static struct audit_mark_file *
 mark_of(struct audit_mark *m, const struct stat *st, int add)
 {
 	struct audit_mark_file *mf;
@@ -465,7 +465,7 @@ mark_of(struct audit_mark *m, const struct stat *st, int add)
 	for (i = 0; i < m->n; i++)
 		if (m->files[i].dev == st->st_dev &&
 		    m->files[i].ino == st->st_ino)
-			return &m->files[i].off;
+			return &m->files[i];
 	if (!add)
 		return NULL;
 	if (m->n == m->cap) {
@@ -475,10 +475,46 @@ mark_of(struct audit_mark *m, const struct stat *st, int add)
 		m->files = mf;
 	}
 	mf = &m->files[m->n++];
+	memset(mf, 0, sizeof(*mf));
 	mf->dev = st->st_dev;
 	mf->ino = st->st_ino;
-	mf->off = 0;
-	return &mf->off;
+	return mf;
+}
+
+/*
+ * Nothing appended since the mark, known without opening the file: the
+ * same size and change time.  Not in multi-host mode, where a client may
+ * answer a stat from its cache, and only an open asks the server.
+ */
+static int
+mark_unchanged(struct spool *sp, struct audit_mark *m, const char *name)
+{
+	struct audit_mark_file *mf;
+	struct stat st;
+
+	return !sp->multi_host && fstatat(sp->auditfd, name, &st,
+	    AT_SYMLINK_NOFOLLOW) == 0 && (mf = mark_of(m, &st, 0)) != NULL &&
+	    mf->off == st.st_size && mf->ctim.tv_sec == st.st_ctim.tv_sec &&
+	    mf->ctim.tv_nsec == st.st_ctim.tv_nsec;
+}
+
+/*
+ * Where to read fd from: the mark, if the bytes before it are still those
+ * read then; else 0.  -1 on a read error.
+ */
+static off_t
+mark_start(int fd, const struct audit_mark_file *mf, off_t size)
+{
+	char b[AUDIT_MARK_TAIL];
+	ssize_t n;
+
+	if (mf->off == 0 || mf->off > size)
+		return 0;
+	n = sys_pread(fd, b, mf->ntail, mf->off - (off_t)mf->ntail);
+	if (n == -1)
+		return -1;
+	return (size_t)n == mf->ntail && memcmp(b, mf->tail, mf->ntail) == 0 ?
+	    mf->off : 0;
 }
 
 void
@@ -493,14 +529,15 @@ audit_scan(struct spool *sp, struct audit_mark *m,
     int (*fn)(void *arg, const char *line, size_t len), void *arg)
 {
 	char buf[65536];
+	struct audit_mark_file *mf;
 	struct dirent *de;
 	struct stat st;
-	size_t have;
+	size_t have, k;
 	ssize_t n;
-	off_t *off, start;
+	off_t pos, longat;
 	char *p, *nl;
 	DIR *d;
-	int fd, rv = 0, skip;
+	int fd, rv = 0;
 
 	if ((d = dir_list(sp->auditfd)) == NULL)
 		return -1;
@@ -509,12 +546,8 @@ audit_scan(struct spool *sp, struct audit_mark *m,
 	 * it compressed, which are not lines.
 	 */
 	while (rv == 0 && (errno = 0, de = dir_next(d)) != NULL) {
-		if (de->d_name[0] == '.' || compressed(de->d_name))
-			continue;
-		/* Read before and not grown since: nothing to open. */
-		if (m != NULL && fstatat(sp->auditfd, de->d_name, &st,
-		    AT_SYMLINK_NOFOLLOW) == 0 && (off = mark_of(m, &st, 0)) !=
-		    NULL && *off == st.st_size)
+		if (de->d_name[0] == '.' || compressed(de->d_name) ||
+		    (m != NULL && mark_unchanged(sp, m, de->d_name)))
 			continue;
 		fd = sys_openat(sp->auditfd, de->d_name, O_RDONLY | O_CLOEXEC |
 		    O_NOFOLLOW | O_NONBLOCK, 0);
@@ -524,44 +557,57 @@ audit_scan(struct spool *sp, struct audit_mark *m,
 			rv = -1;	/* unread, its lines would seem missing */
 			break;
 		}
-		/*
-		 * A log only grows (appends), and rotation renames it: the
-		 * same file read again starts where the last read ended,
-		 * unless it is now shorter (truncated: read it all).
-		 */
-		off = NULL;
-		start = 0;
+		/* pos: the file offset of buf[0]. */
+		mf = NULL;
+		pos = 0;
 		if (m != NULL && (fstat(fd, &st) == -1 ||
-		    (off = mark_of(m, &st, 1)) == NULL))
-			rv = -1;
-		else if (off != NULL && *off <= st.st_size)
-			start = *off;
-		if (rv == 0 && start > 0 && lseek(fd, start, SEEK_SET) == -1)
+		    (mf = mark_of(m, &st, 1)) == NULL ||
+		    (pos = mark_start(fd, mf, st.st_size)) == -1 ||
+		    lseek(fd, pos, SEEK_SET) == -1))
 			rv = -1;
 		have = 0;
-		skip = 0;
+		longat = -1;	/* where a line too long for buf began */
 		n = 0;
 		while (rv == 0 && (n = read_full(fd, buf + have,
 		    sizeof(buf) - have)) > 0) {
 			have += (size_t)n;
 			for (p = buf; rv == 0 && (nl = memchr(p, '\n',
 			    have - (size_t)(p - buf))) != NULL; p = nl + 1)
-				if (!skip)
+				if (longat == -1)
 					rv = fn(arg, p, (size_t)(nl - p));
 				else
-					skip = 0;	/* its tail */
-			/* A line longer than the buffer is not ours: skip. */
-			start += (off_t)(p - buf);
+					longat = -1;	/* its tail */
+			pos += (off_t)(p - buf);
 			have -= (size_t)(p - buf);
 			memmove(buf, p, have);
+			/* A line longer than the buffer is not ours: skip. */
 			if (have == sizeof(buf)) {
-				start += (off_t)have;
+				if (longat == -1)
+					longat = pos;
+				pos += (off_t)have;
 				have = 0;
-				skip = 1;
 			}
 		}
-		if (off != NULL)
-			*off = start;	/* a torn last line is read again */
+		/*
+		 * The mark: after the last whole line, so that a torn last
+		 * line (or a long one) is read again from its start, with
+		 * the bytes before it and the change time, to know the file
+		 * again.
+		 */
+		if (rv == 0 && n == 0 && mf != NULL) {
+			mf->off = longat != -1 ? longat : pos;
+			mf->ctim = st.st_ctim;
+			mf->ntail = 0;
+			if (mf->off > 0) {
+				k = mf->off < AUDIT_MARK_TAIL ? (size_t)mf->off :
+				    AUDIT_MARK_TAIL;
+				if (sys_pread(fd, mf->tail, k, mf->off -
+				    (off_t)k) == (ssize_t)k)
+					mf->ntail = k;
+				else
+					mf->off = 0;	/* read all next time */
+			}
+		}
 		(void)close_fd(fd);	/* read-only; a torn last line is ignored */
 		if (n == -1 && rv == 0)
 			rv = -1;

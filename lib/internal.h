@@ -314,13 +314,20 @@ void abuf_free(struct abuf *ab);
 /*
  * spool_audit_scan, resumable: with m, each file (by device and inode) is
  * read from where the last scan with m left it, so that a second scan
- * calls fn only for the lines appended since.  m starts zeroed.
+ * calls fn only for the lines appended since, unless the bytes before that
+ * point changed (a copy-and-truncate rotation, an inode number used
+ * again): then from its start, calling fn again for lines it had.  m
+ * starts zeroed.
  */
+#define AUDIT_MARK_TAIL	32
 struct audit_mark {
 	struct audit_mark_file {
 		dev_t dev;
 		ino_t ino;
-		off_t off;
+		off_t off;		/* after the last whole line read */
+		struct timespec ctim;	/* its change time then */
+		size_t ntail;
+		char tail[AUDIT_MARK_TAIL];	/* the bytes before off */
 	} *files;
 	size_t n, cap;
 };

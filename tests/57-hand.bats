@@ -627,3 +627,32 @@ EOH
 	fsck_clean
 	same j2
 }
+
+@test "spool-fsck --repair beside a copy-and-truncate rotation of the log that regrows past where fsck read: no line missed" {
+	local i log="$SPOOL_DIR/audit/testhost.log"
+	enq a1 j2
+	spool-claim --owner w -n 2 >/dev/null
+	exec {lk}<"$SPOOL_DIR/meta/a1"
+	flock -x "$lk"
+	spool-fsck --repair >"$BATS_TEST_TMPDIR/fsck.out" 2>&1 {lk}<&- &
+	fpid=$!
+	end=$((SECONDS + 20))
+	until grep -q -- "-> FLOCK .* $fpid " /proc/locks; do
+		[ "$SECONDS" -lt "$end" ] || { kill "$fpid"; false; }
+	done
+	# Rotated by copy and truncate; j2's line is then the log's first,
+	# and the log grows past its size when fsck read it.
+	cp "$log" "$log.1"
+	: >"$log"
+	spool-finish j2 "$(lease_token j2)" ok >/dev/null
+	for i in 1 2 3 4 5 6; do
+		spool-enqueue --id "x$i" </dev/null >/dev/null
+	done
+	[ "$(stat -c %s "$log")" -gt "$(stat -c %s "$log.1")" ]
+	exec {lk}<&-
+	wait "$fpid"
+	[ "$(cat "$BATS_TEST_TMPDIR/fsck.out")" = "" ]
+	[ "$(cat "$log" "$log.1" | grep -c ' ok j2 ')" -eq 1 ]
+	fsck_clean
+	same j2
+}
