@@ -149,7 +149,8 @@ dirset_path(struct dirset *ds, char *rel)
  * Move a file into its bucket in new/, and add the bucket's path to ds.  A
  * claimer removes a bucket once it is empty and its time has passed; if
  * that happens between our opening or making a bucket (or the call's
- * keeping it open) and our rename, we get ENOENT: make the bucket again.
+ * keeping it open) and our rename, we get ENOENT (ESTALE on a network file
+ * system): make the bucket again.
  */
 int
 publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
@@ -164,9 +165,13 @@ publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
 		return -1;
 	memcpy(rel, "new/", 4);
 	for (tries = 0; tries < 100; tries++) {
+		/*
+		 * A bucket pruned under us: ENOENT, or ESTALE from a network
+		 * file system, for a directory removed on another host.
+		 */
 		if ((fd = leaf_fd(sp, eligible, 1, &owned)) == -1) {
-			if (errno == ENOENT)
-				continue;	/* a parent pruned under us */
+			if (errno == ENOENT || errno == ESTALE)
+				continue;
 			return -1;
 		}
 		r = move_noreplace(fromfd, from, fd, name);
@@ -175,7 +180,7 @@ publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
 			(void)close_fd(fd);	/* read-only directory */
 		if (r == 0)
 			return dirset_path(ds, rel);
-		if (e != ENOENT ||
+		if ((e != ENOENT && e != ESTALE) ||
 		    fstatat(fromfd, from, &st, AT_SYMLINK_NOFOLLOW) == -1) {
 			errno = e;
 			return -1;
@@ -217,10 +222,12 @@ backoff_ms(struct spool *sp, int attempt)
  * ms before an empty past bucket goes.  Every claim lists each empty leaf
  * still kept, so a long grace costs every claim (2 s of leaves made a
  * library cycle take 1.3 ms more CPU than 200 ms of them, and 200 ms of
- * them 0.08 ms more a claim than 32 ms); a producer that finds its bucket
- * gone makes it again.  A producer moves into the leaf of its job's time,
- * which for a job due now is the current one: two leaves of grace cover
- * one that reads the clock just before a leaf ends.
+ * them 0.08 ms more a claim than 32 ms).  It spares a leaf only while
+ * its time is near: a producer moves into the leaf of the time its call
+ * began, which a long call (a large payload, a batch) may have passed by
+ * seconds.  Such a leaf is empty only between its opening for the move
+ * and the first rename into it; one pruned in that instant is made again
+ * (publish_new).
  */
 #define BUCKET_GRACE	32
 
