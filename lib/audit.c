@@ -325,9 +325,13 @@ audit_void(struct abuf *ab, struct spool *sp, const struct spool_audit *a)
 
 /*
  * A power cut may leave the log's last line torn, without its newline: the
- * next append then begins with one, or its first line would be read as the
- * rest of the torn one and skipped.  A log this process cannot read is
- * taken as whole.
+ * next append then begins with a space and a newline.  The newline, or its
+ * first line would be read as the rest of the torn one and skipped; the
+ * space, or a line torn inside its last field (the writer, "host:pid",
+ * any prefix of which is one) would be read as whole, a line of a
+ * transition that may never have been made, or a second line of one
+ * made.  A line that ends in a space is one the parser refuses.  A log
+ * this process cannot read is taken as whole.
  */
 static int
 mend_tail(int fd, struct abuf *ab)
@@ -340,11 +344,12 @@ mend_tail(int fd, struct abuf *ab)
 	if (st.st_size == 0 || sys_pread(fd, &c, 1, st.st_size - 1) != 1 ||
 	    c == '\n')
 		return 0;
-	if (abuf_grow(ab, 1) == -1)
+	if (abuf_grow(ab, 2) == -1)
 		return -1;
-	memmove(ab->p + 1, ab->p, ab->len);
-	ab->p[0] = '\n';
-	ab->len++;
+	memmove(ab->p + 2, ab->p, ab->len);
+	ab->p[0] = ' ';
+	ab->p[1] = '\n';
+	ab->len += 2;
 	return 0;
 }
 

@@ -27,12 +27,34 @@ violations() {
 	spool-enqueue --id j2 </dev/null >/dev/null
 	run -0 "$BATS_TEST_DIRNAME/powercut/audit-lines" "$SPOOL_DIR"
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
-unparsed 2026-11-30T08:12:16.000Z enque
+unparsed 2026-11-30T08:12:16.000Z enque 
 enqueue j2 0 0 1 - - - -
 EOF
 	run -0 spool-fsck --repair
 	[ "$output" = "j1: no audit line for its enqueue at 1796026336000 ms (appended)" ]
 	fsck_clean
+}
+
+@test "a line torn inside its writer, the last field, is not read as whole after the next append" {
+	local log="$SPOOL_DIR/audit/testhost.log"
+	export SPOOL_TEST_NOW=1796026336000
+	spool-enqueue --id j1 </dev/null >/dev/null
+	spool-enqueue --id j2 </dev/null >/dev/null
+	# a power cut kept j2's line but for the last digit of its writer's
+	# pid and the newline: what is left would parse
+	truncate -s "$(($(stat -c %s "$log") - 2))" "$log"
+	run -1 spool-fsck
+	[ "$output" = "j2: no audit line for its enqueue at 1796026336000 ms" ]
+	run -0 spool-fsck --repair
+	[ "$output" = "j2: no audit line for its enqueue at 1796026336000 ms (appended)" ]
+	fsck_clean
+	# read with the library's parser: the torn line is refused
+	run -0 "$BATS_TEST_DIRNAME/powercut/audit-lines" "$SPOOL_DIR"
+	diff -u - <(grep -v '^unparsed ' <<<"$output") <<'EOF'
+enqueue j1 0 0 1 - - - -
+enqueue j2 0 0 1 - - - -
+EOF
+	[ "$(grep -c '^unparsed .* enqueue j2 0 0 1 - - - - testhost:[0-9]* $' <<<"$output")" = 1 ]
 }
 
 @test "a purge cut short before its unlink or its audit line: one repair ends it, its line first" {

@@ -399,10 +399,10 @@ class Oracle:
         if quar:
             v.append('quarantined: %s' % ' '.join(quar))
         audit, bad = audit_of(spool)
-        # A torn line, ended by the next append, is skipped by readers; a
-        # line glued to one is not a line of the log.
-        bad = [b for b in bad if not any(l.startswith(b[len('unparsed '):])
-                                         for l in self.raw)]
+        # A torn line, ended by the next append's space and newline, is
+        # skipped by readers; a line glued to one is not a line of the log.
+        bad = [b for b in bad if not (b.endswith(' ') and any(
+            l.startswith(b[len('unparsed '):-1]) for l in self.raw))]
         if audit is None or bad:
             v.append('audit: %s' % '; '.join(bad))
             audit = audit or {}
