@@ -606,10 +606,12 @@ EOH
 	damaged 0
 }
 
-@test "spool-fsck --repair beside a command that logs a move after fsck read the log: no second audit line" {
+# Two jobs, a1 and j2, leased; spool-fsck --repair in the background,
+# having read the log, waits for a1's lock, which the test holds until
+# fsck_released, which then expects fsck to have found nothing.
+fsck_behind_a1() {
 	enq a1 j2
 	spool-claim --owner w -n 2 >/dev/null
-	# fsck reads the log, then waits for a1's lock, which the test holds.
 	exec {lk}<"$SPOOL_DIR/meta/a1"
 	flock -x "$lk"
 	spool-fsck --repair >"$BATS_TEST_TMPDIR/fsck.out" 2>&1 {lk}<&- &
@@ -618,11 +620,19 @@ EOH
 	until grep -q -- "-> FLOCK .* $fpid " /proc/locks; do
 		[ "$SECONDS" -lt "$end" ] || { kill "$fpid"; false; }
 	done
-	# Meanwhile j2 is finished: its line is logged after fsck's reading.
-	spool-finish j2 "$(lease_token j2)" ok >/dev/null
+}
+
+fsck_released() {
 	exec {lk}<&-
 	wait "$fpid"
 	[ "$(cat "$BATS_TEST_TMPDIR/fsck.out")" = "" ]
+}
+
+@test "spool-fsck --repair beside a command that logs a move after fsck read the log: no second audit line" {
+	fsck_behind_a1
+	# Meanwhile j2 is finished: its line is logged after fsck's reading.
+	spool-finish j2 "$(lease_token j2)" ok >/dev/null
+	fsck_released
 	[ "$(audit_events | grep -c '^ok j2 ')" -eq 1 ]
 	fsck_clean
 	same j2
@@ -630,16 +640,7 @@ EOH
 
 @test "spool-fsck --repair beside a copy-and-truncate rotation of the log that regrows past where fsck read: no line missed" {
 	local i log="$SPOOL_DIR/audit/testhost.log"
-	enq a1 j2
-	spool-claim --owner w -n 2 >/dev/null
-	exec {lk}<"$SPOOL_DIR/meta/a1"
-	flock -x "$lk"
-	spool-fsck --repair >"$BATS_TEST_TMPDIR/fsck.out" 2>&1 {lk}<&- &
-	fpid=$!
-	end=$((SECONDS + 20))
-	until grep -q -- "-> FLOCK .* $fpid " /proc/locks; do
-		[ "$SECONDS" -lt "$end" ] || { kill "$fpid"; false; }
-	done
+	fsck_behind_a1
 	# Rotated by copy and truncate; j2's line is then the log's first,
 	# and the log grows past its size when fsck read it.
 	cp "$log" "$log.1"
@@ -649,9 +650,7 @@ EOH
 		spool-enqueue --id "x$i" </dev/null >/dev/null
 	done
 	[ "$(stat -c %s "$log")" -gt "$(stat -c %s "$log.1")" ]
-	exec {lk}<&-
-	wait "$fpid"
-	[ "$(cat "$BATS_TEST_TMPDIR/fsck.out")" = "" ]
+	fsck_released
 	[ "$(cat "$log" "$log.1" | grep -c ' ok j2 ')" -eq 1 ]
 	fsck_clean
 	same j2
