@@ -4,7 +4,8 @@
 # spool-fsck --repair and checks it.  make check samples the states
 # (bound 3 a cut point); POWERCUT_FULL=1 (make check-powercut) enumerates
 # every state of the single-job commands, samples the batches (bound 12),
-# and skips every sync of every command in turn.  The seed is printed.
+# samples everything again at three seeds drawn afresh, and skips every
+# sync of every command in turn.  The seeds are printed.
 
 load helpers
 
@@ -121,10 +122,8 @@ EOF
 	fsck_clean
 }
 
-@test "the explorer: no violation in any state of any command" {
-	local args=(--seed "$SEED" --bound 3)
-	[ -z "${POWERCUT_FULL:-}" ] || args=(--seed "$SEED" --full --bound 12)
-	run -0 "$EXPLORE" "${args[@]}"
+# The explorer's table holds no violation for any command.
+no_violation() {
 	printf '%s\n' "$output" >&3
 	diff -u - <(violations) <<'EOF'
 enqueue-first 0 0
@@ -160,6 +159,24 @@ claim-syncfs 0 0
 finish-syncfs 0 0
 0 violations
 EOF
+}
+
+# With POWERCUT_FULL, the whole enumeration at SEED and then the sample
+# at three seeds drawn afresh: a seed samples the batches' states, and a
+# state that one seed never draws may be the one that breaks a rule (a
+# line torn inside its last field was found so).  Each seed is printed
+# first in its table: POWERCUT_SEED=N make check samples it again.
+@test "the explorer: no violation in any state of any command" {
+	local seeds=("$SEED") s
+	if [ -n "${POWERCUT_FULL:-}" ]; then
+		run -0 "$EXPLORE" --seed "$SEED" --full --bound 12
+		no_violation
+		seeds=($(shuf -i 100-99999 -n 3))
+	fi
+	for s in "${seeds[@]}"; do
+		run -0 "$EXPLORE" --seed "$s" --bound 3
+		no_violation
+	done
 }
 
 # Each sync spool-layout.md calls necessary ("Why each is needed"), skipped
