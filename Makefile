@@ -62,7 +62,8 @@ $(BINS): %: %.o bin/common.a lib/libspool.a
 	$(CC) $(LDFLAGS) -o $@ $@.o bin/common.a lib/libspool.a $(LDLIBS)
 
 # Installs what is missing (as root) or says what to install: everything
-# the tests use, or (deps-build) a compiler, libuuid and libxxhash alone.
+# the tests use, or (deps-build) a compiler, libuuid, libxxhash and
+# liburing alone.
 deps:
 	@tests/deps.sh
 

@@ -5,9 +5,9 @@
 #
 #	fsync,TRANSITION,MEASURED,EXPECTED,RENAMES,WHAT
 #
-# WHAT names what was synced, in order ("payload+sidecar+meta/ leaf
-# audit": "+" joins what is synced side by side, "x256" counts a batch's
-# repeats), from strace -y.  The clock
+# WHAT names what was synced, wait after wait ("sidecar audit+done/" for
+# a drop: "+" joins what is synced side by side, in one wait, "x256"
+# counts a batch's repeats), from strace -y.  The clock
 # is pinned (SPOOL_TEST_NOW, the spool's test hook) so that which buckets
 # exist, and whether the next-expiry hint has passed, is the same on every
 # run: the counts are exact, not averages.  SPOOL_TEST_NO_URING=1 makes
@@ -34,6 +34,12 @@ done
 now=$(date +%s%3N)
 t0=$((now / 65536 * 65536 + 1000))
 
+# The syncs and renames counted, and the calls that part one wait from the
+# next (see what, below): no process opens, closes or changes anything
+# while it waits.
+traced=fsync,fdatasync,rename,renameat,renameat2
+traced=$traced,write,pwrite64,unlink,unlinkat,mkdir,mkdirat,openat,close
+
 # count NAME EXPECTED TIME COMMAND ...: run it under strace, print the line.
 # The command must exit $want (0 unless set for it).
 want=0
@@ -43,7 +49,7 @@ count() {
 	log=$scratch/strace.$name
 	st=0
 	SPOOL_TEST_NOW=$t SPOOL_TEST_NO_URING=1 strace -f -qq -y -o "$log" \
-	    -e trace=fsync,fdatasync,rename,renameat,renameat2 "$@" \
+	    -e trace="$traced" "$@" \
 	    >"$scratch/out.$name" || st=$?
 	if [ $st -ne $want ]; then
 		echo "fsyncs.sh: $name: exit $st, not $want: $*" >&2
@@ -57,10 +63,21 @@ count() {
 	echo "fsync,$name,$n,$expected,$r,$(what "$log")"
 }
 
-# what LOG: the objects synced, named as spool-layout.md names them, in
-# the order of the calls (an interrupted call by where it started).
+# what LOG: the objects synced, named as spool-layout.md names them, one
+# wait after another.  The syncs of one wait run side by side in threads
+# (SPOOL_TEST_NO_URING), in no set order: a wait is a run of syncs with
+# no open, close, write, rename, unlink or mkdir between them, shown as
+# one group, its members joined by "+" in the order the layout's table
+# names them.
 what() {
 	awk -v s1="$s/" -v s2="$p/" '
+	BEGIN {
+		norder = split("payload sidecar paused tmp/ meta/ audit audit/ " \
+		    "new/ top middle leaf leased/ done/ dead/ spool/ " \
+		    "next-expiry tokens", order, " ")
+		for (k = 1; k <= norder; k++)
+			rank[order[k]] = k
+	}
 	/f(data)?sync\(/ {
 		if (!match($0, /<[^>]*>/))
 			next
@@ -82,44 +99,34 @@ what() {
 		else if (n == 1 && (c[1] == "leased" || c[1] == "done" || \
 		    c[1] == "dead")) w = c[1] "/"
 		else w = c[1]
-		if (nw > 0 && w == word[nw])
-			rep[nw]++
-		else {
-			word[++nw] = w
-			rep[nw] = 1
-		}
+		if (!(w in rank))
+			rank[w] = norder + (++nother)
+		cnt[w]++
+		next
 	}
-	# A run of payloads, sidecars, tmp/ and meta/ is synced side by side,
-	# in no set order: it is shown as one group, payload+sidecar+tmp/+meta/.
-	function flush(   k, sep) {
-		sep = ""
-		for (k = 1; k <= 4; k++)
-			if (cnt[g[k]] > 0) {
-				out = out sep g[k] (cnt[g[k]] > 1 ? "x" cnt[g[k]] : "")
-				sep = "+"
-				cnt[g[k]] = 0
+	/(write|pwrite64|rename[a-z0-9]*|unlink|unlinkat|mkdir|mkdirat|openat|close)\(/ {
+		flush()
+	}
+	function flush(   j, k, w, sep, m, ws) {
+		m = 0
+		for (w in cnt)
+			ws[++m] = w
+		if (m == 0)
+			return
+		# by rank: a handful of names, sorted by insertion
+		for (k = 2; k <= m; k++)
+			for (j = k; j > 1 && rank[ws[j - 1]] > rank[ws[j]]; j--) {
+				w = ws[j]; ws[j] = ws[j - 1]; ws[j - 1] = w
 			}
+		sep = out != "" ? " " : ""
+		for (k = 1; k <= m; k++) {
+			out = out sep ws[k] (cnt[ws[k]] > 1 ? "x" cnt[ws[k]] : "")
+			sep = "+"
+		}
+		delete cnt
 	}
 	END {
-		g[1] = "payload"; g[2] = "sidecar"; g[3] = "tmp/"; g[4] = "meta/"
-		out = ""
-		for (i = 1; i <= nw; i++) {
-			if (word[i] == g[1] || word[i] == g[2] || word[i] == g[3] ||
-			    word[i] == g[4]) {
-				if (!ingroup && out != "")
-					out = out " "
-				ingroup = 1
-				cnt[word[i]] += rep[i]
-				continue
-			}
-			if (ingroup)
-				flush()
-			ingroup = 0
-			out = out (out != "" ? " " : "") word[i] \
-			    (rep[i] > 1 ? "x" rep[i] : "")
-		}
-		if (ingroup)
-			flush()
+		flush()
 		print out
 	}' "$1"
 }
