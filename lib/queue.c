@@ -165,10 +165,6 @@ publish_new(struct spool *sp, int fromfd, const char *from, const char *id,
 		return -1;
 	memcpy(rel, "new/", 4);
 	for (tries = 0; tries < 100; tries++) {
-		/*
-		 * A bucket pruned under us: ENOENT, or ESTALE from a network
-		 * file system, for a directory removed on another host.
-		 */
 		if ((fd = leaf_fd(sp, eligible, 1, &owned)) == -1) {
 			if (errno == ENOENT || errno == ESTALE)
 				continue;

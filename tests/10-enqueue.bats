@@ -63,11 +63,8 @@ EOT
 @test "a move into a bucket removed under it (ENOENT, or ESTALE from a network file system): the bucket is made again, the job queued" {
 	local e
 	for e in 2 116; do
-		run -0 --separate-stderr env SPOOL_TEST_NO_URING=1 \
-		    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-		    LD_PRELOAD="$BATS_TEST_DIRNAME/shim/faultshim.so" \
-		    SHIM_ROOT="$SPOOL_DIR" SHIM_FAMILY=rename SHIM_NTH=1 \
-		    SHIM_ERRNO=$e SHIM_COUNT="$BATS_TEST_TMPDIR/count.$e" \
+		run -0 --separate-stderr shimmed SHIM_ROOT="$SPOOL_DIR" \
+		    SHIM_FAMILY=rename SHIM_NTH=1 SHIM_ERRNO=$e SHIM_COUNT="$BATS_TEST_TMPDIR/count.$e" \
 		    spool-enqueue --id "j$e" <<<"payload"
 		[ "$output" = "j$e" ]
 		[ "$stderr" = "" ]

@@ -356,11 +356,8 @@ EOT
 		spool-enqueue --id "$i" </dev/null >/dev/null
 	done <"$BATS_TEST_TMPDIR/ids"
 	# leased/'s fsync fails the second time: the second group of 64
-	run -0 --separate-stderr env SPOOL_TEST_NO_URING=1 \
-	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	    LD_PRELOAD="$BATS_TEST_DIRNAME/shim/faultshim.so" \
-	    SHIM_ROOT="$SPOOL_DIR/leased" SHIM_FAMILY=fsync SHIM_NTH=2 \
-	    SHIM_ERRNO=EIO spool-claim -n 70 --lease 1h
+	run -0 --separate-stderr shimmed SHIM_ROOT="$SPOOL_DIR/leased" \
+	    SHIM_FAMILY=fsync SHIM_NTH=2 SHIM_ERRNO=EIO spool-claim -n 70 --lease 1h
 	[ "${#lines[@]}" -eq 64 ]
 	[ "$stderr" = "" ]
 	# The other six are in leased/ with a lease no one was given.

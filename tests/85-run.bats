@@ -582,11 +582,8 @@ EOF
 	enqueue j1 'exit 0'
 	run -0 spool-claim --lease 1h
 	before=$(snapshot)
-	run -111 --separate-stderr env SPOOL_TEST_NO_URING=1 \
-	    SHIM_ROOT="$SPOOL_DIR/leased" \
+	run -111 --separate-stderr shimmed SHIM_ROOT="$SPOOL_DIR/leased" \
 	    SHIM_FAMILY=getdents SHIM_NTH=1 SHIM_ERRNO=EIO \
-	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	    LD_PRELOAD="$BATS_TEST_DIRNAME/shim/faultshim.so" \
 	    spool-run --idle-exit 300ms -- "$H"
 	[ "$output" = "" ]
 	[ "$stderr" = "spool-run: next due time: Input/output error" ]

@@ -11,6 +11,15 @@ setup() {
 	spool-init
 }
 
+# shimmed [VAR=VALUE ...] COMMAND ...: run it under the fault shim
+# (tests/shim/faultshim.c; its SHIM_ variables among the VARs), its syncs
+# made by plain calls, which the shim sees, not through io_uring.
+shimmed() {
+	env SPOOL_TEST_NO_URING=1 \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    LD_PRELOAD="$BATS_TEST_DIRNAME/shim/faultshim.so" "$@"
+}
+
 # Every name and mode in the spool, and the checksum of every file: two
 # snapshots are equal when the spool is byte-for-byte unchanged.
 snapshot() {
