@@ -382,6 +382,7 @@ scan_leased(struct claim *c, int hintfd)
 			c->min_until = c->expired;	/* more may be due */
 			break;
 		}
+		crash_point("lease-listed");
 		if ((rv = take(c, id, SPOOL_LEASED, tok)) == -1)
 			break;
 		/* A busy lease is being finished or renewed: seen soon. */

@@ -63,28 +63,40 @@ spool_now(void)
 	return now_ms();
 }
 
-/*
- * SPOOL_TEST_CRASH=point[:n] kills the process with SIGKILL the n-th time
- * (default the first) it reaches the named point: the crash tests walk every
- * point that spool-layout.md lists.
- */
-void
-crash_point(const char *name)
+/* Does point[:n] in the variable var name this point, the n-th time? */
+static int
+point_hit(const char *var, const char *name, int *hits)
 {
-	static int hits;
 	const char *s, *colon;
 	size_t len;
 	int want = 1;
 
-	if ((s = getenv("SPOOL_TEST_CRASH")) == NULL)
-		return;
+	if ((s = getenv(var)) == NULL)
+		return 0;
 	colon = strchr(s, ':');
 	len = colon != NULL ? (size_t)(colon - s) : strlen(s);
 	if (strlen(name) != len || strncmp(s, name, len) != 0)
-		return;
+		return 0;
 	if (colon != NULL)
 		want = atoi(colon + 1);
-	if (++hits == want)
+	return ++*hits == want;
+}
+
+/*
+ * SPOOL_TEST_CRASH=point[:n] kills the process with SIGKILL the n-th time
+ * (default the first) it reaches the named point: the crash tests walk every
+ * point that spool-layout.md lists.  SPOOL_TEST_PAUSE=point[:n] stops it
+ * there instead (SIGSTOP), so that a test can act on the spool from
+ * another host before it goes on (SIGCONT).
+ */
+void
+crash_point(const char *name)
+{
+	static int crashes, pauses;
+
+	if (point_hit("SPOOL_TEST_PAUSE", name, &pauses))
+		(void)raise(SIGSTOP);
+	if (point_hit("SPOOL_TEST_CRASH", name, &crashes))
 		(void)kill(getpid(), SIGKILL);
 }
 
