@@ -1490,8 +1490,8 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 			 * The job's own file: a move cut short kept both.
 			 * Unless the listing lacks the name the sidecar
 			 * gives: then that name was found only through a
-			 * client's stale entry (GlusterFS, see two_names in
-			 * meta.c), and this is the file's one real name.
+			 * client's stale entry (GlusterFS, see settle_shared
+			 * in meta.c), and this is the file's one real name.
 			 */
 			if (!listed)
 				continue;

@@ -172,22 +172,27 @@ void_last(struct job *j)
 }
 
 /*
- * Is the name that r gives in its directory's listing?  1 if it is, 0 if
- * not, -1 on error.  A listing comes from the file system, where a lookup
- * of a name may come from what a client holds (two_names).
+ * Is the name that r gives in a listing of its directory?  1 if it is, 0
+ * if not, -1 on error.  A listing comes from the file system; a lookup of
+ * a name may come from what this host's client holds (settle_shared).  The
+ * directory is opened anew: a descriptor kept open may list what a client
+ * read through it before.
  */
 static int
 listed(struct spool *sp, const char *id, const struct rec *r)
 {
 	struct place p;
 	struct dirent *de;
-	DIR *d;
-	int found = 0, e;
+	DIR *d = NULL;
+	int found = 0, fd, e;
 
 	if (place_of(sp, id, r, &p) == -1)
 		return errno == ENOENT ? 0 : -1;
-	if ((d = dir_list(p.dirfd)) == NULL) {
+	fd = sys_openat(p.dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
 		e = errno;
+		if (fd != -1)
+			(void)close_fd(fd);
 		place_done(&p);
 		errno = e;
 		return -1;
@@ -248,37 +253,47 @@ job_locate(struct spool *sp, struct job *j)
 	return 0;
 }
 
+/* done/ and dead/ may hold many files; leased/ and a bucket, few. */
+static int
+big_dir(const struct rec *r)
+{
+	return r->loc == SPOOL_DONE || r->loc == SPOOL_DEAD;
+}
+
 /*
- * Has the job's file, found both under the name that r gives and under the
- * name of the record after r, really two names?  1 if its link count, asked
- * of the file system (not of what this client holds), says so; 0 if not,
- * or if the name is gone.
+ * The job's one file found under the names of its last two records, on a
+ * spool that several hosts share.  Either a move was cut short between
+ * its link and its unlink, and the name before is a second name; or one
+ * of the names is one that this host's client holds from before.
  *
- * A GlusterFS client checks a name it holds by the file's identity (its
- * gfid), not by the name: after another host has moved the file on, it
- * still finds the file under the old name, for as long as the file exists
- * anywhere (56 seconds in one stress run).  A job parked on this host,
- * redriven from another and parked here again, its park refused EEXIST
- * through that same stale dead/ID (or cut short), seems then to be both in
- * dead/ and at leased/ID,TOKEN, one file: the second name of a move cut
- * short, but its only name.  Removing it lost the job.
+ * A GlusterFS client finds a name it has seen, for a while after another
+ * host moved the file on (spool-layout.md, "Several hosts"): a job
+ * parked here, redriven from another host and parked here again seems
+ * already in dead/ while its park is cut short.  Its link count may be a
+ * moment old too: a listing on this host while another host's move had
+ * both names made it 2.  Removing the name before on a count of 2 then
+ * removed the job's last name.  So only listings decide, under the job's
+ * lock, where no one else moves its file.  The last record's name listed:
+ * the move happened, and the name before goes (a stale one is not there
+ * to remove: ENOENT).  Not listed: the move did not happen, and the last
+ * record is void.  Where the last name's directory is large and the one
+ * before is not, that one is listed first: absent there, the file is at
+ * the last record's name.
  */
 static int
-two_names(struct spool *sp, const char *id, const struct rec *r,
-    ino_t ino)
+settle_shared(struct spool *sp, struct job *j)
 {
-	struct place p;
-	struct statx sx;
-	int rv;
+	int r;
 
-	if (place_of(sp, id, r, &p) == -1)
-		return errno == ENOENT ? 0 : -1;
-	rv = statx(p.dirfd, p.name, AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC,
-	    STATX_INO | STATX_NLINK, &sx);
-	place_done(&p);
-	if (rv == -1)
-		return errno == ENOENT ? 0 : -1;
-	return sx.stx_ino == ino && sx.stx_nlink >= 2;
+	if (big_dir(&j->cur) && !big_dir(&j->prev) &&
+	    (r = listed(sp, j->id, &j->prev)) != 1)
+		return r;
+	if ((r = listed(sp, j->id, &j->cur)) == -1)
+		return -1;
+	if (r == 1)
+		return unlink_place(sp, j->id, &j->prev);
+	void_last(j);
+	return 0;
 }
 
 /*
@@ -306,26 +321,10 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 	if (r == 0)
 		return 0;
 	if (st.st_ino == j->ino && st.st_dev == j->dev) {
-		/*
-		 * The link(2) fallback's second name.  In multi-host mode
-		 * either name may be one that another host's client holds
-		 * from before (two_names): the file's link count decides.
-		 * Left alone, a second name is spool-fsck's to remove.
-		 */
-		if (!sp->multi_host ||
-		    (r = two_names(sp, j->id, &j->prev, j->ino)) == 1)
-			return unlink_place(sp, j->id, &j->prev);
-		/*
-		 * One name, two ways to reach it: the listing of the name
-		 * before tells which is held from before.  If that one is
-		 * listed, the move did not happen: the last record is void
-		 * (a park refused EEXIST through a dead/ID held from before
-		 * must not pass for done when its finish is asked again).
-		 */
-		if (r == -1 || (r = listed(sp, j->id, &j->prev)) != 1)
-			return r;
-		void_last(j);
-		return 0;
+		/* The link(2) fallback's second name, or a stale one. */
+		if (sp->multi_host)
+			return settle_shared(sp, j);
+		return unlink_place(sp, j->id, &j->prev);
 	}
 	if (j->prev.loc == SPOOL_DONE && j->cur.ev == SPOOL_EV_ENQUEUE) {
 		/*
@@ -616,6 +615,33 @@ job_commit(struct job *j)
 }
 
 /*
+ * A move refused EEXIST on a shared spool: is its target only a name that
+ * this host's client holds from before, for this very file (a job
+ * redriven from dead/ and parked again; see settle_shared)?  If the name
+ * is not in its directory's listing, it is: no other process makes a name
+ * of this job while we hold its lock.  An unlink of it is then answered
+ * ENOENT, and the client lets go of it, so that the move may be made
+ * again.  1 if so; 0 if the target is real (EEXIST stands); -1 on error.
+ */
+static int
+stale_target(struct spool *sp, struct job *j, const struct place *from,
+    int todir, const char *to)
+{
+	struct stat a, b;
+	int r;
+
+	if (fstatat(from->dirfd, from->name, &a, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    fstatat(todir, to, &b, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+		return 0;
+	if ((r = listed(sp, j->id, &j->cur)) != 0)
+		return r == 1 ? 0 : -1;
+	if (sys_unlinkat(todir, to, 0) == -1 && errno != ENOENT)
+		return -1;
+	return 1;
+}
+
+/*
  * Move the job's file from where the record before the last put it to
  * where the last record puts it (a purge: remove it).  The record must be
  * durable first.  The directory moved into goes into ds, to be synced.
@@ -627,7 +653,7 @@ job_move(struct spool *sp, struct job *j, struct dirset *ds)
 	    "dead" };
 	const int fds[] = { -1, -1, sp->leasedfd, sp->donefd, sp->deadfd };
 	struct place from, to;
-	int rv, again = 0;
+	int rv, again = 0, stale = 0;
 
 	if (place_of(sp, j->id, &j->prev, &from) == -1)
 		return -1;
@@ -640,10 +666,18 @@ move:
 		    dirset_add(ds, dirs[j->prev.loc]) == -1 ? -1 : 0;
 	else if (place_of(sp, j->id, &j->cur, &to) == -1)
 		rv = -1;
-	else
-		rv = move_noreplace(from.dirfd, from.name, fds[j->cur.loc],
-		    to.name) == -1 || dirset_add(ds, dirs[j->cur.loc]) == -1 ?
-		    -1 : 0;
+	else if ((rv = move_noreplace(from.dirfd, from.name, fds[j->cur.loc],
+	    to.name)) == 0)
+		rv = dirset_add(ds, dirs[j->cur.loc]);
+	else if (errno == EEXIST && sp->multi_host && !stale++) {
+		if ((rv = stale_target(sp, j, &from, fds[j->cur.loc],
+		    to.name)) == 1)
+			goto move;
+		if (rv == 0) {
+			errno = EEXIST;		/* a real name: refused */
+			rv = -1;
+		}
+	}
 	/* From a leaf kept open and pruned since: look for it again. */
 	if (rv == -1 && errno == ENOENT && !again &&
 	    (again = place_again(sp, j->id, &j->prev, &from)) == 1)
