@@ -60,10 +60,24 @@ stop() {
 	done
 	kill -9 "$pid" 2>/dev/null
 }
+# The file system's daemons: the MDS, the OSD and every ceph-fuse.
+fs_daemons() {
+	local f
+	for f in "$st"/mds.pid "$st"/osd.pid "$st"/fuse.*.pid; do
+		[ -s "$f" ] && printf '%s ' "$(cat "$f")"
+	done
+}
 teardown() {
 	local p f
 	kill $(jobs -p) 2>/dev/null
 	wait 2>/dev/null
+	# STRESS_KEEP: the daemons' logs, kept with the stress's.
+	if [ -n "${STRESS_KEEP:-}" ] && [ -d "$st/log" ]; then
+		mkdir -p "$STRESS_KEEP" && cp -a "$st/log" "$STRESS_KEEP/fs-logs"
+	fi
+	for f in "$st"/*.pid; do
+		[ -s "$f" ] && kill -CONT "$(cat "$f")" 2>/dev/null
+	done
 	# A ceph-fuse may hang (see spool-layout.md, Several hosts): SIGKILL
 	# releases whatever waits on it; the namespace dies with its sleeper.
 	for f in "$st"/fuse.*.pid; do

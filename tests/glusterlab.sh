@@ -47,10 +47,21 @@ fi
 lab=$(mktemp -d /var/tmp/spool-multihost.XXXXXX)
 vol=spoolmh$$
 gpid= hostsline= hostpids=()
+# The volume's daemons: its brick and every client of it.
+fs_daemons() {
+	pgrep -d ' ' -f "$vol"
+}
 teardown() {
 	local p
 	kill $(jobs -p) 2>/dev/null
 	wait 2>/dev/null
+	# STRESS_KEEP: the daemons' logs, kept with the stress's.
+	if [ -n "${STRESS_KEEP:-}" ] && [ -d "$lab" ]; then
+		p=$(echo "${lab#/}" | tr / -)
+		mkdir -p "$STRESS_KEEP/fs-logs" &&
+		    cp -a "$lab/glusterd.log" /var/log/glusterfs/*"$p"* \
+		    /var/log/glusterfs/bricks/*"$p"* "$STRESS_KEEP/fs-logs/" 2>/dev/null
+	fi
 	for p in "${hostpids[@]}"; do
 		kill "$p" 2>/dev/null	# the namespace dies with its last process
 	done
@@ -58,10 +69,15 @@ teardown() {
 	if [ -n "$gpid" ]; then
 		gluster --mode=script volume stop "$vol" force >/dev/null 2>&1
 		gluster --mode=script volume delete "$vol" >/dev/null 2>&1
-		kill "$gpid" 2>/dev/null
 		# the brick's and the volume's own daemons, by their pid files
-		for p in $(cat /var/run/gluster/vols/"$vol"/*.pid 2>/dev/null); do
+		for p in "$gpid" $(cat /var/run/gluster/vols/"$vol"/*.pid \
+		    2>/dev/null); do
 			kill "$p" 2>/dev/null
+		done
+		# Gone before the next lab starts: a glusterd holds its port.
+		for p in $(seq 1 50); do
+			[ -d "/proc/$gpid" ] || break
+			sleep 0.1
 		done
 	fi
 	[ -z "$hostsline" ] || sed -i "/ $hostsline\$/d" /etc/hosts

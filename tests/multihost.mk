@@ -24,3 +24,12 @@ bench-multihost: all
 	@bench/multihost.sh -f glusterfs && bench/multihost.sh -f cephfs
 
 .PHONY: bench-multihost
+
+# make torture-multihost RUNS=N: the stress N times on each file system,
+# widened; it stops at the first run that fails and keeps what it had
+# (tests/torture-multihost).
+RUNS ?= 10
+torture-multihost: all
+	@tests/torture-multihost $(RUNS) $(MULTIHOST_SECONDS)
+
+.PHONY: torture-multihost
