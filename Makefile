@@ -28,23 +28,38 @@ BINS = $(addprefix bin/,$(CMDS))
 # links only the parts it calls.
 CMDOBJ = bin/cmd.o bin/json.o bin/opmain.o bin/picks.o bin/progress.o \
     bin/view.o
+# The test build: the same objects but lib/hooks.c compiled with
+# -DSPOOL_TESTING, whose SPOOL_TEST_* variables crash, pause or pin a
+# command (tests/README.md).  The suite runs its commands, tests/bin/;
+# make install and the packages ship bin/ and lib/libspool.a, which have
+# no hooks.
+TESTLIBOBJ = $(filter-out lib/hooks.o,$(LIBOBJ)) lib/hooks-test.o
+TBINS = $(addprefix tests/bin/,$(CMDS))
 
 all: $(BINS)
 
-# The archive holds one object linked from lib/*.o in which every global
-# name but spool_* is made local: the functions of internal.h still call
-# each other across files, but a program sees only the API, and its own
-# names (failed, now_ms ...) cannot clash with the library's.  A section
-# per function lets a command's link drop what it does not call.
-$(LIBOBJ): override CFLAGS += -ffunction-sections -fdata-sections
-$(BINS): override LDFLAGS += -Wl,--gc-sections
-lib/libspool.a: $(LIBOBJ)
-	$(LD) -r -o lib/libspool.o $(LIBOBJ)
-	$(OBJCOPY) --wildcard --keep-global-symbol='spool_*' lib/libspool.o
+# An archive holds one object linked from the library's objects, in which
+# every global name but the exports of lib/libspool.map (one list, which
+# the shared library uses too) is made local: the functions of internal.h
+# still call each other across files, but a program sees only the API, and
+# its own names (failed, now_ms ...) cannot clash with the library's.  A
+# section per function lets a command's link drop what it does not call.
+EXPORTS = $$(sed -n '/global:/,/local:/s/^[[:space:]]*\([a-z_*]*\);$$/--keep-global-symbol=\1/p' lib/libspool.map)
+$(LIBOBJ) lib/hooks-test.o: override CFLAGS += -ffunction-sections -fdata-sections
+$(BINS) $(TBINS): override LDFLAGS += -Wl,--gc-sections
+lib/libspool.a tests/libspool-test.a: lib/libspool.map
+	$(LD) -r -o $(@:.a=.o) $(filter %.o,$^)
+	$(OBJCOPY) --wildcard $(EXPORTS) $(@:.a=.o)
 	rm -f $@
-	$(AR) rcs $@ lib/libspool.o
+	$(AR) rcs $@ $(@:.a=.o)
+lib/libspool.a: $(LIBOBJ)
+tests/libspool-test.a: $(TESTLIBOBJ)
 
-$(LIBOBJ): lib/spool.h lib/internal.h
+lib/hooks-test.o: lib/hooks.c
+	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS) -DSPOOL_TESTING -c -o $@ lib/hooks.c
+
+$(LIBOBJ) lib/hooks-test.o: lib/spool.h lib/internal.h
+lib/fsck.o lib/fsck_audit.o lib/fsck_repair.o: lib/fsck.h
 $(CMDOBJ) $(BINS:=.o): bin/common.h lib/spool.h
 
 # What --version prints: every build of bin/cmd.c needs it.
@@ -61,6 +76,18 @@ bin/common.a: $(CMDOBJ)
 $(BINS): %: %.o bin/common.a lib/libspool.a
 	$(CC) $(LDFLAGS) -o $@ $@.o bin/common.a lib/libspool.a $(LDLIBS)
 
+$(TBINS): tests/bin/%: bin/%.o bin/common.a tests/libspool-test.a
+	@mkdir -p tests/bin
+	$(CC) $(LDFLAGS) -o $@ bin/$*.o bin/common.a tests/libspool-test.a \
+	    $(LDLIBS)
+
+test-build: all $(TBINS)
+
+# Every call between the files of lib/ points up the order of the files
+# that internal.h gives (tests/layers).
+check-layers: $(LIBOBJ)
+	@tests/layers lib/internal.h $(LIBOBJ) && echo "1 passed, 0 failed"
+
 # Installs what is missing (as root) or says what to install: everything
 # the tests use, or (deps-build) a compiler, libuuid, libxxhash and
 # liburing alone.
@@ -71,7 +98,7 @@ deps-build:
 	@tests/deps.sh build
 
 check: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory test-build
 	@tests/run
 
 demo: deps-build
@@ -79,9 +106,11 @@ demo: deps-build
 	@contrib/demo.sh
 
 clean: $(EXTRA_CLEAN)
-	rm -f lib/*.o lib/libspool.a bin/*.o bin/common.a $(BINS)
+	rm -f lib/*.o lib/libspool.a bin/*.o bin/common.a $(BINS) \
+	    tests/libspool-test.[ao]
+	rm -rf tests/bin
 
-.PHONY: all deps deps-build check demo clean
+.PHONY: all test-build check-layers deps deps-build check demo clean
 
 # make install, make uninstall, the shared library: install.mk.
 include install.mk

@@ -36,12 +36,13 @@ INSTALL ?= install
 # Not ?=: a cross toolchain's environment often sets STRIP to a program.
 STRIP = -s
 
-HANDLERS = contrib/handler-http.sh contrib/handler-state.sh
+# What contrib/ holds: handlers, units, and the rest is examples (but the
+# alert rules' unit tests, which only promtool reads).
+HANDLERS = $(wildcard contrib/handler-*.sh)
 UNITS = $(wildcard contrib/*.service contrib/*.timer)
-EXAMPLES = contrib/crontab contrib/spool-run.cron contrib/demo.sh \
-    contrib/spool-alerts.yml contrib/spool-dashboard.json
+EXAMPLES = $(filter-out $(HANDLERS) $(UNITS) %.test.yml,$(wildcard contrib/*))
 MAN1 = $(wildcard man/*.1)
-MAN3 = man/spool.3
+MAN3 = $(wildcard man/*.3)
 MAN7 = $(wildcard man/*.7)
 COMPLETION = completion/spool.bash
 
@@ -53,8 +54,9 @@ lib/pic/%.o: lib/%.c lib/spool.h lib/internal.h
 	@mkdir -p lib/pic
 	$(CC) $(CFLAGS) -fPIC $(WARN) $(CPPFLAGS) -c -o $@ $<
 
-# lib/libspool.map exports spool_* alone; -z defs refuses a library that
-# would leave a name for its user to provide.
+# lib/libspool.map exports spool_* alone (the archive reads the same
+# list: see Makefile); -z defs refuses a library that would leave a name
+# for its user to provide.
 $(SHLIB): $(PICOBJ) lib/libspool.map
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) \
 	    -Wl,--version-script=lib/libspool.map -Wl,-z,defs \

@@ -51,7 +51,7 @@ bench-deps:
 	@bench/deps.sh
 
 bench-tools: bench-deps
-	@$(MAKE) --no-print-directory all $(BENCH_TOOLS)
+	@$(MAKE) --no-print-directory test-build $(BENCH_TOOLS)
 
 bench: bench-tools
 	@bench/bench.sh

@@ -76,8 +76,11 @@ loopmnt=$work/loopfs
 img=$work/loop.img
 lock=$res/.removing
 # The commands are copied here at the start, so that a rebuild of bin/
-# during the run (make check, another session) cannot change them.
+# during the run (make check, another session) cannot change them.  Row 7
+# counts syncs with strace, which needs the test build's hooks
+# (tests/bin: no io_uring): those are copied too.
 bin=$work/cmd
+tbin=$work/tcmd
 
 say() {
 	printf 'bench: %s (%ds)\n' "$*" $(($(date +%s) - start)) >&2
@@ -405,13 +408,14 @@ for t in "$res"/trash.*; do
 	[ "$leftover" = 0 ] && leftover=$(find "$res"/trash.* -xdev | wc -l)
 	break
 done
-mkdir -p "$work/default" "$bin"
+mkdir -p "$work/default" "$bin" "$tbin"
 for c in "$top"/bin/spool-*; do
 	case $c in
 	*.c|*.o) ;;
 	*) cp "$c" "$bin/" ;;
 	esac
 done
+cp "$top"/tests/bin/spool-* "$tbin/"
 : >"$raw"
 meta host "$(hostname)"
 meta kernel "$(uname -sr)"
@@ -477,7 +481,7 @@ if [ $loop = yes ]; then
 fi
 
 say "fsyncs per transition (strace)"
-"$bench_dir/fsyncs.sh" "$bin" "$work/default/fsyncs" >>"$raw"
+"$bench_dir/fsyncs.sh" "$tbin" "$work/default/fsyncs" >>"$raw"
 mark fsyncs
 
 # Row 5: spools filled through the library, then claims timed turn about.

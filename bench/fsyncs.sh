@@ -7,14 +7,14 @@
 #
 # WHAT names what was synced, wait after wait ("sidecar audit+done/" for
 # a drop: "+" joins what is synced side by side, in one wait, "x256"
-# counts a batch's repeats), from strace -y.  The clock
-# is pinned (SPOOL_TEST_NOW, the spool's test hook) so that which buckets
-# exist, and whether the next-expiry hint has passed, is the same on every
-# run: the counts are exact, not averages.  SPOOL_TEST_NO_URING=1 makes
-# the syncs of one wait through threads rather than io_uring, whose syncs
-# strace cannot see: the same syncs, at the same points.  Nothing else is
-# changed: the commands run as installed, against a spool on the default
-# file system.
+# counts a batch's repeats), from strace -y.  BINDIR holds the test
+# build's commands (tests/bin), for two of its hooks.  The clock is pinned
+# (SPOOL_TEST_NOW), so that which buckets exist, and whether the
+# next-expiry hint has passed, is the same on every run: the counts are
+# exact, not averages.  SPOOL_TEST_NO_URING=1 makes the syncs of one wait
+# through threads rather than io_uring, whose syncs strace cannot see:
+# the same syncs, at the same points.  Nothing else differs from the
+# installed commands.  The spool is on the default file system.
 set -eu
 
 bin=$1

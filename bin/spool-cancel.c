@@ -3,7 +3,7 @@
  * A queued or leased job parks at once, reason and class cancelled, and is
  * not delivered again; a leased job's holder can no longer finish or renew
  * it, since its token no longer holds a lease.  All but the library call
- * is spool-drop's too: act_main() in common.c.
+ * is spool-drop's too: act_main() in opmain.c.
  */
 #include "common.h"
 

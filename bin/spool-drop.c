@@ -2,7 +2,7 @@
  * spool-drop: end parked jobs without running them; print the IDs dropped.
  * A dropped job moves from dead/ to done/ with its payload and record, and
  * is marked dropped: it no longer counts as parked, and nothing is lost.
- * All but the library call is spool-cancel's too: act_main() in common.c.
+ * All but the library call is spool-cancel's too: act_main() in opmain.c.
  */
 #include "common.h"
 

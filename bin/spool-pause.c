@@ -2,7 +2,7 @@
  * spool-pause: stop claims on a spool, for maintenance or an incident.
  * Producers still enqueue and holders still finish; claims find nothing and
  * say that the spool is paused, until spool-resume.  The command is
- * pause_main() in common.c, which spool-resume shares.
+ * pause_main() in opmain.c, which spool-resume shares.
  */
 #include "common.h"
 

@@ -2,7 +2,7 @@
  * spool-resume: let claims take jobs again after spool-pause.
  * Jobs enqueued meanwhile are claimed as usual; nothing was lost or
  * delayed but the claims themselves.  The command is pause_main() in
- * common.c, which spool-pause shares.
+ * opmain.c, which spool-pause shares.
  */
 #include "common.h"
 

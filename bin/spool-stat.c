@@ -11,9 +11,7 @@
 #define _GNU_SOURCE
 #include <sys/stat.h>
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -74,10 +72,6 @@ struct stats {
 struct walk {
 	struct spool *sp;
 	struct stats *st;
-	const char *dir;
-	int metafd;		/* dir/meta */
-	enum spool_state state;
-	struct picks orphans;	/* job files whose sidecar seemed lost */
 };
 
 /* A metric that --warn and --crit may name (spool-stat(1), METRICS). */
@@ -228,176 +222,24 @@ audit_line(void *arg, const char *line, size_t len)
 }
 
 /*
- * Is there a sidecar for id?  Its name and size alone are looked at: an
- * emptied one holds no record, and is as good as lost (a job's file is
- * published only after its first record is on disk).
- */
-static int
-has_sidecar(int metafd, const char *id)
-{
-	struct stat st;
-
-	if (fstatat(metafd, id, &st, 0) == -1)
-		return errno != ENOENT;
-	return st.st_size > 0;
-}
-
-/*
- * Files at the top of new/, where only buckets belong, that no sidecar
- * names: dropped there by hand.  (A job's file moved there is counted
- * by its sidecar, whose record puts it elsewhere.)
- */
-static long
-loose_in_new(const char *dir, int metafd)
-{
-	char path[PATH_MAX], id[SPOOL_ID_MAX + 1];
-	struct dirent *de;
-	struct stat st;
-	size_t len;
-	long n = 0;
-	DIR *d;
-
-	(void)snprintf(path, sizeof(path), "%s/new", dir);
-	if ((d = opendir(path)) == NULL)
-		fail(EXIT_TEMP, "%s: %s", path, strerror(errno));
-	while ((errno = 0, de = readdir(d)) != NULL) {
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
-		    -1 || S_ISDIR(st.st_mode))
-			continue;
-		len = strcspn(de->d_name, ",");
-		if (len > SPOOL_ID_MAX)
-			len = 0;
-		memcpy(id, de->d_name, len);
-		id[len] = '\0';
-		n += !spool_valid_id(id) || !has_sidecar(metafd, id);
-	}
-	if (errno != 0)
-		fail(EXIT_TEMP, "%s: %s", path, strerror(errno));
-	(void)closedir(d);	/* read-only */
-	return n;
-}
-
-/* A job's file, named in a listing: counted. */
-static int
-count(void *arg, const char *id, const char *file)
-{
-	(void)id;
-	(void)file;
-	(*(long *)arg)++;
-	return 0;
-}
-
-/*
- * A job's file, named in a listing: keep it if its sidecar is gone (the
- * pick's time holds the state it was listed in).
- */
-static int
-orphan(void *arg, const char *id, const char *file)
-{
-	struct walk *w = arg;
-	int status = EXIT_DONE;
-
-	(void)file;
-	if (!has_sidecar(w->metafd, id))
-		picks_add(&w->orphans, id, strlen(id), w->state, &status);
-	return 0;
-}
-
-/*
- * A file that was listed while its sidecar was gone: a lost sidecar, or a
- * purge that went by (it removes the file, then the sidecar).  Listed
- * again: still there, and still without one, it is damaged.
- */
-static int
-still_orphan(void *arg, const char *id, const char *file)
-{
-	struct walk *w = arg;
-	size_t i;
-
-	(void)file;
-	for (i = 0; i < w->orphans.n; i++)
-		if (w->orphans.v[i].since == w->state &&
-		    strcmp(w->orphans.v[i].id, id) == 0 &&
-		    !has_sidecar(w->metafd, id)) {
-			w->st->damaged++;
-			w->orphans.v[i].since = -1;	/* once */
-		}
-	return 0;
-}
-
-/* Files in quarantine/, where spool-fsck --repair put what it could not
-   place: a person is to look at each. */
-static long
-quarantined(const char *dir)
-{
-	char path[PATH_MAX];
-	struct dirent *de;
-	long n = 0;
-	DIR *d;
-
-	(void)snprintf(path, sizeof(path), "%s/quarantine", dir);
-	if ((d = opendir(path)) == NULL) {
-		if (errno != ENOENT)
-			fail(EXIT_TEMP, "%s: %s", path, strerror(errno));
-		return 0;
-	}
-	while ((errno = 0, de = readdir(d)) != NULL)
-		n += de->d_name[0] != '.';
-	if (errno != 0)
-		fail(EXIT_TEMP, "%s: %s", path, strerror(errno));
-	(void)closedir(d);	/* read-only */
-	return n;
-}
-
-/*
- * Every job by its sidecar, read once; then every state directory by name
- * alone, for files whose sidecar is lost.  No payload is read.
+ * Every job by its sidecar, read once; then the library's census of what
+ * no sidecar names, and of quarantine/.  No payload is read.
  */
 static void
-gather(struct spool *sp, const char *dir, struct stats *st)
+gather(struct spool *sp, struct stats *st)
 {
-	static const enum spool_state states[] = {
-		SPOOL_NEW, SPOOL_LEASED, SPOOL_DONE, SPOOL_DEAD
-	};
-	struct walk w = { sp, st, dir, -1, SPOOL_ABSENT, { NULL, 0, 0, 0 } };
-	char path[PATH_MAX];
-	size_t i;
-	long n;
+	struct walk w = { sp, st };
+	struct spool_census c;
 
 	memset(st, 0, sizeof(*st));
 	st->now = spool_now();
 	st->first_ready = st->first_dead = st->first_lease = INT64_MAX;
-	(void)snprintf(path, sizeof(path), "%s/meta", dir);
-	if ((w.metafd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		fail(EXIT_TEMP, "%s: %s", path, strerror(errno));
 	if (spool_list_jobs(sp, SPOOL_ABSENT, 0, visit, &w) == -1)
 		fail(EXIT_TEMP, "meta/: %s", strerror(errno));
-	/*
-	 * A state's directory that holds as many files as sidecars put
-	 * there holds none without one: only another count (files left
-	 * over, or jobs that moved during the walk) asks after each file's.
-	 */
-	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
-		w.state = states[i];
-		n = 0;
-		if (spool_list(sp, w.state, count, &n) == 0 &&
-		    n == st->state[w.state])
-			continue;
-		if (spool_list(sp, w.state, orphan, &w) == -1)
-			fail(EXIT_TEMP, "%s/: %s", spool_state_name(w.state),
-			    strerror(errno));
-	}
-	for (i = 0; i < sizeof(states) / sizeof(states[0]) &&
-	    w.orphans.n > 0; i++) {
-		w.state = states[i];
-		if (spool_list(sp, w.state, still_orphan, &w) == -1)
-			fail(EXIT_TEMP, "%s/: %s", spool_state_name(w.state),
-			    strerror(errno));
-	}
-	picks_free(&w.orphans);
-	st->damaged += loose_in_new(dir, w.metafd);
-	(void)close(w.metafd);	/* read-only */
-	st->quarantined = quarantined(dir);
+	if (spool_census(sp, st->state, &c) == -1)
+		fail(EXIT_TEMP, "census: %s", strerror(errno));
+	st->damaged += c.orphans + c.loose;
+	st->quarantined = c.quarantined;
 	if ((st->paused = spool_paused(sp)) == -1)
 		fail(EXIT_TEMP, "paused: %s", strerror(errno));
 	spool_settings(sp, &st->set);
@@ -840,7 +682,7 @@ main(int argc, char **argv)
 		status = open_failure(dir, errno, msg, sizeof(msg));
 		fail(status, "%s", msg);
 	}
-	gather(sp, dir, &st);
+	gather(sp, &st);
 	nm = metrics(&st, m);
 	if (checking) {
 		bind(e, ne, names, m, nm);

@@ -529,93 +529,115 @@ audit_mark_free(struct audit_mark *m)
 	memset(m, 0, sizeof(*m));
 }
 
+/*
+ * The lines of one log, from pos on, to fn; -1 on a read error or fn's.
+ * *end: after its last whole line; *longat: where a line too long for the
+ * buffer began, or -1.  A line longer than the buffer is not ours: it is
+ * skipped.
+ */
+static int
+scan_file(int fd, off_t pos, int (*fn)(void *arg, const char *line,
+    size_t len), void *arg, off_t *end, off_t *longat)
+{
+	char buf[65536];
+	size_t have = 0;
+	ssize_t n;
+	char *p, *nl;
+	int rv = 0;
+
+	*longat = -1;
+	while (rv == 0 && (n = read_full(fd, buf + have,
+	    sizeof(buf) - have)) > 0) {
+		have += (size_t)n;
+		for (p = buf; rv == 0 && (nl = memchr(p, '\n',
+		    have - (size_t)(p - buf))) != NULL; p = nl + 1)
+			if (*longat == -1)
+				rv = fn(arg, p, (size_t)(nl - p));
+			else
+				*longat = -1;	/* its tail */
+		pos += (off_t)(p - buf);
+		have -= (size_t)(p - buf);
+		memmove(buf, p, have);
+		if (have == sizeof(buf)) {
+			if (*longat == -1)
+				*longat = pos;
+			pos += (off_t)have;
+			have = 0;
+		}
+	}
+	*end = pos;
+	return rv == 0 && n == -1 ? -1 : rv;
+}
+
+/*
+ * The mark of a file read to end: after its last whole line, so that a
+ * torn last line (or a long one) is read again from its start, with the
+ * bytes before it and the change time, to know the file again.
+ */
+static void
+mark_end(int fd, struct audit_mark_file *mf, const struct stat *st,
+    off_t off)
+{
+	size_t k;
+
+	mf->off = off;
+	mf->ctim = st->st_ctim;
+	mf->ntail = 0;
+	if (mf->off == 0)
+		return;
+	k = mf->off < AUDIT_MARK_TAIL ? (size_t)mf->off : AUDIT_MARK_TAIL;
+	if (sys_pread(fd, mf->tail, k, mf->off - (off_t)k) == (ssize_t)k)
+		mf->ntail = k;
+	else
+		mf->off = 0;	/* read all next time */
+}
+
+/* One log of audit/, named name: its lines since m's mark, to fn. */
+static int
+scan_one(struct spool *sp, struct audit_mark *m, const char *name,
+    int (*fn)(void *arg, const char *line, size_t len), void *arg)
+{
+	struct audit_mark_file *mf = NULL;
+	struct stat st;
+	off_t pos = 0, end, longat;
+	int fd, rv = 0;
+
+	fd = sys_openat(sp->auditfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK, 0);
+	if (fd == -1)	/* rotated away meanwhile; a symlink: no lines */
+		return errno == ENOENT || errno == ELOOP ? 0 : -1;
+	if (m != NULL && (fstat(fd, &st) == -1 ||
+	    (mf = mark_of(m, &st, 1)) == NULL ||
+	    (pos = mark_start(fd, mf, st.st_size)) == -1 ||
+	    lseek(fd, pos, SEEK_SET) == -1))
+		rv = -1;
+	if (rv == 0 && (rv = scan_file(fd, pos, fn, arg, &end,
+	    &longat)) == 0 && mf != NULL)
+		mark_end(fd, mf, &st, longat != -1 ? longat : end);
+	(void)close_fd(fd);	/* read-only; a torn last line is ignored */
+	return rv;
+}
+
+/*
+ * Every file of audit/: HOST.log and whatever rotation named it, except
+ * those it compressed, which are not lines.  A file that cannot be read
+ * fails the scan: unread, its lines would seem missing.
+ */
 int
 audit_scan(struct spool *sp, struct audit_mark *m,
     int (*fn)(void *arg, const char *line, size_t len), void *arg)
 {
-	char buf[65536];
-	struct audit_mark_file *mf;
 	struct dirent *de;
-	struct stat st;
-	size_t have, k;
-	ssize_t n;
-	off_t pos, longat;
-	char *p, *nl;
 	DIR *d;
-	int fd, rv = 0;
+	int rv = 0;
 
 	if ((d = dir_list(sp->auditfd)) == NULL)
 		return -1;
-	/*
-	 * Every file: HOST.log and whatever rotation named it, except those
-	 * it compressed, which are not lines.
-	 */
 	while (rv == 0 && (errno = 0, de = dir_next(d)) != NULL) {
 		if (de->d_name[0] == '.' || compressed(de->d_name) ||
 		    (m != NULL && mark_unchanged(sp, m, de->d_name)))
 			continue;
-		fd = sys_openat(sp->auditfd, de->d_name, O_RDONLY | O_CLOEXEC |
-		    O_NOFOLLOW | O_NONBLOCK, 0);
-		if (fd == -1 && (errno == ENOENT || errno == ELOOP))
-			continue;	/* rotated away meanwhile; a symlink */
-		if (fd == -1) {
-			rv = -1;	/* unread, its lines would seem missing */
-			break;
-		}
-		/* pos: the file offset of buf[0]. */
-		mf = NULL;
-		pos = 0;
-		if (m != NULL && (fstat(fd, &st) == -1 ||
-		    (mf = mark_of(m, &st, 1)) == NULL ||
-		    (pos = mark_start(fd, mf, st.st_size)) == -1 ||
-		    lseek(fd, pos, SEEK_SET) == -1))
-			rv = -1;
-		have = 0;
-		longat = -1;	/* where a line too long for buf began */
-		n = 0;
-		while (rv == 0 && (n = read_full(fd, buf + have,
-		    sizeof(buf) - have)) > 0) {
-			have += (size_t)n;
-			for (p = buf; rv == 0 && (nl = memchr(p, '\n',
-			    have - (size_t)(p - buf))) != NULL; p = nl + 1)
-				if (longat == -1)
-					rv = fn(arg, p, (size_t)(nl - p));
-				else
-					longat = -1;	/* its tail */
-			pos += (off_t)(p - buf);
-			have -= (size_t)(p - buf);
-			memmove(buf, p, have);
-			/* A line longer than the buffer is not ours: skip. */
-			if (have == sizeof(buf)) {
-				if (longat == -1)
-					longat = pos;
-				pos += (off_t)have;
-				have = 0;
-			}
-		}
-		/*
-		 * The mark: after the last whole line, so that a torn last
-		 * line (or a long one) is read again from its start, with
-		 * the bytes before it and the change time, to know the file
-		 * again.
-		 */
-		if (rv == 0 && n == 0 && mf != NULL) {
-			mf->off = longat != -1 ? longat : pos;
-			mf->ctim = st.st_ctim;
-			mf->ntail = 0;
-			if (mf->off > 0) {
-				k = mf->off < AUDIT_MARK_TAIL ? (size_t)mf->off :
-				    AUDIT_MARK_TAIL;
-				if (sys_pread(fd, mf->tail, k, mf->off -
-				    (off_t)k) == (ssize_t)k)
-					mf->ntail = k;
-				else
-					mf->off = 0;	/* read all next time */
-			}
-		}
-		(void)close_fd(fd);	/* read-only; a torn last line is ignored */
-		if (n == -1 && rv == 0)
-			rv = -1;
+		rv = scan_one(sp, m, de->d_name, fn, arg);
 	}
 	if (rv == 0 && errno != 0)
 		rv = -1;

@@ -79,166 +79,245 @@ forget_purged(struct spool *sp, struct job *jobs, size_t n, const char **ids,
 			failed(res[k], e, 1);
 }
 
+/* One round of a batch: its jobs, their results, and the order of each. */
+struct round {
+	struct job *jobs;		/* by item */
+	struct spool_result **res;	/* by item */
+	const char **ids;		/* by item: NULL, not in this round */
+	size_t *order, m;		/* the round's items, in ID order */
+	size_t *later, nl;		/* items named twice: the next round */
+	size_t *synced, ns;		/* items whose record was written */
+	int *fds, *errs;		/* their sidecars, and the syncs' answers */
+};
+
+static int
+round_new(struct round *r, size_t n)
+{
+	memset(r, 0, sizeof(*r));
+	n = n ? n : 1;
+	r->jobs = calloc(n, sizeof(*r->jobs));
+	r->res = calloc(n, sizeof(*r->res));
+	r->ids = calloc(n, sizeof(*r->ids));
+	r->order = calloc(n, sizeof(*r->order));
+	r->synced = calloc(n, sizeof(*r->synced));
+	r->fds = calloc(n, sizeof(*r->fds));
+	r->errs = calloc(n, sizeof(*r->errs));
+	return r->jobs == NULL || r->res == NULL || r->ids == NULL ||
+	    r->order == NULL || r->synced == NULL || r->fds == NULL ||
+	    r->errs == NULL ? -1 : 0;
+}
+
+static void
+round_free(struct round *r, size_t n)
+{
+	size_t i;
+
+	for (i = 0; r->jobs != NULL && i < n; i++)
+		if (r->jobs[i].fd != -1)
+			job_close(&r->jobs[i]);
+	free(r->jobs);
+	free(r->res);
+	free(r->ids);
+	free(r->order);
+	free(r->later);
+	free(r->synced);
+	free(r->fds);
+	free(r->errs);
+}
+
+/* The items of this round (b->only, or all), valid ones in ID order. */
+static void
+take_items(struct batch *b, struct round *r)
+{
+	const size_t *only = b->only;
+	size_t nonly = b->nonly, i;
+
+	for (i = 0; i < b->n; i++) {
+		r->jobs[i].fd = -1;
+		if (only != NULL && (nonly == 0 || *only != i))
+			continue;	/* not in this round */
+		if (only != NULL)
+			only++, nonly--;
+		if ((r->ids[i] = b->item(b, i, &r->res[i])) != NULL)
+			r->order[r->m++] = i;
+		else
+			failed(r->res[i], EINVAL, 0);
+	}
+	sort_by_id(r->order, r->m, r->ids);
+}
+
+/*
+ * 1: lock each job in ID order, decide, write its record.  An ID named
+ * twice is done again in a round of its own, after this one, as two calls
+ * in a row would do it (the sort keeps the order in which they were named).
+ */
+static void
+decide_all(struct spool *sp, struct batch *b, struct round *r)
+{
+	struct spool_result *res;
+	struct job *j;
+	size_t k, i;
+
+	for (k = 0; k < r->m; k++) {
+		i = r->order[k];
+		res = r->res[i];
+		j = &r->jobs[i];
+		if (k > 0 && strcmp(r->ids[i], r->ids[r->order[k - 1]]) == 0) {
+			if (r->later == NULL && (r->later = calloc(r->m,
+			    sizeof(*r->later))) == NULL)
+				failed(res, errno, 0);
+			else
+				r->later[r->nl++] = i;
+			continue;
+		}
+		if (job_open(sp, r->ids[i], 0, 0, j, &b->ab) == -1) {
+			if (errno == ENOENT) {
+				res->status = 1;
+				res->refusal = SPOOL_NO_JOB;
+			} else
+				failed(res, errno, 0);
+			continue;
+		}
+		if (b->one(sp, j, i, b) == -1 || job_write(j) == -1)
+			fail_job(b, r->ids, r->res, j, errno, 0);
+	}
+}
+
+/*
+ * 2: the records, durable side by side before any move, unless the call's
+ * moves are all out of new/ or leased/ (b->onewait), which wait for them
+ * together with their own syncs (see spool-layout.md, "Transitions").
+ */
+static void
+sync_records(struct spool *sp, struct batch *b, struct round *r)
+{
+	char point[32];
+	size_t i;
+
+	for (i = 0; i < b->n; i++)
+		if (r->jobs[i].fd != -1 && r->jobs[i].written != 0) {
+			r->synced[r->ns] = i;
+			r->fds[r->ns++] = r->jobs[i].fd;
+		}
+	if (!b->onewait)
+		(void)psync(sp, r->fds, r->ns, 0, r->errs);
+	(void)snprintf(point, sizeof(point), "%s-recorded", b->name);
+	crash_point(point);
+}
+
+/*
+ * 3: the moves; a job whose record did not sync stays put (void).  A
+ * purge's record, once written, is the purge: the next command on the ID
+ * removes the file (spool-layout.md, "Crashes").  Any other record waits
+ * for its move.  What moved is left in synced[0 .. *nm - 1].
+ */
+static void
+move_all(struct spool *sp, struct batch *b, struct round *r, size_t *nm)
+{
+	char point[32];
+	struct job *j;
+	size_t k;
+
+	(void)snprintf(point, sizeof(point), "%s-moved", b->name);
+	for (k = 0, *nm = 0; k < r->ns; k++) {
+		j = &r->jobs[r->synced[k]];
+		if ((!b->onewait && r->errs[k] != 0) ||
+		    job_move(sp, j, &b->ds) == -1) {
+			fail_job(b, r->ids, r->res, j, !b->onewait &&
+			    r->errs[k] != 0 ? r->errs[k] : errno,
+			    j->cur.loc == SPOOL_ABSENT);
+			continue;
+		}
+		crash_point(point);
+		if (audit_add(&b->ab, sp, j->id, &j->cur, j->event) == -1)
+			failed(r->res[r->synced[k]], errno, 1);
+		r->synced[*nm] = r->synced[k];
+		r->fds[(*nm)++] = j->fd;
+	}
+}
+
+/*
+ * 4, 5: the one wait: each directory moved into and the audit lines (and
+ * the records, if step 2 did not sync them).  A record that did not sync
+ * fails its job, which has moved: the state changed.
+ */
+static void
+wait_all(struct spool *sp, struct batch *b, struct round *r, size_t nm)
+{
+	char point[32];
+	size_t k;
+	int e;
+
+	(void)snprintf(point, sizeof(point), "%s-synced", b->name);
+	if (commit_sync(sp, r->fds, b->onewait ? nm : 0, r->errs, &b->ds,
+	    &b->ab) == -1) {
+		e = errno;
+		for (k = 0; k < r->m; k++)
+			if (r->res[r->order[k]]->status == 0)
+				failed(r->res[r->order[k]], e, 1);
+		return;
+	}
+	crash_point(point);
+	for (k = 0; b->onewait && k < nm; k++)
+		if (r->errs[k] != 0 && r->res[r->synced[k]]->status == 0)
+			fail_job(b, r->ids, r->res, &r->jobs[r->synced[k]],
+			    r->errs[k], 1);
+	(void)snprintf(point, sizeof(point), "%s-logged", b->name);
+	crash_point(point);
+	forget_purged(sp, r->jobs, b->n, r->ids, r->res);
+}
+
+/* later[] is in ID order; the next round wants item order. */
+static void
+sort_items(size_t *v, size_t n)
+{
+	size_t i, k, t;
+
+	for (i = 1; i < n; i++)
+		for (k = i; k > 0 && v[k - 1] > v[k]; k--) {
+			t = v[k];
+			v[k] = v[k - 1];
+			v[k - 1] = t;
+		}
+}
+
 int
 batch_run(struct spool *sp, struct batch *b)
 {
-	struct spool_result **res;
-	struct job *jobs;
-	const char **ids;
-	size_t *order, *synced, *later = NULL, i, k, m = 0, ns = 0, nl = 0, nm;
-	const size_t *only = b->only;
-	size_t nonly = b->nonly;
-	int *fds, *errs, e;
-	char point[32];
+	struct round r;
+	size_t nm;
+	int rv = 0;
 
 	if (b->n > SPOOL_BATCH_MAX) {
 		errno = EINVAL;
 		return -1;
 	}
-	leaves_hold(sp);
-	jobs = calloc(b->n ? b->n : 1, sizeof(*jobs));
-	order = calloc(b->n ? b->n : 1, sizeof(*order));
-	synced = calloc(b->n ? b->n : 1, sizeof(*synced));
-	ids = calloc(b->n ? b->n : 1, sizeof(*ids));
-	res = calloc(b->n ? b->n : 1, sizeof(*res));
-	fds = calloc(b->n ? b->n : 1, sizeof(*fds));
-	errs = calloc(b->n ? b->n : 1, sizeof(*errs));
-	if (jobs == NULL || order == NULL || synced == NULL || ids == NULL ||
-	    res == NULL || fds == NULL || errs == NULL) {
-		e = -1;
-		goto out;
+	buckets_hold(sp);
+	if (round_new(&r, b->n) == -1) {
+		round_free(&r, 0);
+		buckets_drop(sp);
+		return -1;
 	}
 	b->now = now_ms();
-	for (i = 0; i < b->n; i++) {
-		jobs[i].fd = -1;
-		if (only != NULL && (nonly == 0 || *only != i))
-			continue;	/* not in this round */
-		if (only != NULL)
-			only++, nonly--;
-		if ((ids[i] = b->item(b, i, &res[i])) != NULL)
-			order[m++] = i;
-		else
-			failed(res[i], EINVAL, 0);
-	}
-	sort_by_id(order, m, ids);
-	/* 1: lock each job in ID order, decide, write its record. */
-	for (k = 0; k < m; k++) {
-		struct spool_result *r = res[order[k]];
-		struct job *j = &jobs[order[k]];
-
-		/*
-		 * An ID named twice is done again in a round of its own, after
-		 * this one, as two calls in a row would do it (the sort keeps
-		 * the order in which they were named).
-		 */
-		if (k > 0 && strcmp(ids[order[k]], ids[order[k - 1]]) == 0) {
-			if (later == NULL && (later = calloc(m, sizeof(*later))) ==
-			    NULL)
-				failed(r, errno, 0);
-			else
-				later[nl++] = order[k];
-			continue;
-		}
-		if (job_open(sp, ids[order[k]], 0, 0, j, &b->ab) == -1) {
-			if (errno == ENOENT) {
-				r->status = 1;
-				r->refusal = SPOOL_NO_JOB;
-			} else
-				failed(r, errno, 0);
-			continue;
-		}
-		if (b->one(sp, j, order[k], b) == -1 || job_write(j) == -1)
-			fail_job(b, ids, res, j, errno, 0);
-	}
-	/*
-	 * 2: the records, durable side by side before any move, unless the
-	 * call's moves are all out of new/ or leased/ (b->onewait), which
-	 * wait for them together with their own syncs (see spool-layout.md,
-	 * "Transitions").
-	 */
-	for (i = 0; i < b->n; i++)
-		if (jobs[i].fd != -1 && jobs[i].written != 0) {
-			synced[ns] = i;
-			fds[ns++] = jobs[i].fd;
-		}
-	if (!b->onewait)
-		(void)psync(sp, fds, ns, 0, errs);
-	(void)snprintf(point, sizeof(point), "%s-recorded", b->name);
-	crash_point(point);
-	/* 3: the moves; a job whose record did not sync stays put (void). */
-	(void)snprintf(point, sizeof(point), "%s-moved", b->name);
-	for (k = 0, nm = 0; k < ns; k++) {
-		struct job *j = &jobs[synced[k]];
-
-		/*
-		 * A purge's record, once written, is the purge: the next
-		 * command on the ID removes the file (spool-layout.md,
-		 * "Crashes").  Any other record waits for its move.
-		 */
-		if ((!b->onewait && errs[k] != 0) ||
-		    job_move(sp, j, &b->ds) == -1) {
-			fail_job(b, ids, res, j, !b->onewait && errs[k] != 0 ?
-			    errs[k] : errno, j->cur.loc == SPOOL_ABSENT);
-			continue;
-		}
-		crash_point(point);
-		if (audit_add(&b->ab, sp, j->id, &j->cur, j->event) == -1)
-			failed(res[synced[k]], errno, 1);
-		synced[nm] = synced[k];
-		fds[nm++] = j->fd;
-	}
-	/*
-	 * 4, 5: the one wait: each directory moved into and the audit lines
-	 * (and the records, if step 2 did not sync them).  A record that did
-	 * not sync fails its job, which has moved: the state changed.
-	 */
-	(void)snprintf(point, sizeof(point), "%s-synced", b->name);
-	if (commit_sync(sp, fds, b->onewait ? nm : 0, errs, &b->ds,
-	    &b->ab) == -1) {
-		e = errno;
-		for (k = 0; k < m; k++)
-			if (res[order[k]]->status == 0)
-				failed(res[order[k]], e, 1);
-	} else {
-		crash_point(point);
-		for (k = 0; b->onewait && k < nm; k++)
-			if (errs[k] != 0 && res[synced[k]]->status == 0)
-				fail_job(b, ids, res, &jobs[synced[k]],
-				    errs[k], 1);
-		(void)snprintf(point, sizeof(point), "%s-logged", b->name);
-		crash_point(point);
-		forget_purged(sp, jobs, b->n, ids, res);
-	}
-	e = 0;
-out:
-	for (i = 0; jobs != NULL && i < b->n; i++)
-		if (jobs[i].fd != -1)
-			job_close(&jobs[i]);
+	take_items(b, &r);
+	decide_all(sp, b, &r);
+	sync_records(sp, b, &r);
+	move_all(sp, b, &r, &nm);
+	wait_all(sp, b, &r, nm);
+	for (nm = 0; nm < b->n; nm++)
+		if (r.jobs[nm].fd != -1)
+			job_close(&r.jobs[nm]);
 	dirset_free(&b->ds);
 	abuf_free(&b->ab);
-	if (e == 0 && nl > 0) {
-		/* later[] is in ID order; the next round wants item order. */
-		for (i = 1; i < nl; i++)
-			for (k = i; k > 0 && later[k - 1] > later[k]; k--) {
-				size_t t = later[k];
-
-				later[k] = later[k - 1];
-				later[k - 1] = t;
-			}
-		b->only = later;
-		b->nonly = nl;
-		e = batch_run(sp, b);
+	if (r.nl > 0) {
+		sort_items(r.later, r.nl);
+		b->only = r.later;
+		b->nonly = r.nl;
+		rv = batch_run(sp, b);	/* the IDs named again: a round */
 	}
-	free(later);
-	free(jobs);
-	free(order);
-	free(synced);
-	free(ids);
-	free(res);
-	free(fds);
-	free(errs);
-	leaves_drop(sp);
-	return e;
+	round_free(&r, b->n);
+	buckets_drop(sp);
+	return rv;
 }
 
 void

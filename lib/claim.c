@@ -441,7 +441,7 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 		free(c);
 		return -1;
 	}
-	leaves_hold(sp);
+	buckets_hold(sp);
 	hint = hint_read(hintfd);
 	if (hint <= c->expired) {
 		if (scan_leased(c, hintfd) == -1)
@@ -473,7 +473,7 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 	(void)close_fd(hintfd);	/* and its lock */
 	if (rv == 0)
 		crash_point("claim-logged");
-	leaves_drop(sp);
+	buckets_drop(sp);
 	dirset_free(&c->ds);
 	abuf_free(&c->ab);
 	free(c);

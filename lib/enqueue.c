@@ -1,10 +1,11 @@
 /*
- * Enqueue: the payload is copied into tmp/ (its size and checksum counted
- * on the way) and fsync'd, the sidecar record is written and fsync'd, then
- * one rename publishes the file in new/.  Until
- * that rename the job does not exist: a crash leaves a file in tmp/ (never
- * read by claimers, swept by age) and a record that the next writer marks
- * void.  A batch shares the fsyncs of meta/, the buckets and the audit log.
+ * Enqueue: the payload is copied into tmp/, its size and checksum counted
+ * on the way.  The payload and the sidecar record are fsync'd; then one
+ * rename publishes the file in new/.  Until that rename the job does not
+ * exist: a crash leaves a file in tmp/ (never read by claimers, swept by
+ * age) and a record that the next writer marks void.  A batch shares the
+ * fsyncs of meta/, the buckets and the audit log.  spool_enqueue reads as
+ * its five steps: take the payloads, record, sync, publish, commit.
  */
 #define _GNU_SOURCE
 #include <sys/random.h>
@@ -265,38 +266,43 @@ below_reserve(struct spool *sp)
 	return 0;
 }
 
-int
-spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
-{
-	struct dirset ds = { NULL, 0 };
-	struct abuf ab = { NULL, 0, 0 };
+/* One call's jobs: p[order[0 .. m - 1]] are those still going, in ID order. */
+struct enq {
+	struct spool *sp;
 	struct pend *p;
-	const char **ids = NULL;
-	size_t *order = NULL, i, k, m = 0;
-	int64_t now = now_ms();
-	long pid = (long)getpid();
-	int created = 0, cycle = 0, e, rv = 0;
+	size_t *order, m;
+	const char **ids;
+	int64_t now;
+	int created;	/* a sidecar was made: meta/ is synced */
+	int cycle;	/* a done ID starts a new cycle: see commit_all */
+	struct dirset ds;
+	struct abuf ab;
+};
 
-	if (n > SPOOL_BATCH_MAX) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (below_reserve(sp) != 0)
-		return -1;
-	if ((p = calloc(n ? n : 1, sizeof(*p))) == NULL ||
-	    (order = calloc(n ? n : 1, sizeof(*order))) == NULL ||
-	    (ids = calloc(n ? n : 1, sizeof(*ids))) == NULL) {
-		free(p);
-		free(order);
-		return -1;
-	}
-	leaves_hold(sp);
+/* A job still on its way: its payload is in tmp/, and nothing failed. */
+static int
+going(const struct pend *q)
+{
+	return q->tmp[0] != '\0';
+}
+
+/*
+ * 1: check each job, give it its ID, and copy its payload into tmp/.
+ * A job that fails here has nothing on disk.
+ */
+static void
+take_payloads(struct enq *e, struct spool_job *jobs, size_t n)
+{
+	long pid = (long)getpid();
+	size_t i;
+	int err;
+
 	make_ids(jobs, n);
 	for (i = 0; i < n; i++) {
 		memset(&jobs[i].res, 0, sizeof(jobs[i].res));
-		p[i].in = &jobs[i];
-		if ((e = check_job(sp, &jobs[i])) != 0) {
-			failed(&jobs[i].res, e, 0);
+		e->p[i].in = &jobs[i];
+		if ((err = check_job(e->sp, &jobs[i])) != 0) {
+			failed(&jobs[i].res, err, 0);
 			continue;
 		}
 		if (jobs[i].id == NULL)
@@ -304,75 +310,131 @@ spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 		else if (jobs[i].id != jobs[i].idbuf)
 			(void)snprintf(jobs[i].idbuf, sizeof(jobs[i].idbuf),
 			    "%s", jobs[i].id);
-		ids[i] = jobs[i].id;
-		if (copy_payload(sp, &p[i], pid) == -1)
+		e->ids[i] = jobs[i].id;
+		if (copy_payload(e->sp, &e->p[i], pid) == -1)
 			failed(&jobs[i].res, errno, 0);
 		else
-			order[m++] = i;
+			e->order[e->m++] = i;
 	}
 	crash_point("enqueue-copied");
-	/* Lock in ID order, so that two batches never wait on each other. */
-	sort_by_id(order, m, ids);
-	n = m;
-	for (k = 0; k < n; k++)
-		record(sp, &p[order[k]], now, k > 0 && strcmp(p[order[k]].in->id,
-		    p[order[k - 1]].in->id) == 0, &ab, &created);
-	for (k = 0; k < n; k++)
-		cycle |= p[order[k]].tmp[0] != '\0' &&
-		    p[order[k]].j.prev.loc == SPOOL_DONE;
-	sync_batch(sp, p, order, n, created, cycle);
-	for (k = 0; k < n; k++) {
-		struct pend *q = &p[order[k]];
+}
 
-		if (q->tmp[0] == '\0')
+/*
+ * 2: lock each job in ID order, so that two batches never wait on each
+ * other, and write its record.  An ID named twice is refused the second
+ * time, as a second call would be.
+ */
+static void
+record_all(struct enq *e)
+{
+	struct pend *q;
+	size_t k;
+
+	sort_by_id(e->order, e->m, e->ids);
+	for (k = 0; k < e->m; k++) {
+		q = &e->p[e->order[k]];
+		record(e->sp, q, e->now, k > 0 && strcmp(q->in->id,
+		    e->p[e->order[k - 1]].in->id) == 0, &e->ab, &e->created);
+		e->cycle |= going(q) && q->j.prev.loc == SPOOL_DONE;
+	}
+}
+
+/* 4: move each payload into its bucket of new/, and write its line. */
+static void
+publish_all(struct enq *e)
+{
+	struct pend *q;
+	size_t k;
+
+	for (k = 0; k < e->m; k++) {
+		q = &e->p[e->order[k]];
+		if (!going(q))
 			continue;
-		if (publish_new(sp, sp->tmpfd, q->tmp, q->in->id, q->eligible,
-		    &ds) == -1) {
-			drop(sp, q, errno, 0);
+		if (publish_new(e->sp, e->sp->tmpfd, q->tmp, q->in->id,
+		    q->eligible, &e->ds) == -1) {
+			drop(e->sp, q, errno, 0);
 			continue;
 		}
 		crash_point("enqueue-published");
 		q->in->res.state = SPOOL_NEW;
 		q->in->res.token = q->j.hi;
-		if (audit_add(&ab, sp, q->in->id, &q->j.cur,
+		if (audit_add(&e->ab, e->sp, q->in->id, &q->j.cur,
 		    SPOOL_EV_ENQUEUE) == -1)
 			failed(&q->in->res, errno, 1);
 	}
-	/*
-	 * One wait: every bucket made or moved into, and the lines; but a
-	 * new cycle's lines wait for its removal of the previous cycle's
-	 * file, which waits for the new name: the log then has both at once.
-	 */
-	e = commit_sync(sp, NULL, 0, NULL, &ds, cycle ? NULL : &ab) == -1 ?
-	    errno : 0;
-	if (e == 0)
+}
+
+/*
+ * 5: one wait, for every bucket made or moved into and the lines.  But a
+ * new cycle's lines wait for its removal of the previous cycle's file,
+ * which waits for the new name: the log then has both at once.  Once the
+ * new names are durable, settling removes the previous cycle's file from
+ * done/ and logs it.  A job whose wait failed has moved: the state changed.
+ */
+static void
+commit_all(struct enq *e)
+{
+	struct pend *q;
+	size_t k;
+	int err;
+
+	err = commit_sync(e->sp, NULL, 0, NULL, &e->ds, e->cycle ? NULL :
+	    &e->ab) == -1 ? errno : 0;
+	if (err == 0)
 		crash_point("enqueue-synced");
-	/* Now that the new names are durable: settle removes the previous
-	 * cycle's file from done/, and logs it.  A first cycle has none. */
-	for (k = 0; k < n && e == 0; k++) {
-		p[order[k]].j.cur_synced = 1;
-		if (p[order[k]].tmp[0] != '\0' &&
-		    p[order[k]].in->res.status == 0 &&
-		    p[order[k]].j.prev.loc == SPOOL_DONE &&
-		    job_settle(sp, &p[order[k]].j, &ab) == -1)
-			failed(&p[order[k]].in->res, errno, 1);
+	for (k = 0; k < e->m && err == 0; k++) {
+		q = &e->p[e->order[k]];
+		q->j.cur_synced = 1;
+		if (going(q) && q->in->res.status == 0 &&
+		    q->j.prev.loc == SPOOL_DONE &&
+		    job_settle(e->sp, &q->j, &e->ab) == -1)
+			failed(&q->in->res, errno, 1);
 	}
-	if (e != 0 || audit_flush(sp, &ab) == -1) {
-		e = e != 0 ? e : errno;
-		for (k = 0; k < n; k++)
-			if (p[order[k]].tmp[0] != '\0' &&
-			    p[order[k]].in->res.status == 0)
-				failed(&p[order[k]].in->res, e, 1);
-	} else
+	if (err == 0 && audit_flush(e->sp, &e->ab) == 0) {
 		crash_point("enqueue-logged");
-	for (k = 0; k < n; k++)
-		if (p[order[k]].open)
-			job_close(&p[order[k]].j);
-	leaves_drop(sp);
-	dirset_free(&ds);
-	abuf_free(&ab);
-	free(ids);
-	free(order);
-	free(p);
-	return rv;
+		return;
+	}
+	err = err != 0 ? err : errno;
+	for (k = 0; k < e->m; k++) {
+		q = &e->p[e->order[k]];
+		if (going(q) && q->in->res.status == 0)
+			failed(&q->in->res, err, 1);
+	}
+}
+
+int
+spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
+{
+	struct enq e = { .sp = sp, .now = now_ms() };
+	size_t k;
+
+	if (n > SPOOL_BATCH_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (below_reserve(sp) != 0)
+		return -1;
+	if ((e.p = calloc(n ? n : 1, sizeof(*e.p))) == NULL ||
+	    (e.order = calloc(n ? n : 1, sizeof(*e.order))) == NULL ||
+	    (e.ids = calloc(n ? n : 1, sizeof(*e.ids))) == NULL) {
+		free(e.p);
+		free(e.order);
+		return -1;
+	}
+	buckets_hold(sp);
+	take_payloads(&e, jobs, n);
+	record_all(&e);
+	sync_batch(sp, e.p, e.order, e.m, e.created, e.cycle);	/* 3 */
+	publish_all(&e);
+	commit_all(&e);
+	for (k = 0; k < e.m; k++)
+		if (e.p[e.order[k]].open)
+			job_close(&e.p[e.order[k]].j);
+	buckets_drop(sp);
+	dirset_free(&e.ds);
+	abuf_free(&e.ab);
+	free(e.ids);
+	free(e.order);
+	free(e.p);
+	return 0;
 }

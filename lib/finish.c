@@ -11,8 +11,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
+
+/*
+ * Exponential backoff with jitter: the n-th retry waits between half and
+ * all of min(backoff * 2^(n-1), backoff-max).  The jitter spreads a crowd
+ * of failed jobs so that they do not return all at once.
+ */
+static int64_t
+backoff_ms(struct spool *sp, int attempt)
+{
+	static __thread uint64_t seed;
+	int64_t d = sp->backoff_ms;
+	int i;
+
+	for (i = 1; i < attempt && d < sp->backoff_max_ms; i++)
+		d *= 2;
+	if (d > sp->backoff_max_ms)
+		d = sp->backoff_max_ms;
+	if (d < 2)
+		return d;
+	if (seed == 0)
+		seed = (uint64_t)now_ms() * 2654435761u ^ (uint64_t)getpid();
+	seed ^= seed << 13;
+	seed ^= seed >> 7;
+	seed ^= seed << 17;
+	return d / 2 + (int64_t)(seed % (uint64_t)(d / 2 + 1));
+}
 
 /*
  * Does token hold the job's lease?  If not, fill res with the refusal: a

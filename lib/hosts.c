@@ -4,12 +4,10 @@
  * the machine it runs on, so that two machines given the same ID (whose
  * audit lines would go to one file, appended from two clients) are caught;
  * and the spool's file system is checked to be one whose locks every host
- * sees, and no wait for a lock may outlast a bound.  The system clock's
- * state is read for the workers and spool-stat.
+ * sees, and no wait for a lock may outlast a bound.
  */
 #define _GNU_SOURCE
 #include <sys/stat.h>
-#include <sys/timex.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -69,21 +67,18 @@ unescape(char *s)
 }
 
 /*
- * The mount the spool is on, from /proc/self/mountinfo (or the table that
- * SPOOL_TEST_MOUNTINFO names, for the tests): its type and options (mount
- * and super options, comma-joined, with a comma at each end).  0, or -1 if
- * unknown.
+ * The mount the spool is on, from /proc/self/mountinfo (or a table of a
+ * test's: hook_mountinfo): its type and options (mount and super options,
+ * comma-joined, with a comma at each end).  0, or -1 if unknown.
  */
 static int
 mount_of(const char *path, char *type, size_t tlen, char *opts, size_t olen)
 {
 	char line[4096], mnt[PATH_MAX], mo[1024], ty[128], so[1024];
-	const char *table = getenv("SPOOL_TEST_MOUNTINFO");
+	const char *table = hook_mountinfo();
 	size_t best = 0, n;
 	FILE *f;
 
-	if (table == NULL || *table == '\0')
-		table = "/proc/self/mountinfo";
 	if ((f = fopen(table, "re")) == NULL)
 		return -1;
 	while (fgets(line, sizeof(line), f) != NULL) {
@@ -165,25 +160,15 @@ refuse:
 /*
  * A lock on a shared file system can stay held with no process left to let
  * it go (spool-layout.md, "Several hosts"): in multi-host mode no lock is
- * waited for longer than LOCK_WAIT_MS (SPOOL_TEST_LOCK_WAIT ms in the
- * tests) through this handle; the command fails with ETIMEDOUT.
+ * waited for longer than LOCK_WAIT_MS (a test may set another:
+ * hook_lock_wait) through this handle; the command fails with ETIMEDOUT.
  */
 static void
 bound_locks(struct spool *sp)
 {
-	const char *s = getenv("SPOOL_TEST_LOCK_WAIT");
-	char *end;
-	long v;
+	int64_t ms = hook_lock_wait();
 
-	if (s != NULL && *s != '\0') {
-		errno = 0;
-		v = strtol(s, &end, 10);
-		if (errno == 0 && *end == '\0' && v >= 0) {
-			sp->lock_wait_ms = v;
-			return;
-		}
-	}
-	sp->lock_wait_ms = LOCK_WAIT_MS;
+	sp->lock_wait_ms = ms != -1 ? ms : LOCK_WAIT_MS;
 }
 
 /*
@@ -270,38 +255,4 @@ fail:
 		(void)close_fd(hfd);
 	errno = e;
 	return -1;
-}
-
-void
-spool_settings(struct spool *sp, struct spool_settings *s)
-{
-	s->lease_ms = sp->lease_ms;
-	s->deadline_ms = sp->deadline_ms;
-	s->backoff_ms = sp->backoff_ms;
-	s->backoff_max_ms = sp->backoff_max_ms;
-	s->max_attempts = sp->max_attempts;
-	s->multi_host = sp->multi_host;
-	s->skew_ms = sp->skew_ms;
-	s->host = sp->host;
-}
-
-int
-spool_clock(int64_t *maxerror_ms)
-{
-	const char *t = getenv("SPOOL_TEST_CLOCK");
-	struct timex tx;
-	int r;
-
-	if (t != NULL && (strcmp(t, "synced") == 0 ||
-	    strcmp(t, "unsynced") == 0)) {
-		*maxerror_ms = 16;	/* test hook: a clock of known state */
-		return t[0] == 's';
-	}
-	memset(&tx, 0, sizeof(tx));
-	if ((r = adjtimex(&tx)) == -1) {
-		*maxerror_ms = -1;
-		return 0;
-	}
-	*maxerror_ms = tx.maxerror / 1000;	/* microseconds */
-	return r != TIME_ERROR && (tx.status & STA_UNSYNC) == 0;
 }

@@ -3,7 +3,8 @@
  * delivery, rebuilt from the sidecar's records.  Nothing here changes the
  * spool; a shared lock on the sidecar makes each look consistent, and is
  * held only while one sidecar is read.  A listing looks at each job once
- * without the lock (look.c), and comes here for what that cannot settle.
+ * without the lock (list.c), and comes here for what that cannot settle.
+ * Also: whether a job's payload is still the bytes recorded.
  */
 #define _GNU_SOURCE
 #include <sys/file.h>
@@ -292,120 +293,39 @@ spool_job_info_free(struct spool_job_info *in)
 	in->ndeliveries = 0;
 }
 
-struct lister {
-	int (*fn)(void *arg, const char *id, const char *file);
-	int (*jobfn)(void *arg, const char *id, const char *file,
-	    const struct spool_job_info *in);
-	void *arg;
-	struct spool *sp;
-	enum spool_state state;
-	int history;
-	int64_t start;		/* listing new/: the leaf bucket's */
-	int stop;
-};
-
-/* One name: to fn, or looked at and to jobfn. */
-static int
-list_one(struct lister *l, int dirfd, const char *id, const char *file)
+int
+spool_payload_check(struct spool *sp, const char *id, int full)
 {
-	struct spool_job_info in;
-	int rv;
+	struct place p;
+	struct job j;
+	int fd, rv = -1, e;
 
-	if (l->jobfn == NULL)
-		return l->fn(l->arg, id, file);
-	if (look_job(l->sp, l->state, dirfd, l->start, id, file,
-	    l->history, &in) == -1)
-		return l->jobfn(l->arg, id, file, NULL);
-	rv = l->jobfn(l->arg, id, file, &in);
-	spool_job_info_free(&in);
-	return rv;
-}
-
-/* Hand every job name in dirfd to the lister: "ID" or "ID,NUMBER". */
-static int
-list_dir(int dirfd, int numbered, struct lister *l)
-{
-	char id[SPOOL_ID_MAX + 1];
-	struct dirent *de;
-	uint64_t v;
-	DIR *d;
-	int rv = 0;
-
-	if ((d = dir_list(dirfd)) == NULL)
-		return -1;
-	while (rv == 0 && (errno = 0, de = dir_next(d)) != NULL) {
-		if (numbered ? parse_leased_name(de->d_name, id, &v) == -1 :
-		    !spool_valid_id(de->d_name))
-			continue;
-		rv = list_one(l, dirfd, numbered ? id : de->d_name,
-		    de->d_name);
-	}
-	if (rv == 0 && errno != 0)
-		rv = -1;
-	(void)closedir(d);	/* read-only */
-	l->stop = rv;
-	return rv;
-}
-
-static int
-list_leaf(void *arg, int leaffd, int64_t start)
-{
-	struct lister *l = arg;
-
-	l->start = start;
-	return list_dir(leaffd, 1, l);
-}
-
-static int
-list_state(struct spool *sp, struct lister *l)
-{
-	switch (l->state) {
-	case SPOOL_NEW:
-		if (bucket_walk(sp, INT64_MAX, 0, list_leaf, l) == -1)
-			return -1;
-		return l->stop;
-	case SPOOL_LEASED:
-		return list_dir(sp->leasedfd, 1, l);
-	case SPOOL_DONE:
-		return list_dir(sp->donefd, 0, l);
-	case SPOOL_DEAD:
-		return list_dir(sp->deadfd, 0, l);
-	case SPOOL_ABSENT:
-		return list_dir(sp->metafd, 0, l);	/* every sidecar */
-	default:
+	if (!spool_valid_id(id)) {
 		errno = EINVAL;
 		return -1;
 	}
-}
-
-int
-spool_list(struct spool *sp, enum spool_state state,
-    int (*fn)(void *arg, const char *id, const char *file), void *arg)
-{
-	struct lister l = { .fn = fn, .arg = arg, .sp = sp, .state = state };
-
-	return list_state(sp, &l);
-}
-
-int
-spool_list_jobs(struct spool *sp, enum spool_state state, int history,
-    int (*fn)(void *arg, const char *id, const char *file,
-    const struct spool_job_info *info), void *arg)
-{
-	struct lister l = { .jobfn = fn, .arg = arg, .sp = sp, .state = state,
-	    .history = history };
-	int rv, e;
-
-	/* meta/'s walk finds each file where its record says: keep buckets */
-	if (state == SPOOL_ABSENT && sp->look == NULL &&
-	    (sp->look = look_new()) == NULL)
+	if (job_read(sp, id, LOCK_SH, &j) == -1)
 		return -1;
-	rv = list_state(sp, &l);
-	e = errno;
-	if (state == SPOOL_ABSENT) {
-		look_free(sp->look);
-		sp->look = NULL;
+	if (job_locate(sp, &j) == -1)
+		goto out;
+	if (j.cur.loc == SPOOL_ABSENT) {
+		errno = ENOENT;
+		goto out;
 	}
+	if (place_of(sp, id, &j.cur, &p) == -1)
+		goto out;
+	fd = sys_openat(p.dirfd, p.name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK, 0);
+	place_done(&p);
+	if (fd == -1)
+		goto out;
+	rv = payload_matches(fd, &j.cur, full);
+	e = errno;
+	(void)close_fd(fd);	/* read-only */
+	errno = e;
+out:
+	e = errno;
+	job_close(&j);
 	errno = e;
 	return rv;
 }

@@ -2,6 +2,36 @@
  * Private to libspool: the handle, the sidecar record model and the helpers
  * every operation shares.  Nothing here is exported; see spool.h for the
  * contract and spool-layout.md for the format these functions implement.
+ *
+ * The files of lib/ come in layers.  Each file calls only the files listed
+ * before it, here and in the sections below, in this order (make
+ * check-layers checks the objects against it):
+ *
+ *   base    hooks.c    the clock, and the test build's hooks
+ *           io.c       system calls as the spool needs them; the move
+ *           sync.c     the syncs of one wait, side by side
+ *           valid.c    IDs, and the names of states, reasons and classes
+ *   store   record.c   the sidecar record: one line to a struct and back
+ *           audit.c    the audit line: its writer, its parser, its scan
+ *           tokens.c   the spool-wide token counter
+ *           payload.c  a payload's size and checksum
+ *           names.c    the names of a job's file in each state
+ *           newtree.c  new/'s bucket tree, and the one cache of its leaves
+ *           place.c    where a job's file is, on disk
+ *           sidecar.c  a job: locked, read, settled, recorded and moved
+ *           commit.c   a transition's one wait
+ *   spool   hosts.c    several hosts: the file-system check, hosts/
+ *           open.c     a handle: directories, config, host ID, clock
+ *           init.c     spool_init, and the upgrade from format 1
+ *   moves   batch.c    named jobs: lock in ID order, one wait for all
+ *           pause.c    pause and resume
+ *           enqueue.c claim.c finish.c renew.c redrive.c drop.c
+ *           cancel.c purge.c     one file per transition
+ *   read    info.c     one job, for people
+ *           list.c     every job of a state, and the census
+ *   check   fsck_audit.c   spool-fsck's audit index and its checks
+ *           fsck_repair.c  its repairs: put back, adopt, rebuild
+ *           fsck.c         its walk, and spool_fsck
  */
 #ifndef SPOOL_INTERNAL_H
 #define SPOOL_INTERNAL_H
@@ -22,8 +52,6 @@
 #define NAME_MAX_SPOOL	256
 #define HOST_MAX	SPOOL_HOST_MAX
 
-struct look;
-
 struct spool {
 	int format;		/* 1 or 2: spool-layout.md, "Formats" */
 	int dirfd;		/* the spool's top directory */
@@ -42,25 +70,24 @@ struct spool {
 				   lock ran out (monotonic ms); -1: none */
 	char host[HOST_MAX + 1];	/* names this writer's audit file */
 	char writer[HOST_MAX + 24];	/* host:pid, the audit writer column */
-	void *ring;		/* io.c: psync's io_uring, made at its third wait */
+	void *ring;		/* sync.c: psync's io_uring, made at its third
+				   wait */
 	pid_t ring_pid;		/* whose ring it is; -1: none to be had */
-	unsigned waits;		/* io.c: waits of more than one sync so far */
+	unsigned waits;		/* sync.c: waits of more than one sync so far */
 	unsigned long tmpseq;
-	struct look *look;	/* a long walk's buckets of new/, kept open
-				   (look.c); NULL: none */
-	struct leaves {		/* names.c: leaf buckets a transition keeps
-				   open while it runs (leaves_hold) */
+	struct buckets {	/* newtree.c: the leaves kept open */
 		int held;	/* calls holding; 0: nothing is kept */
+		size_t n;	/* entries: 0, NARROW, or up to WIDE */
 		unsigned long use;
-		struct {
+		struct bucket {
 			uint64_t slot;
-			int fd;
-			unsigned long used;	/* 0: free */
+			int fd;	/* -1: free */
+			unsigned long used;
 			int known;	/* dev and ino are fd's */
 			dev_t dev;
 			ino_t ino;
-		} e[4];
-	} leaves;
+		} *e;
+	} buckets;
 	/* spool_set_progress(): told how a long run goes */
 	void (*progress)(void *arg, const char *what, size_t done,
 	    size_t total);
@@ -124,23 +151,29 @@ struct abuf {
 	size_t len, size;
 };
 
-/*
- * io.c: system calls as the spool needs them (EINTR retried, short writes
- * completed, syncs counted), the no-replace move, modes, and the test
- * hooks.
- */
-extern struct spool_counters counters;
+/* hooks.c: the clock, and the test build's hooks (tests/README.md) */
 int64_t now_ms(void);
 void crash_point(const char *name);
+long hook_skip_sync(void);
+int hook_no_uring(void);
+int hook_ring_tested(void);
+int hook_ring_result(int res);
+long hook_syncfs_min(void);
+int hook_no_noreplace(void);
+const char *hook_mountinfo(void);
+int64_t hook_lock_wait(void);
+int hook_clock(void);
+const char *hook_boot_id(void);
+
+/*
+ * io.c: system calls as the spool needs them (EINTR retried, short writes
+ * completed), listings, bounded locks, modes, the no-replace move
+ */
+extern struct spool_counters counters;
 ssize_t read_full(int fd, void *buf, size_t n);
 int read_small(int dirfd, const char *name, char *buf, size_t size);
 int write_all(int fd, const void *buf, size_t n);
 int write_at(int fd, const void *buf, size_t n, off_t off);
-int sync_fd(int fd);
-int psync(struct spool *sp, const int *fds, size_t n, size_t ndirs,
-    int *errs);
-void ring_free(struct spool *sp);
-int sync_dir(int dirfd, const char *rel);
 int close_fd(int fd);
 int sys_openat(int dirfd, const char *path, int flags, mode_t mode);
 ssize_t sys_pread(int fd, void *buf, size_t n, off_t off);
@@ -158,148 +191,34 @@ void sort_by_id(size_t *order, size_t n, const char **ids);
 DIR *dir_list(int dirfd);
 struct dirent *dir_next(DIR *d);
 
-/* valid.c: the names of states and reasons as the sidecar spells them */
-int state_from_name(const char *s, size_t len);
-int reason_from_name(const char *s);
-
-/* payload.c: a payload's size and checksum */
-int payload_copy(int from, int to, uint64_t *size, uint64_t *sum);
-int payload_sum(int fd, uint64_t *size, uint64_t *sum);
-int payload_sum_at(int dirfd, const char *name, uint64_t *size,
-    uint64_t *sum);
-int payload_matches(int fd, const struct rec *r, int full);
-
-/* tokens.c: the spool-wide token counter (format 2) */
-struct tokens {
-	uint64_t next;		/* every token handed out is below it */
-	uint64_t last;		/* the last token taken, if boot is ours */
-	char boot[64];		/* the boot ID of the machine that took it */
-};
-int tokens_parse(const char *text, size_t len, struct tokens *c);
-int tokens_text(char *buf, size_t size, uint64_t next);
-int token_take(struct spool *sp, const uint64_t *hi, size_t n,
-    uint64_t *tok);
-int tokens_raise(struct spool *sp, uint64_t floor);
-
-/* hosts.c: this host's entry in hosts/ (multi-host mode) */
-int host_register(struct spool *sp);
-
-/* open.c: a small file in the top directory, written by rename */
-int write_top_file(struct spool *sp, const char *name, const char *text,
-    int replace);
-
-/* queue.c: the directories a call must fsync before it returns */
+/*
+ * sync.c: the syncs of a wait, the directories a call must sync, and a
+ * small file of the top directory written durably
+ */
 struct dirset {
 	char **names;		/* relative to the spool's top directory */
 	size_t n;
 };
+int sync_fd(int fd);
+int psync(struct spool *sp, const int *fds, size_t n, size_t ndirs,
+    int *errs);
+void ring_free(struct spool *sp);
+int sync_dir(int dirfd, const char *rel);
 int dirset_add(struct dirset *ds, const char *rel);
 int dirset_sync(struct spool *sp, struct dirset *ds);
-int commit_sync(struct spool *sp, const int *files, size_t nfiles,
-    int *errs, struct dirset *ds, struct abuf *ab);
 void dirset_free(struct dirset *ds);
+int write_top_file(struct spool *sp, const char *name, const char *text,
+    int replace);
 
-/* queue.c: moving a job's file into new/, and walking new/'s buckets */
-int publish_new(struct spool *sp, int fromfd, const char *from,
-    const char *id, int64_t eligible, struct dirset *ds);
-int64_t backoff_ms(struct spool *sp, int attempt);
-int bucket_walk(struct spool *sp, int64_t until, int64_t prune_now,
-    int (*leaf)(void *arg, int leaffd, int64_t start), void *arg);
-int bucket_walk_all(struct spool *sp,
-    int (*leaf)(void *arg, int leaffd, int64_t start),
-    int (*stray)(void *arg, const char *dir, const char *name), void *arg);
-
-/* names.c: where a job's file is, for each state */
-struct stat;
-struct place {
-	int dirfd;
-	int close;		/* dirfd is ours to close */
-	int kept;		/* dirfd is a leaf sp->leaves keeps open */
-	char name[NAME_MAX_SPOOL];
-};
-int bucket_rel(char *buf, size_t len, int64_t eligible);
-int64_t bucket_start(uint64_t top, unsigned mid, unsigned leaf);
-int leaf_name(char *buf, size_t len, const char *id, int64_t eligible);
-int parse_new_name(const char *name, char *id, int64_t *eligible);
-int parse_leased_name(const char *name, char *id, uint64_t *token);
-int open_bucket(struct spool *sp, int64_t eligible, int create);
-int leaf_fd(struct spool *sp, int64_t eligible, int create, int *owned);
-int leaf_stale(struct spool *sp, int fd);
-int leaf_current(struct spool *sp, int64_t eligible, int fd);
-void leaf_seed(struct spool *sp, int64_t start, int fd);
-void leaves_hold(struct spool *sp);
-void leaves_drop(struct spool *sp);
-int place_of(struct spool *sp, const char *id, const struct rec *r,
-    struct place *p);
-int place_again(struct spool *sp, const char *id, const struct rec *r,
-    struct place *p);
-void place_done(struct place *p);
-int place_name(char *buf, size_t len, const char *id, const struct rec *r);
-int place_look(struct spool *sp, const char *id, const struct rec *r,
-    struct place *p);
-int place_stat(struct spool *sp, const char *id, const struct rec *r,
-    struct stat *st);
-int sync_place(struct spool *sp, const struct rec *r);
+/* valid.c: the names of states and reasons as the sidecar spells them */
+int state_from_name(const char *s, size_t len);
+int reason_from_name(const char *s);
 
 /* record.c: the sidecar record, one line to a struct rec and back */
 int rec_parse(const char *line, size_t len, struct rec *r);
 size_t rec_format(char *buf, size_t len, const struct rec *r);
 int rec_same_place(const struct rec *a, const struct rec *b);
 int dec18(const char *s, size_t len, int64_t *v);
-
-/* meta.c: the sidecar, opened, locked, read, settled and appended to */
-int job_open(struct spool *sp, const char *id, int create, int nonblock,
-    struct job *j, struct abuf *ab);
-void job_close(struct job *j);
-int job_peek(struct spool *sp, const char *id, struct job *j);
-int job_read(struct spool *sp, const char *id, int lock, struct job *j);
-int job_locate(struct spool *sp, struct job *j);
-int fold_records(struct job *j, const char *buf, size_t len);
-int job_settle(struct spool *sp, struct job *j, struct abuf *ab);
-int job_record(struct job *j, const struct rec *r);
-int job_write(struct job *j);
-int job_commit(struct job *j);
-int job_move(struct spool *sp, struct job *j, struct dirset *ds);
-int job_finished(const struct job *j, uint64_t tok, int out);
-void rec_next(const struct job *j, struct rec *r, int ev, int64_t now);
-
-/* batch.c: lock in ID order, one transition each, one group commit */
-struct batch {
-	size_t n;
-	/* item i's ID (NULL if the item is invalid) and result */
-	const char *(*item)(struct batch *b, size_t i,
-	    struct spool_result **res);
-	int (*one)(struct spool *sp, struct job *j, size_t i, struct batch *b);
-	void *arg;			/* the caller's items */
-	const struct spool_operator *op;
-	const void *extra;		/* what else one() needs */
-	const char *name;		/* "finish": names the crash points */
-	int onewait;			/* records synced with the moves: only
-					   for moves out of new/ and leased/ */
-	const size_t *only;		/* this round's items, ascending */
-	size_t nonly;
-	int64_t now;
-	struct dirset ds;
-	struct abuf ab;
-};
-int batch_run(struct spool *sp, struct batch *b);
-int batch_items(struct spool *sp, const struct spool_operator *op,
-    struct spool_item *items, size_t n, const char *name, int onewait,
-    int (*one)(struct spool *sp, struct job *j, size_t i, struct batch *b),
-    const void *extra);
-void refuse(struct spool_result *res, int refusal, const struct job *j);
-int changed_since(struct spool_item *it, const struct job *j);
-void failed(struct spool_result *res, int err, int changed);
-
-/* redrive.c, drop.c: the records of a redrive and a drop */
-void rec_redrive(const struct job *j, struct rec *r, int64_t now,
-    const char *by, const char *note);
-void rec_drop(const struct job *j, struct rec *r, int64_t now,
-    const char *by, const char *note);
-
-/* finish.c: the refusal a finish or renew with this token gets, if any */
-int lease_refusal(const struct job *j, uint64_t token,
-    struct spool_result *res);
 
 /* audit.c: the audit line's one writer (its parser is spool.h's) */
 int audit_add(struct abuf *ab, struct spool *sp, const char *id,
@@ -335,14 +254,140 @@ int audit_scan(struct spool *sp, struct audit_mark *m,
     int (*fn)(void *arg, const char *line, size_t len), void *arg);
 void audit_mark_free(struct audit_mark *m);
 
+/* tokens.c: the spool-wide token counter (format 2) */
+struct tokens {
+	uint64_t next;		/* every token handed out is below it */
+	uint64_t last;		/* the last token taken, if boot is ours */
+	char boot[64];		/* the boot ID of the machine that took it */
+};
+int tokens_parse(const char *text, size_t len, struct tokens *c);
+int tokens_text(char *buf, size_t size, uint64_t next);
+int token_take(struct spool *sp, const uint64_t *hi, size_t n,
+    uint64_t *tok);
+int tokens_raise(struct spool *sp, uint64_t floor);
+
+/* payload.c: a payload's size and checksum */
+int payload_copy(int from, int to, uint64_t *size, uint64_t *sum);
+int payload_sum(int fd, uint64_t *size, uint64_t *sum);
+int payload_sum_at(int dirfd, const char *name, uint64_t *size,
+    uint64_t *sum);
+int payload_matches(int fd, const struct rec *r, int full);
+
+/* names.c: the names of a job's file, made and parsed */
+int bucket_rel(char *buf, size_t len, int64_t eligible);
+int64_t bucket_start(uint64_t top, unsigned mid, unsigned leaf);
+int leaf_name(char *buf, size_t len, const char *id, int64_t eligible);
+int parse_new_name(const char *name, char *id, int64_t *eligible);
+int parse_leased_name(const char *name, char *id, uint64_t *token);
+int place_name(char *buf, size_t len, const char *id, const struct rec *r);
+
+/* newtree.c: new/'s buckets, opened, kept, filled and walked */
+int open_bucket(struct spool *sp, int64_t eligible, int create);
+void buckets_hold(struct spool *sp);
+void buckets_drop(struct spool *sp);
+void buckets_widen(struct spool *sp);
+void buckets_free(struct spool *sp);
+int leaf_fd(struct spool *sp, int64_t eligible, int create, int *owned);
+int leaf_stale(struct spool *sp, int fd);
+int leaf_current(struct spool *sp, int64_t eligible, int fd);
+void leaf_seed(struct spool *sp, int64_t start, int fd);
+int publish_new(struct spool *sp, int fromfd, const char *from,
+    const char *id, int64_t eligible, struct dirset *ds);
+int bucket_walk(struct spool *sp, int64_t until, int64_t prune_now,
+    int (*leaf)(void *arg, int leaffd, int64_t start), void *arg);
+int bucket_walk_all(struct spool *sp,
+    int (*leaf)(void *arg, int leaffd, int64_t start),
+    int (*stray)(void *arg, const char *dir, const char *name), void *arg);
+
+/* place.c: where a job's file is, on disk */
+struct stat;
+struct place {
+	int dirfd;
+	int close;		/* dirfd is ours to close */
+	int kept;		/* dirfd is a leaf sp->buckets keeps open */
+	char name[NAME_MAX_SPOOL];
+};
+int place_of(struct spool *sp, const char *id, const struct rec *r,
+    struct place *p);
+int place_again(struct spool *sp, const char *id, const struct rec *r,
+    struct place *p);
+void place_done(struct place *p);
+int place_stat(struct spool *sp, const char *id, const struct rec *r,
+    struct stat *st);
+int sync_place(struct spool *sp, const struct rec *r);
+
+/* sidecar.c: a job's sidecar, opened, locked, read, settled, appended to */
+int job_open(struct spool *sp, const char *id, int create, int nonblock,
+    struct job *j, struct abuf *ab);
+void job_close(struct job *j);
+int job_peek(struct spool *sp, const char *id, struct job *j);
+int job_read(struct spool *sp, const char *id, int lock, struct job *j);
+int job_locate(struct spool *sp, struct job *j);
+int fold_records(struct job *j, const char *buf, size_t len);
+int job_settle(struct spool *sp, struct job *j, struct abuf *ab);
+int job_record(struct job *j, const struct rec *r);
+int job_write(struct job *j);
+int job_commit(struct job *j);
+int job_move(struct spool *sp, struct job *j, struct dirset *ds);
+int job_finished(const struct job *j, uint64_t tok, int out);
+void rec_next(const struct job *j, struct rec *r, int ev, int64_t now);
+
+/* commit.c: a transition's one wait */
+int commit_sync(struct spool *sp, const int *files, size_t nfiles,
+    int *errs, struct dirset *ds, struct abuf *ab);
+
+/* hosts.c: several hosts: the file-system check, this host's hosts/ entry */
+int host_register(struct spool *sp);
+
+/* open.c: a handle: its directories, config and host ID */
+#define NSUBDIRS	7
+extern const char *const subdirs[NSUBDIRS];
+int open_top(const char *dir);
+int read_format(int dirfd);
+
+/* batch.c: lock in ID order, one transition each, one group commit */
+struct batch {
+	size_t n;
+	/* item i's ID (NULL if the item is invalid) and result */
+	const char *(*item)(struct batch *b, size_t i,
+	    struct spool_result **res);
+	int (*one)(struct spool *sp, struct job *j, size_t i, struct batch *b);
+	void *arg;			/* the caller's items */
+	const struct spool_operator *op;
+	const void *extra;		/* what else one() needs */
+	const char *name;		/* "finish": names the crash points */
+	int onewait;			/* records synced with the moves: only
+					   for moves out of new/ and leased/ */
+	const size_t *only;		/* this round's items, ascending */
+	size_t nonly;
+	int64_t now;
+	struct dirset ds;
+	struct abuf ab;
+};
+int batch_run(struct spool *sp, struct batch *b);
+int batch_items(struct spool *sp, const struct spool_operator *op,
+    struct spool_item *items, size_t n, const char *name, int onewait,
+    int (*one)(struct spool *sp, struct job *j, size_t i, struct batch *b),
+    const void *extra);
+void refuse(struct spool_result *res, int refusal, const struct job *j);
+int changed_since(struct spool_item *it, const struct job *j);
+void failed(struct spool_result *res, int err, int changed);
+
+/* finish.c: the refusal a finish or renew with this token gets, if any */
+int lease_refusal(const struct job *j, uint64_t token,
+    struct spool_result *res);
+
+/* redrive.c, drop.c: the records of a redrive and a drop */
+void rec_redrive(const struct job *j, struct rec *r, int64_t now,
+    const char *by, const char *note);
+void rec_drop(const struct job *j, struct rec *r, int64_t now,
+    const char *by, const char *note);
+
 /* info.c: what a job read and located says of it */
 int info_fill(struct spool *sp, struct job *j, int ev0, int history,
     struct spool_job_info *in);
 
-/* look.c: the listings' lean look at a job (spool-layout.md, "Readers") */
-struct look *look_new(void);
-void look_free(struct look *lk);
-int look_leaf(struct spool *sp, struct look *lk, int64_t eligible);
+/* list.c: the listings' lean look at a job (spool-layout.md, "Readers") */
 int look_locked(struct spool *sp, const char *id, struct job *j);
 int look_job(struct spool *sp, enum spool_state state,
     int dirfd, int64_t start, const char *id, const char *file, int history,

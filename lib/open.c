@@ -1,12 +1,15 @@
 /*
- * Opening and creating a spool.  A spool is recognised by its format file,
- * which the init writes last: a directory without it is not a spool, even
- * if an interrupted init left the state directories behind.  Defaults come
- * from the config file, written by spool-init and edited by people.
+ * Opening a spool: its top directory, never through a symlink; its format
+ * file, without which it is not a spool; its state directories, held open
+ * for the handle's life; and its config, written by spool-init and edited
+ * by people, whose defaults the handle keeps.  Also the host ID that
+ * names this writer's audit file, and the system clock's state, which
+ * the workers and spool-stat show.
  */
 #define _GNU_SOURCE
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/timex.h>
 #include <sys/utsname.h>
 
 #include <dirent.h>
@@ -21,27 +24,10 @@
 
 #include "internal.h"
 
-static const char *const subdirs[] = {
+/* The state directories, as the handle holds them (spool_open). */
+const char *const subdirs[NSUBDIRS] = {
 	"tmp", "new", "leased", "done", "dead", "meta", "audit"
 };
-#define NSUBDIRS	(sizeof(subdirs) / sizeof(subdirs[0]))
-
-/* The only names a spool's top directory holds. */
-static const char *const topnames[] = {
-	"format", "config", "next-expiry", "paused", "tokens", "tmp", "new",
-	"leased", "done", "dead", "meta", "audit", "quarantine", "hosts"
-};
-
-static const char default_config[] =
-    "# Defaults of this spool; see spool(7).  Durations take ms s m h d.\n"
-    "lease=30s\n"
-    "max-attempts=5\n"
-    "deadline=7d\n"
-    "backoff=1s\n"
-    "backoff-max=1h\n"
-    "# Free space and inodes kept for draining: enqueue stops below them.\n"
-    "reserve=16M\n"
-    "reserve-inodes=1000\n";
 
 /* A config value yes or no: 1 or 0; -1 for anything else. */
 static int
@@ -226,7 +212,7 @@ set_host(struct spool *sp)
 }
 
 /* The spool's own directory, not through a symlink (EMLINK then). */
-static int
+int
 open_top(const char *dir)
 {
 	struct stat st;
@@ -247,7 +233,7 @@ open_top(const char *dir)
  * The spool's format, 1 or 2 (spool-layout.md, "Formats"); -1 with
  * ENODATA if dirfd is not a spool, EPROTO if it is of another format.
  */
-static int
+int
 read_format(int dirfd)
 {
 	char buf[64];
@@ -352,7 +338,7 @@ spool_close(struct spool *sp)
 		if (fds[i] != -1)
 			(void)close_fd(fds[i]);	/* read, or synced */
 	ring_free(sp);
-	look_free(sp->look);
+	buckets_free(sp);
 	free(sp->path);
 	free(sp);
 }
@@ -383,180 +369,34 @@ spool_config_line(const char *dir)
 	return parse_config(&tmp, cfg, &bad) == -1 ? bad : 0;
 }
 
-/*
- * Write a small file durably: tmp/, fsync, rename into the top directory,
- * fsync that.  replace: a file of that name may be replaced (the pause).
- */
-int
-write_top_file(struct spool *sp, const char *name, const char *text,
-    int replace)
+void
+spool_settings(struct spool *sp, struct spool_settings *s)
 {
-	int tmpfd = sp->tmpfd;
-	char tmp[64];
-	int fd, e;
-
-	(void)snprintf(tmp, sizeof(tmp), "%s,%ld", name, (long)getpid());
-	(void)sys_unlinkat(tmpfd, tmp,
-	    0);	/* a leftover of a crashed init */
-	fd = sys_openat(tmpfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
-	    O_NOFOLLOW, 0666);
-	if (fd == -1)
-		return -1;
-	if (file_mode(sp, fd, 0664) == -1 ||
-	    write_all(fd, text, strlen(text)) == -1 || sync_fd(fd) == -1) {
-		e = errno;
-		(void)close_fd(fd);
-		(void)sys_unlinkat(tmpfd, tmp, 0);
-		errno = e;
-		return -1;
-	}
-	if (close_fd(fd) == -1 || (replace ?
-	    sys_renameat(tmpfd, tmp, sp->dirfd, name, 0) :
-	    move_noreplace(tmpfd, tmp, sp->dirfd, name)) == -1) {
-		e = errno;
-		(void)sys_unlinkat(tmpfd, tmp, 0);
-		errno = e;
-		return -1;
-	}
-	return sync_dir(sp->dirfd, ".");
-}
-
-static int
-check_empty_or_ours(int dirfd)
-{
-	struct dirent *de;
-	DIR *d;
-	size_t i;
-	int ours = 1, e;
-
-	if ((d = dir_list(dirfd)) == NULL)
-		return -1;
-	while (ours && (errno = 0, de = dir_next(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		for (ours = 0, i = 0; i < sizeof(topnames) / sizeof(topnames[0]);
-		    i++)
-			if (strcmp(de->d_name, topnames[i]) == 0)
-				ours = 1;
-	}
-	e = errno;	/* 0 unless the listing failed */
-	(void)closedir(d);	/* read-only */
-	if (e != 0) {
-		errno = e;
-		return -1;
-	}
-	if (!ours) {
-		errno = EEXIST;
-		return -1;
-	}
-	return 0;
-}
-
-/* Make the new spool's own name durable. */
-static int
-sync_parent(const char *dir)
-{
-	char *copy, *slash;
-	int fd, r, e;
-
-	if ((copy = strdup(dir)) == NULL)
-		return -1;
-	for (slash = copy + strlen(copy); slash > copy + 1 && slash[-1] == '/';)
-		*--slash = '\0';
-	if ((slash = strrchr(copy, '/')) == NULL)
-		strcpy(copy, ".");
-	else if (slash == copy)
-		slash[1] = '\0';
-	else
-		*slash = '\0';
-	/* The parent is the user's: it may be reached through symlinks. */
-	fd = sys_openat(AT_FDCWD, copy, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-	free(copy);
-	if (fd == -1)
-		return -1;
-	r = sync_fd(fd);
-	e = errno;
-	(void)close_fd(fd);
-	errno = e;
-	return r;
+	s->lease_ms = sp->lease_ms;
+	s->deadline_ms = sp->deadline_ms;
+	s->backoff_ms = sp->backoff_ms;
+	s->backoff_max_ms = sp->backoff_max_ms;
+	s->max_attempts = sp->max_attempts;
+	s->multi_host = sp->multi_host;
+	s->skew_ms = sp->skew_ms;
+	s->host = sp->host;
 }
 
 int
-spool_init(const char *dir, const char *groupname)
+spool_clock(int64_t *maxerror_ms)
 {
-	struct spool sp;
-	struct group *gr = NULL;
-	char buf[64];
-	size_t i;
-	int made, fd, tmpfd = -1, format = 2, fresh = 0, e;
+	struct timex tx;
+	int r;
 
-	memset(&sp, 0, sizeof(sp));
-	sp.group = groupname != NULL;
-	if (groupname != NULL && (gr = getgrnam(groupname)) == NULL) {
-		errno = ESRCH;
-		return -1;
+	if ((r = hook_clock()) != -1) {
+		*maxerror_ms = 16;	/* a test's clock of known state */
+		return r;
 	}
-	made = sys_mkdirat(AT_FDCWD, dir, sp.group ? 02770 : 0777) == 0;
-	if (!made && errno != EEXIST)
-		return -1;
-	if ((sp.dirfd = open_top(dir)) == -1)
-		return -1;
-	/* A spool already, of either format, is completed as it is. */
-	if ((format = read_format(sp.dirfd)) == -1) {
-		if (errno != ENODATA || check_empty_or_ours(sp.dirfd) == -1)
-			goto fail;
-		format = 2;
-		fresh = 1;
+	memset(&tx, 0, sizeof(tx));
+	if ((r = adjtimex(&tx)) == -1) {
+		*maxerror_ms = -1;
+		return 0;
 	}
-	if (gr != NULL && (fchown(sp.dirfd, (uid_t)-1, gr->gr_gid) == -1 ||
-	    fchmod(sp.dirfd, 02770) == -1))
-		goto fail;
-	for (i = 0; i < NSUBDIRS; i++) {
-		if (mkdir_mode(&sp, sp.dirfd, subdirs[i]) == -1) {
-			if (errno != EEXIST)
-				goto fail;
-			if (gr != NULL && (fchownat(sp.dirfd, subdirs[i],
-			    (uid_t)-1, gr->gr_gid, AT_SYMLINK_NOFOLLOW) == -1 ||
-			    fchmodat(sp.dirfd, subdirs[i], 02770, 0) == -1))
-				goto fail;
-		}
-		if ((fd = sys_openat(sp.dirfd, subdirs[i], O_RDONLY |
-		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0)) == -1)
-			goto fail;
-		if (i == 0)
-			tmpfd = fd;
-		else
-			(void)close_fd(fd);	/* read-only directory */
-	}
-	sp.tmpfd = tmpfd;
-	if (faccessat(sp.dirfd, "config", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
-	    write_top_file(&sp, "config", default_config, 0) == -1)
-		goto fail;
-	/*
-	 * A new spool's counter: no token has been handed out.  Never on a
-	 * spool that exists: its counter, if lost, is spool-fsck's to make
-	 * again, above every token it may have handed out.
-	 */
-	if (fresh && faccessat(sp.dirfd, "tokens", F_OK,
-	    AT_SYMLINK_NOFOLLOW) == -1 && (tokens_text(buf, sizeof(buf),
-	    1) == -1 || write_top_file(&sp, "tokens", buf, 0) == -1))
-		goto fail;
-	/* The format file last: until it is there, this is not a spool. */
-	if (sync_dir(sp.dirfd, ".") == -1)
-		goto fail;
-	if (faccessat(sp.dirfd, "format", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
-	    write_top_file(&sp, "format", "2\n", 0) == -1)
-		goto fail;
-	if (made && sync_parent(dir) == -1)
-		goto fail;
-	(void)close_fd(tmpfd);
-	(void)close_fd(sp.dirfd);
-	return 0;
-fail:
-	e = errno;
-	if (tmpfd != -1)
-		(void)close_fd(tmpfd);
-	(void)close_fd(sp.dirfd);
-	errno = e;
-	return -1;
+	*maxerror_ms = tx.maxerror / 1000;	/* microseconds */
+	return r != TIME_ERROR && (tx.status & STA_UNSYNC) == 0;
 }

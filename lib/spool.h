@@ -526,6 +526,24 @@ int spool_list_jobs(struct spool *sp, enum spool_state state, int history,
     const struct spool_job_info *info), void *arg);
 
 /*
+ * What a look at every job by its sidecar cannot see, counted, not judged
+ * (spool-fsck says what each is): files of a job whose sidecar is gone
+ * or emptied, in any state; files at the top of new/, where only buckets
+ * belong, that no sidecar names; and files in quarantine/, which
+ * spool-fsck --repair put there for a person to look at.  seen[state],
+ * if not NULL, is how many jobs a walk of spool_list_jobs(SPOOL_ABSENT)
+ * found in each state (SPOOL_NEW to SPOOL_DEAD): a state that holds that
+ * many files is not listed again.  0, or -1 with errno.
+ */
+struct spool_census {
+	long orphans;		/* job files whose sidecar is gone */
+	long loose;		/* files at new/'s top that no sidecar names */
+	long quarantined;	/* files in quarantine/ */
+};
+int spool_census(struct spool *sp, const long *seen,
+    struct spool_census *c);
+
+/*
  * Check every invariant of spool-layout.md; say(arg, what, problem, fixed)
  * is called once per violation (what: a job ID or a path; fixed: 1 if
  * repaired), and with fixed SPOOL_FSCK_NOTE for what is no violation but
@@ -580,7 +598,7 @@ const char *spool_refusal_name(int refusal);	/* a short phrase */
 const char *spool_event_name(int event);	/* "enqueue", "reclaim" ... */
 int spool_event_from_name(const char *s);
 
-/* The spool's clock, ms since the epoch (SPOOL_TEST_NOW pins it). */
+/* The spool's clock, ms since the epoch. */
 int64_t spool_now(void);
 
 /* Counters of the system calls that cost: for benchmarks and tests. */

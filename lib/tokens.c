@@ -43,7 +43,7 @@ boot_id(void)
 	static int done;
 	const char *s;
 
-	if ((s = getenv("SPOOL_TEST_BOOT_ID")) != NULL)
+	if ((s = hook_boot_id()) != NULL)
 		return s;
 	if (done)
 		return id;
@@ -294,111 +294,4 @@ tokens_raise(struct spool *sp, uint64_t floor)
 	return put_tokens(sp, text, len, n, text);
 out:
 	return put_tokens(sp, NULL, 0, 0, NULL);
-}
-
-/* The highest token a sidecar or a lease's name holds, into *max. */
-static int
-highest_held(struct spool *sp, uint64_t *max)
-{
-	char id[SPOOL_ID_MAX + 1];
-	struct dirent *de;
-	struct job j;
-	uint64_t tok;
-	DIR *d;
-	int rv = 0;
-
-	*max = 0;
-	if ((d = dir_list(sp->metafd)) == NULL)
-		return -1;
-	while (rv == 0 && (errno = 0, de = dir_next(d)) != NULL) {
-		if (!spool_valid_id(de->d_name))
-			continue;
-		if (job_read(sp, de->d_name, LOCK_SH, &j) == -1) {
-			/* Gone meanwhile; or damaged, which fsck reports. */
-			if (errno != ENOENT && errno != EUCLEAN)
-				rv = -1;
-			continue;
-		}
-		if (j.hi > *max)
-			*max = j.hi;
-		job_close(&j);
-	}
-	if (rv == 0 && errno != 0)
-		rv = -1;
-	(void)closedir(d);	/* read-only */
-	if (rv == -1 || (d = dir_list(sp->leasedfd)) == NULL)
-		return -1;
-	while ((errno = 0, de = dir_next(d)) != NULL)
-		if (parse_leased_name(de->d_name, id, &tok) == 0 && tok > *max)
-			*max = tok;
-	rv = errno != 0 ? -1 : 0;
-	(void)closedir(d);	/* read-only */
-	return rv;
-}
-
-/*
- * Format 2 keeps no sidecar of a purged job: remove those format 1 kept
- * (each under its lock, as a purge does), then make their removal durable.
- */
-static int
-forget_purged_sidecars(struct spool *sp)
-{
-	struct dirent *de;
-	struct job j;
-	DIR *d;
-	int rv = 0, forgot = 0;
-
-	if ((d = dir_list(sp->metafd)) == NULL)
-		return -1;
-	while (rv == 0 && (errno = 0, de = dir_next(d)) != NULL) {
-		if (!spool_valid_id(de->d_name))
-			continue;
-		if (job_open(sp, de->d_name, 0, 0, &j, NULL) == -1) {
-			if (errno != ENOENT && errno != EUCLEAN)
-				rv = -1;
-			continue;
-		}
-		if (j.cur.ev == SPOOL_EV_PURGE) {
-			if (sys_unlinkat(sp->metafd, j.id, 0) == -1)
-				rv = -1;
-			forgot = 1;
-		}
-		job_close(&j);
-	}
-	if (rv == 0 && errno != 0)
-		rv = -1;
-	(void)closedir(d);	/* read-only */
-	return rv == 0 && forgot ? sync_dir(sp->metafd, ".") : rv;
-}
-
-/*
- * Format 1 to 2: the counter starts above every token the sidecars and
- * leases hold, and TOKENS_RACE more, for claims of format 1 that a command
- * of the old version makes while the scan runs; then the format says 2;
- * then the sidecars of purged jobs go.  Each step is durable before the
- * next, and a rerun redoes what is left.
- */
-#define TOKENS_RACE	((uint64_t)1 << 20)
-
-int
-spool_upgrade(const char *dir)
-{
-	struct spool *sp;
-	char text[256];
-	uint64_t max;
-	int rv = -1, e;
-
-	if ((sp = spool_open(dir)) == NULL)
-		return -1;
-	if (sp->format == 1 && highest_held(sp, &max) == 0 &&
-	    tokens_text(text, sizeof(text), max + 1 + TOKENS_RACE) != -1 &&
-	    write_top_file(sp, "tokens", text, 1) == 0 &&
-	    write_top_file(sp, "format", "2\n", 1) == 0)
-		sp->format = 2;
-	if (sp->format == 2 && forget_purged_sidecars(sp) == 0)
-		rv = 0;
-	e = errno;
-	spool_close(sp);
-	errno = e;
-	return rv;
 }

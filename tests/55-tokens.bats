@@ -200,7 +200,7 @@ EOF
 	mkdir "$BATS_TEST_TMPDIR/p"
 	for i in $(seq 1 1000); do echo "$i" >"$BATS_TEST_TMPDIR/p/$i"; done
 	(cd "$BATS_TEST_TMPDIR/p" && ls | xargs -n 250 env SPOOL_TEST_NOW=$T \
-	    "$BATS_TEST_DIRNAME/../bin/spool-enqueue") >/dev/null
+	    "$BATS_TEST_DIRNAME/bin/spool-enqueue") >/dev/null
 	for k in 1 2 3 4; do
 		at_ms "$T" spool-claim -n 250 --owner w:1 | cut -f1,2 |
 		    sed 's/$/ ok/' | at_ms "$T" spool-finish - >/dev/null

@@ -94,10 +94,10 @@ opened() {
 		as() { "$@"; }
 	fi
 	for cmd in spool-ls spool-claim; do
-		run -100 --separate-stderr as "$BATS_TEST_DIRNAME/../bin/$cmd" -d "$SPOOL_DIR"
+		run -100 --separate-stderr as "$BATS_TEST_DIRNAME/bin/$cmd" -d "$SPOOL_DIR"
 		[ "$stderr" = "$cmd: $SPOOL_DIR: Permission denied" ]
 	done
-	run -3 --separate-stderr as "$BATS_TEST_DIRNAME/../bin/spool-stat" -d "$SPOOL_DIR" --crit 'dead>0'
+	run -3 --separate-stderr as "$BATS_TEST_DIRNAME/bin/spool-stat" -d "$SPOOL_DIR" --crit 'dead>0'
 	[ "$output" = "SPOOL UNKNOWN - $SPOOL_DIR: Permission denied" ]
 	chmod 755 "$SPOOL_DIR"
 }
@@ -108,11 +108,11 @@ opened() {
 	# Out of descriptors once the spool's directory is open: EMFILE.
 	few() { bash -c 'exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; ulimit -n 4; exec "$@"' few "$@"; }
 	for cmd in spool-ls spool-claim; do
-		run -111 --separate-stderr few "$BATS_TEST_DIRNAME/../bin/$cmd" -d "$SPOOL_DIR"
+		run -111 --separate-stderr few "$BATS_TEST_DIRNAME/bin/$cmd" -d "$SPOOL_DIR"
 		[ "$output" = "" ]
 		[ "$stderr" = "$cmd: $SPOOL_DIR: Too many open files" ]
 	done
-	run -3 --separate-stderr few "$BATS_TEST_DIRNAME/../bin/spool-stat" -d "$SPOOL_DIR" --crit 'dead>0'
+	run -3 --separate-stderr few "$BATS_TEST_DIRNAME/bin/spool-stat" -d "$SPOOL_DIR" --crit 'dead>0'
 	[ "$output" = "SPOOL UNKNOWN - $SPOOL_DIR: Too many open files" ]
 	[ "$(cd "$SPOOL_DIR" && snapshot)" = "$before" ]
 }

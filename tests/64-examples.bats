@@ -293,7 +293,7 @@ sleep)	awk -v s="\$1" '{ printf "%.0f\n", \$1 + s * 1000 }' "\$clock" >"\$clock.
 spool-enqueue)
 	echo \$((\$(cat "\$clock") + 5000)) >"\$clock" ;;
 esac
-SPOOL_TEST_NOW=\$(cat "\$clock") exec "$TOP/bin/\$(basename "\$0")" "\$@"
+SPOOL_TEST_NOW=\$(cat "\$clock") exec "$TOP/tests/bin/\$(basename "\$0")" "\$@"
 EOT
 	chmod +x "$bin/clocked"
 	for c in sleep spool-init spool-enqueue spool-claim spool-finish; do
@@ -439,7 +439,7 @@ EOT
 	: >"$BATS_TEST_TMPDIR/posts"
 	spool-enqueue --id unit-1 <<<"event=unit" >/dev/null
 	cmd=$(sed -n '/^ExecStart=/,/[^\\]$/p' <<<"$EX_TEXT" | sed 's/^ExecStart=//; s/\\$//' |
-	    tr -d '\n' | sed "s|%i|hooks|g; s|/usr/local/bin/|$TOP/bin/|
+	    tr -d '\n' | sed "s|%i|hooks|g; s|/usr/local/bin/|$TOP/tests/bin/|
 		s|/var/spool/hooks|$SPOOL_DIR|; s|/etc/spool-run/hooks|$BATS_TEST_TMPDIR/hooks|")
 	serve_until unit-1 "$cmd"
 	[ "$(cat "$BATS_TEST_TMPDIR/posts")" = "event=unit" ]

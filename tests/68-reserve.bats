@@ -14,7 +14,7 @@ setup() {
 		fi
 		skip "not root: the reserve test mounts a tmpfs (in CI, with CI=true, this fails instead)"
 	fi
-	export PATH="$BATS_TEST_DIRNAME/../bin:$PATH"
+	export PATH="$BATS_TEST_DIRNAME/bin:$PATH"
 	export SPOOL_HOST=testhost
 	unset SPOOL_TEST_CRASH SPOOL_TEST_NOW SPOOL_TEST_NOREPLACE
 	MNT=$BATS_TEST_TMPDIR/mnt

@@ -319,6 +319,22 @@ EOF
 	[ "$(head -n 1 "$ROOT/debian/changelog")" = "spool ($v) unstable; urgency=medium" ]
 }
 
+@test "the installed library and commands have no test hooks, and ignore them" {
+	run -0 strings "$D/usr/local/lib/libspool.a" \
+	    "$D/usr/local/lib/libspool.so.0" "$D/usr/local/bin/spool-enqueue"
+	[ -n "$output" ]
+	run -1 grep -c SPOOL_TEST <<<"$output"
+	[ "$output" = 0 ]
+	# A pinned clock and a crash point, set for the installed command:
+	# it enqueues at the real time, and lives.
+	before=$(date +%s%3N)
+	echo x | SPOOL_TEST_NOW=1000 SPOOL_TEST_CRASH=enqueue-recorded \
+	    "$D/usr/local/bin/spool-enqueue" --id hooked
+	run -0 "$D/usr/local/bin/spool-show" --json hooked
+	created=$(sed 's/.*"created":\([0-9]*\).*/\1/' <<<"$output")
+	[ "$created" -ge "$before" ]
+}
+
 @test "make uninstall removes every file that make install put there" {
 	mk uninstall DESTDIR="$D" >/dev/null
 	[ "$(find "$D" ! -type d)" = "" ]

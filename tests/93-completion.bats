@@ -53,7 +53,7 @@ offers() {
 # done, p1 and p2 parked, g1 purged (gone, sidecar and all).
 setup_file() {
 	local id
-	export PATH="$BATS_TEST_DIRNAME/../bin:$PATH" SPOOL_HOST=testhost
+	export PATH="$BATS_TEST_DIRNAME/bin:$PATH" SPOOL_HOST=testhost
 	export SPOOL_DIR="$BATS_FILE_TMPDIR/spool"
 	spool-init
 	for id in l1 l2 d1 p1 p2 g1; do
@@ -267,6 +267,6 @@ EOF
 @test "the completion is registered for every command, and only for them" {
 	source "$COMPLETION"
 	diff -u <(printf '%s\n' $CMDS) <(complete -p | awk '$NF ~ /^spool-/ && $(NF-1) == "_spool" { print $NF }' | LC_ALL=C sort)
-	diff -u <(printf '%s\n' $CMDS) <(ls "$BATS_TEST_DIRNAME/../bin" |
+	diff -u <(printf '%s\n' $CMDS) <(ls "$BATS_TEST_DIRNAME/bin" |
 	    grep -E '^spool-[a-z]+$' | LC_ALL=C sort)
 }

@@ -24,7 +24,7 @@
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all
-FUZZ_CFLAGS = -g -O1 -fno-omit-frame-pointer $(FUZZ_SAN)
+FUZZ_CFLAGS = -g -O1 -fno-omit-frame-pointer -DSPOOL_TESTING $(FUZZ_SAN)
 FUZZ_DIR = tests/fuzz
 FUZZ_OBJ = $(FUZZ_DIR)/obj
 FUZZ_TARGETS = $(patsubst $(FUZZ_DIR)/%.c,%,$(wildcard $(FUZZ_DIR)/fuzz_*.c))

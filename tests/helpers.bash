@@ -4,7 +4,7 @@
 bats_require_minimum_version 1.5.0
 
 setup() {
-	export PATH="$BATS_TEST_DIRNAME/../bin:$PATH"
+	export PATH="$BATS_TEST_DIRNAME/bin:$PATH"
 	export SPOOL_DIR="$BATS_TEST_TMPDIR/spool"
 	export SPOOL_HOST=testhost
 	unset SPOOL_TEST_CRASH SPOOL_TEST_NOW SPOOL_TEST_NOREPLACE

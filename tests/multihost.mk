@@ -5,11 +5,11 @@
 MULTIHOST_SECONDS ?= 60
 
 # One after the other, even under make -j: each lab takes the machine.
-check-multihost: all
+check-multihost: test-build
 	@$(MAKE) --no-print-directory check-multihost-glusterfs; rc=$$?; \
 	$(MAKE) --no-print-directory check-multihost-cephfs && [ $$rc -eq 0 ]
 
-check-multihost-glusterfs check-multihost-cephfs: all
+check-multihost-glusterfs check-multihost-cephfs: test-build
 	@tests/multihost -f $(@:check-multihost-%=%) -t $(MULTIHOST_SECONDS); \
 	rc=$$?; \
 	if [ $$rc -eq 0 ]; then echo "1 passed, 0 failed"; \
@@ -29,7 +29,7 @@ bench-multihost: all
 # widened; it stops at the first run that fails and keeps what it had
 # (tests/torture-multihost).
 RUNS ?= 10
-torture-multihost: all
+torture-multihost: test-build
 	@tests/torture-multihost $(RUNS) $(MULTIHOST_SECONDS)
 
 .PHONY: torture-multihost

@@ -10,7 +10,7 @@ $(POWERCUT_AUDIT): tests/powercut/audit-lines.c lib/libspool.a lib/spool.h
 	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS) $(LDFLAGS) -o $@ \
 	    tests/powercut/audit-lines.c lib/libspool.a $(LDLIBS)
 
-check-powercut: all
+check-powercut: test-build
 	@POWERCUT_FULL=1 TESTS=tests/58-powercut.bats tests/run
 
 clean: powercut-clean
@@ -23,10 +23,10 @@ powercut-clean:
 # make check-powercut-real: every cut point of every command on real
 # kernels (tests/powercut/realfs: loop-mounted ext4 and xfs images, as
 # root); check-powercut-real-sampled: two kills a command and its end.
-check-powercut-real: all tests/shim/faultshim.so
+check-powercut-real: test-build tests/shim/faultshim.so
 	@POWERCUT_REAL_FULL=1 TESTS=tests/powercut/realfs.bats tests/run
 
-check-powercut-real-sampled: all tests/shim/faultshim.so
+check-powercut-real-sampled: test-build tests/shim/faultshim.so
 	@TESTS=tests/powercut/realfs.bats tests/run
 
 .PHONY: check-powercut-real check-powercut-real-sampled

@@ -15,7 +15,7 @@ all: $(SHIM)
 $(SHIM): tests/shim/faultshim.c
 	$(CC) $(SHIM_CFLAGS) -shared -o $@ tests/shim/faultshim.c -ldl
 
-torture:: all
+torture:: test-build
 	TESTS="tests/74-faults.bats tests/76-syscrash.bats" FULL=1 tests/run
 
 clean: shim-clean

@@ -8,7 +8,7 @@
 #		tests/77-valgrind.bats builds into its own $BATS_FILE_TMPDIR.
 VG_DIR = tests/valgrind/obj
 VG_CC = $(CC)
-VG_CFLAGS = -O1 -g -fno-omit-frame-pointer
+VG_CFLAGS = -O1 -g -fno-omit-frame-pointer -DSPOOL_TESTING
 # The normal build is the one that keeps -Werror; warnings here are not fatal.
 VG_WARN = $(filter-out -Werror,$(WARN))
 VG_LIBOBJ = $(patsubst lib/%.c,$(VG_DIR)/obj/%.o,$(wildcard lib/*.c))

@@ -14,7 +14,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
-BIN = os.path.join(TOP, 'bin')
+BIN = os.path.join(TOP, 'tests', 'bin')   # the test build: its hooks
 AUDIT_LINES = os.path.join(HERE, 'audit-lines')
 PROG = os.path.basename(sys.argv[0])
 

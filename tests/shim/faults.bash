@@ -22,7 +22,7 @@ faults_setup_file() {
 	# way must not swap it in the middle.
 	export BIN="$BATS_FILE_TMPDIR/bin"
 	mkdir -p "$BIN"
-	find "$root/bin" -maxdepth 1 -type f -name 'spool-*' ! -name '*.[co]' \
+	find "$root/tests/bin" -maxdepth 1 -type f -name 'spool-*' ! -name '*.[co]' \
 	    -exec cp -p -t "$BIN" {} + || return 1
 	cp -p "$root/tests/shim/faultshim.so" "$BIN/" || return 1
 	export SHIM="$BIN/faultshim.so"

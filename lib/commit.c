@@ -1,0 +1,78 @@
+/*
+ * The one wait of a transition (spool-layout.md, "Transitions"): the
+ * audit lines written first, then every sync the transition still needs,
+ * issued side by side and waited for once.  Only after it may a job be
+ * let go and the call report success.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+/*
+ * The one wait of a transition (spool-layout.md, "Transitions"): every
+ * sync it still needs, issued side by side and waited for once: files[]
+ * (records, fdatasync; errs[i] is 0 or each one's errno, NULL when none),
+ * each directory of ds (fsync, once per call however many moves went
+ * there), and the audit lines buffered in ab, written first.  -1 if a
+ * directory or the log failed: then nothing of the call is sure to be
+ * durable.  The lines are gone from ab once they are.
+ */
+int
+commit_sync(struct spool *sp, const int *files, size_t nfiles, int *errs,
+    struct dirset *ds, struct abuf *ab)
+{
+	int *fds, *all, rv = 0, e = 0, logfd = -1, created = 0;
+	size_t i, n = 0, nf = nfiles;
+
+	fds = calloc(nfiles + ds->n + 1, sizeof(*fds));
+	all = calloc(nfiles + ds->n + 1, sizeof(*all));
+	if (fds == NULL || all == NULL) {
+		rv = -1;
+		e = errno;
+		goto out;
+	}
+	for (i = 0; i < nfiles; i++)
+		fds[n++] = files[i];
+	if (ab != NULL && audit_write(sp, ab, &logfd, &created) == -1) {
+		rv = -1;
+		e = errno;
+		goto out;
+	}
+	if (logfd != -1) {
+		fds[n++] = logfd;
+		nf++;
+	}
+	for (i = 0; i < ds->n; i++) {
+		fds[n] = sys_openat(sp->dirfd, ds->names[i], O_RDONLY |
+		    O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW, 0);
+		if (fds[n] == -1) {
+			rv = -1;
+			e = errno;
+			goto out;
+		}
+		n++;
+	}
+	(void)psync(sp, fds, n, n - nf, all);
+	for (i = 0; i < n; i++)
+		if (all[i] != 0 && (i >= nfiles || errs == NULL) && rv == 0) {
+			rv = -1;
+			e = all[i];
+		}
+	for (i = 0; errs != NULL && i < nfiles; i++)
+		errs[i] = all[i];
+out:
+	for (i = nf; fds != NULL && i < n; i++)
+		(void)close_fd(fds[i]);	/* directories: nothing to lose */
+	if (logfd != -1 && rv == 0 && audit_done(sp, ab, logfd, created) == -1) {
+		rv = -1;
+		e = errno;
+	} else if (logfd != -1 && rv == -1)
+		(void)close_fd(logfd);
+	free(fds);
+	free(all);
+	errno = e;
+	return rv;
+}
