@@ -185,8 +185,8 @@ EOF
 # only).  With POWERCUT_FULL,
 # every sync of every command, against tests/powercut/teeth: a sync that
 # no state shows is needed is one that layout says buys no safety, or one
-# that a record and spool-fsck --repair stand in for (spool-layout.md,
-# "Power cuts").
+# that a record and spool-fsck --repair stand in for (spool-powercuts.md,
+# "The explorer").
 @test "the explorer's teeth: without each necessary sync, a violation" {
 	if [ -n "${POWERCUT_FULL:-}" ]; then
 		run -0 "$EXPLORE" --teeth --seed "$SEED" --bound 12

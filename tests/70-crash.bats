@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Atomicity: SIGKILL each command at every named crash point (spool-layout.md,
+# Atomicity: SIGKILL each command at every named crash point (tests/README.md,
 # "Crash points"), then let the next ordinary commands carry on.  The job
 # must never be lost, in two states, half-written, or given a lower token.
 # Each test prints its table to the file named by $CRASH_TABLE, if set.

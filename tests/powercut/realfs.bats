@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Power cuts on real kernels (spool-layout.md, "Power cuts"):
+# Power cuts on real kernels (spool-powercuts.md, "Real kernels"):
 # tests/powercut/realfs cuts each command on loop-mounted ext4 and xfs
 # images by copying the image while it is mounted, and checks the copy
 # with the explorer's checks.  As root; make check-powercut-real (every
@@ -42,7 +42,7 @@ realfs() {
 # fdatasync, the token block's, a purge's audit line's and paused's.  (A
 # directory's fsync is not among them: on both file systems the next fdatasync of a file that grew
 # commits the journal, or forces the log, with every change made before
-# it; spool-layout.md, "Power cuts".)
+# it; spool-powercuts.md, "Real kernels".)
 @test "real kernels' teeth: without a payload's, a record's, the token block's, a purge's audit line's or paused's sync, a violation" {
 	realfs --teeth enqueue-first:1 enqueue-first:2 claim:2 purge:2 pause:1
 	[ "$status" -eq 0 ]

@@ -42,7 +42,7 @@ SC = collections.OrderedDict()
 
 def scenario(name, setup, argv, now=T1, stdin=None, batch=False, mids=(),
              env=None, unsynced=()):
-    """mids: the crash points (spool-layout.md, "Crash points") after
+    """mids: the crash points (tests/README.md, "Crash points") after
     each transition but the last of a command that makes several; env:
     more variables for the traced command; unsynced: names (top first)
     that the setup made and did not make durable, as another process
