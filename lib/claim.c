@@ -417,7 +417,7 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 
 	*n = 0;
 	if (max == 0 || max > SPOOL_BATCH_MAX || opts->lease_ms < 0 ||
-	    !spool_valid_owner(opts->owner)) {
+	    (opts->owner != NULL && !spool_valid_owner(opts->owner))) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -433,7 +433,7 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 	c->now = now_ms();
 	c->expired = c->now - sp->skew_ms;
 	c->lease = opts->lease_ms ? opts->lease_ms : sp->lease_ms;
-	c->owner = opts->owner;
+	c->owner = opts->owner != NULL ? opts->owner : sp->writer;
 	c->out = out;
 	c->want = max;
 	c->our_until = NO_EXPIRY;

@@ -134,6 +134,13 @@ fail:
 	return -1;
 }
 
+/* The time a job is allowed: its own, or (0 or -1) the spool's. */
+static int64_t
+ttl_of(const struct spool *sp, const struct spool_job *in)
+{
+	return in->deadline_ms > 0 ? in->deadline_ms : sp->deadline_ms;
+}
+
 /* 0, or the errno for a job that cannot be taken: ERANGE if it could
  * never be delivered (eligible only after its deadline). */
 static int
@@ -142,10 +149,9 @@ check_job(struct spool *sp, const struct spool_job *in)
 	if ((in->id != NULL && !spool_valid_id(in->id)) ||
 	    (in->trace != NULL && !spool_valid_id(in->trace)) ||
 	    in->max_attempts < 0 || in->delay_ms < 0 ||
-	    (in->deadline_ms != -1 && in->deadline_ms <= 0))
+	    in->deadline_ms < -1)
 		return EINVAL;
-	if (in->delay_ms >= (in->deadline_ms == -1 ? sp->deadline_ms :
-	    in->deadline_ms))
+	if (in->delay_ms >= ttl_of(sp, in))
 		return ERANGE;
 	return 0;
 }
@@ -197,7 +203,7 @@ record(struct spool *sp, struct pend *p, int64_t now, int dup,
     struct abuf *ab, int *created)
 {
 	struct spool_job *in = p->in;
-	int64_t ttl = in->deadline_ms == -1 ? sp->deadline_ms : in->deadline_ms;
+	int64_t ttl = ttl_of(sp, in);
 	struct rec r;
 
 	if (dup) {

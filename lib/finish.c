@@ -77,11 +77,12 @@ valid_finish(const struct spool_finish *f)
 	    f->token > INT64_MAX || f->class < 0 ||
 	    f->class > SPOOL_CLASS_LEASE_EXPIRED || f->delay_ms < -1)
 		return 0;
+	/* ok and permanent have no delay: whatever delay_ms says is unused */
 	switch (f->outcome) {
 	case SPOOL_OK:
-		return f->class == SPOOL_CLASS_NONE && f->delay_ms == -1;
+		return f->class == SPOOL_CLASS_NONE;
 	case SPOOL_PERMANENT:
-		return f->delay_ms == -1;
+		return 1;
 	case SPOOL_RETRY:
 		return 1;
 	case SPOOL_RELEASE:

@@ -40,6 +40,13 @@
  *
  * Threads: a struct spool may be used by one thread at a time; the
  * counters of spool_get_counters() are the process's, not per thread.
+ *
+ * Defaults: every struct a caller fills may start zeroed, and name only
+ * what matters: { .id = id, .fd = fd } is a job with the spool's
+ * defaults, { .id = id, .token = t, .outcome = SPOOL_OK } a finish, and
+ * { 0 } a claim's options.  Zero is the default wherever a field has one.
+ * A retry's or release's delay_ms is the one zero that means a value: 0
+ * is "at once", as it always was, and -1 asks for the spool's backoff.
  */
 #ifndef SPOOL_H
 #define SPOOL_H
@@ -206,7 +213,7 @@ struct spool_job {
 	int fd;			/* payload, read to end of file */
 	const char *trace;	/* trace/correlation ID, or NULL */
 	int max_attempts;	/* 0: the spool's default */
-	int64_t deadline_ms;	/* time allowed from now; -1: default */
+	int64_t deadline_ms;	/* time allowed from now; 0 or -1: default */
 	int64_t delay_ms;	/* eligible after this long; 0: at once */
 	/* out */
 	char idbuf[SPOOL_ID_MAX + 1];
@@ -228,7 +235,8 @@ int spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n);
 /* Claim. */
 struct spool_claim_opts {
 	int64_t lease_ms;	/* lease length; 0: the spool's default */
-	const char *owner;	/* lease holder's name (spool_valid_owner) */
+	const char *owner;	/* lease holder's name (spool_valid_owner);
+				   NULL: this process, HOST:PID */
 };
 
 struct spool_lease {
@@ -285,7 +293,9 @@ struct spool_finish {
 	const char *detail;	/* short text, sanitised and cut to
 				   SPOOL_DETAIL_MAX; or NULL */
 	int64_t delay_ms;	/* retry, release: eligible again after this
-				   long; -1: backoff (retry) or at once */
+				   long; 0: at once; -1: the spool's backoff
+				   (retry) or at once (release).  Unused by
+				   ok and permanent */
 	/* out */
 	struct spool_result res;
 };

@@ -1,7 +1,7 @@
 # Programs the command tests run against the library itself, where no
 # command does what a test needs (tests/lib/*.c; each says what it is for).
 
-LIB_TESTS = tests/lib/handles
+LIB_TESTS = tests/lib/handles tests/lib/defaults
 
 all: $(LIB_TESTS)
 
