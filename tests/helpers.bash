@@ -62,6 +62,16 @@ check_invariants() {
 	[ -z "$dups" ] || { echo "in two places: $dups" >&2; return 1; }
 }
 
+# equals ACTUAL EXPECTED: true when the two texts are the same.  When
+# they differ, a diff from EXPECTED to ACTUAL on stderr, and false.
+equals() {
+	[ $# -eq 2 ] || { echo "usage: equals ACTUAL EXPECTED" >&2; return 2; }
+	[ "$1" = "$2" ] && return 0
+	diff -u --label expected --label actual \
+	    <(printf '%s\n' "$2") <(printf '%s\n' "$1") >&2 || true
+	return 1
+}
+
 # Fail with a diff unless the file's content is the given text.
 assert_file() {
 	diff -u <(printf '%s' "$2") "$1"

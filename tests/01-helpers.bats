@@ -1,0 +1,33 @@
+#!/usr/bin/env bats
+# The suite's own helpers.
+
+load helpers
+
+@test "equals fails on differing texts, with a diff that names the line" {
+	run -0 --separate-stderr equals $'a\nb\nc' $'a\nb\nc'
+	equals "$output$stderr" ""
+	run -1 --separate-stderr equals $'a\nB\nc' $'a\nb\nc'
+	equals "$output" ""
+	equals "$stderr" "--- expected
++++ actual
+@@ -1,3 +1,3 @@
+ a
+-b
++B
+ c"
+	run -2 --separate-stderr equals a
+	equals "$stderr" "usage: equals ACTUAL EXPECTED"
+	# Under bats, a difference fails the test where it is found.
+	printf '%s\n' "load $BATS_TEST_DIRNAME/helpers" 'setup() { :; }' \
+	    '@test t {' "equals \$'a\\nB' \$'a\\nb'" 'echo not reached' '}' \
+	    >"$BATS_TEST_TMPDIR/t.bats"
+	run -1 env -i PATH="$PATH" "$BATS_ROOT/bin/bats" --tap "$BATS_TEST_TMPDIR/t.bats" 3>&-
+	equals "${lines[1]}" "not ok 1 t"
+	# The diff ends the report: the test stopped there.
+	equals "$(sed -n '/^# --- expected$/,$p' <<<"$output")" "# --- expected
+# +++ actual
+# @@ -1,2 +1,2 @@
+#  a
+# -b
+# +B"
+}
