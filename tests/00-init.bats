@@ -33,7 +33,7 @@ EOF
 	spool-enqueue --id j1 </dev/null >/dev/null
 	before=$(snapshot)
 	run -0 spool-init
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 	# an init that died before writing format: rerun completes it
 	rm "$SPOOL_DIR/format"
 	rmdir "$SPOOL_DIR/dead"
@@ -45,13 +45,13 @@ EOF
 	mkdir "$BATS_TEST_TMPDIR/other"
 	touch "$BATS_TEST_TMPDIR/other/precious"
 	run -100 --separate-stderr spool-init -d "$BATS_TEST_TMPDIR/other"
-	[ "$stderr" = "spool-init: $BATS_TEST_TMPDIR/other: exists and is not a spool" ]
-	[ "$(ls "$BATS_TEST_TMPDIR/other")" = precious ]
+	equals "$stderr" "spool-init: $BATS_TEST_TMPDIR/other: exists and is not a spool"
+	equals "$(ls "$BATS_TEST_TMPDIR/other")" precious
 	touch "$BATS_TEST_TMPDIR/file"
 	run -100 --separate-stderr spool-init -d "$BATS_TEST_TMPDIR/file"
-	[ "$stderr" = "spool-init: $BATS_TEST_TMPDIR/file: not a directory" ]
+	equals "$stderr" "spool-init: $BATS_TEST_TMPDIR/file: not a directory"
 	run -100 --separate-stderr spool-init -d "$BATS_TEST_TMPDIR/no/such"
-	[ "$stderr" = "spool-init: $BATS_TEST_TMPDIR/no/such: no such parent directory" ]
+	equals "$stderr" "spool-init: $BATS_TEST_TMPDIR/no/such: no such parent directory"
 }
 
 @test "every command refuses an unknown format, and a directory that is not a spool" {
@@ -62,23 +62,23 @@ EOF
 		run -100 --separate-stderr $cmd </dev/null
 		[[ $stderr == *"unknown spool format" ]] || { echo "$cmd: $stderr" >&2; false; }
 	done
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 	run -100 --separate-stderr spool-claim -d "$BATS_TEST_TMPDIR"
-	[ "$stderr" = "spool-claim: $BATS_TEST_TMPDIR: not a spool (no format file; see spool-init(1))" ]
+	equals "$stderr" "spool-claim: $BATS_TEST_TMPDIR: not a spool (no format file; see spool-init(1))"
 }
 
 @test "a malformed config is refused by every command" {
 	echo 'lease=forever' >>"$SPOOL_DIR/config"
 	run -100 --separate-stderr spool-claim
-	[ "$stderr" = "spool-claim: $SPOOL_DIR/config:10: malformed (see spool(7), FILES)" ]
+	equals "$stderr" "spool-claim: $SPOOL_DIR/config:10: malformed (see spool(7), FILES)"
 }
 
 @test "files follow the umask in a private spool" {
 	rm -rf "$SPOOL_DIR"
 	(umask 077 && spool-init && spool-enqueue --id j1 </dev/null >/dev/null)
-	[ "$(stat -c %a "$SPOOL_DIR/new")" = 700 ]
-	[ "$(stat -c %a "$SPOOL_DIR/meta/j1")" = 600 ]
-	[ "$(stat -c %a "$(path_of j1)")" = 400 ]
+	equals "$(stat -c %a "$SPOOL_DIR/new")" 700
+	equals "$(stat -c %a "$SPOOL_DIR/meta/j1")" 600
+	equals "$(stat -c %a "$(path_of j1)")" 400
 }
 
 @test "--group: setgid directories and group-writable files, across users" {
@@ -89,8 +89,8 @@ EOF
 		rm -rf "$SPOOL_DIR"
 		(umask 077 && spool-init --group "$g" &&
 		    spool-enqueue --id j1 </dev/null >/dev/null)
-		[ "$(stat -c %a "$SPOOL_DIR/new")" = 2770 ]
-		[ "$(stat -c %a "$SPOOL_DIR/meta/j1")" = 660 ]
+		equals "$(stat -c %a "$SPOOL_DIR/new")" 2770
+		equals "$(stat -c %a "$SPOOL_DIR/meta/j1")" 660
 		return 0
 	fi
 	g=spooltest u1=spoolprod u2=spoolwork
@@ -103,29 +103,29 @@ EOF
 	chmod 755 "$SHARED"
 	export SPOOL_DIR="$SHARED/spool"
 	(umask 077 && spool-init --group $g)
-	[ "$(stat -c '%a %G' "$SPOOL_DIR")" = "2770 $g" ]
-	[ "$(stat -c '%a %G' "$SPOOL_DIR/new")" = "2770 $g" ]
+	equals "$(stat -c '%a %G' "$SPOOL_DIR")" "2770 $g"
+	equals "$(stat -c '%a %G' "$SPOOL_DIR/new")" "2770 $g"
 	as() { local u=$1; shift; setpriv --reuid=$u --regid=$g --init-groups \
 	    env PATH="$PATH" SPOOL_DIR="$SPOOL_DIR" SPOOL_HOST=testhost sh -c 'umask 077; "$@"' sh "$@"; }
 	run -0 as $u1 spool-enqueue --id j1 </dev/null
-	[ "$(stat -c '%a %G' "$SPOOL_DIR/meta/j1")" = "660 $g" ]
-	[ "$(stat -c '%a %G' "$(path_of j1)")" = "440 $g" ]
+	equals "$(stat -c '%a %G' "$SPOOL_DIR/meta/j1")" "660 $g"
+	equals "$(stat -c '%a %G' "$(path_of j1)")" "440 $g"
 	run -0 as $u2 spool-claim --owner w
 	run -0 as $u2 spool-finish j1 1 ok
-	[ "$(state_of j1)" = done ]
-	[ "$(stat -c '%a %G' "$SPOOL_DIR"/audit/testhost.log)" = "660 $g" ]
+	equals "$(state_of j1)" done
+	equals "$(stat -c '%a %G' "$SPOOL_DIR"/audit/testhost.log)" "660 $g"
 	# Without RENAME_NOREPLACE a move links the target: fs.protected_hardlinks
 	# refuses that for another user's read-only job file, and the move
 	# falls back to a check and rename(2) under the job's lock.
 	export SPOOL_TEST_NOREPLACE=off
 	run -0 as $u1 spool-enqueue --id j2 </dev/null
 	run -1 as $u2 ln "$(path_of j2)" "$SPOOL_DIR/tmp/j2-link"
-	[ "$(cat /proc/sys/fs/protected_hardlinks)" = 1 ]
+	equals "$(cat /proc/sys/fs/protected_hardlinks)" 1
 	run -0 as $u2 spool-claim --owner w
-	[ "$(cut -f1,2 <<<"$output")" = "$(printf 'j2\t2')" ]
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'j2\t2')"
 	run -0 as $u2 spool-finish j2 2 permanent
 	run -0 as $u1 spool-redrive --by ops --note T-1 j2
-	[ "$(state_of j2)" = new ]
-	[ "$(find "$SPOOL_DIR" -type f -name 'j2*' -links +1)" = "" ]
+	equals "$(state_of j2)" new
+	equals "$(find "$SPOOL_DIR" -type f -name 'j2*' -links +1)" ""
 	SPOOL_DIR=$SPOOL_DIR spool-fsck
 }

@@ -18,7 +18,7 @@ two_files() {
 @test "every call between the files of lib/ points up internal.h's order" {
 	run -0 "$BATS_TEST_DIRNAME/layers" "$BATS_TEST_DIRNAME/../lib/internal.h" \
 	    $(ls "$BATS_TEST_DIRNAME"/../lib/*.c | sed 's/\.c$/.o/')
-	[ "$output" = "" ]
+	equals "$output" ""
 }
 
 @test "the check finds a call down the order, and a file the order lacks" {
@@ -26,10 +26,10 @@ two_files() {
 	run -0 "$BATS_TEST_DIRNAME/layers" order.h a.o b.o
 	two_files a.c b.c
 	run -1 "$BATS_TEST_DIRNAME/layers" order.h a.o b.o
-	[ "$output" = "lib/a.c calls b of lib/b.c, which comes after it" ]
+	equals "$output" "lib/a.c calls b of lib/b.c, which comes after it"
 	two_files b.c
 	run -1 "$BATS_TEST_DIRNAME/layers" order.h a.o b.o
-	[ "$output" = "lib/a.c is not in the order of internal.h" ]
+	equals "$output" "lib/a.c is not in the order of internal.h"
 	run -100 "$BATS_TEST_DIRNAME/layers" order.h
-	[ "$output" = "usage: tests/layers HEADER OBJECT..." ]
+	equals "$output" "usage: tests/layers HEADER OBJECT..."
 }

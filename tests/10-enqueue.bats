@@ -5,11 +5,11 @@ load helpers
 
 @test "enqueue from stdin prints the ID and files the payload in new/" {
 	run -0 spool-enqueue --id order-1842 <<<"pay me"
-	[ "$output" = order-1842 ]
-	[ "$(state_of order-1842)" = new ]
+	equals "$output" order-1842
+	equals "$(state_of order-1842)" new
 	assert_file "$(path_of order-1842)" "pay me
 "
-	[ "$(audit_events)" = "enqueue order-1842 0 0 1 - - - -" ]
+	equals "$(audit_events)" "enqueue order-1842 0 0 1 - - - -"
 }
 
 @test "enqueue without --id makes a UUID per file, in argument order" {
@@ -26,17 +26,17 @@ load helpers
 	spool-enqueue --id j1 </dev/null
 	before=$(snapshot)
 	run -1 --separate-stderr spool-enqueue --id j1 <<<"other"
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-enqueue: j1: duplicate ID: the job is in new/" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" ""
+	equals "$stderr" "spool-enqueue: j1: duplicate ID: the job is in new/"
+	equals "$(snapshot)" "$before"
 
 	spool-claim --owner w1 >/dev/null
 	run -1 --separate-stderr spool-enqueue --id j1 </dev/null
-	[ "$stderr" = "spool-enqueue: j1: duplicate ID: the job is in leased/" ]
+	equals "$stderr" "spool-enqueue: j1: duplicate ID: the job is in leased/"
 
 	spool-finish j1 1 permanent >/dev/null
 	run -1 --separate-stderr spool-enqueue --id j1 </dev/null
-	[ "$stderr" = "spool-enqueue: j1: duplicate ID: the job is in dead/" ]
+	equals "$stderr" "spool-enqueue: j1: duplicate ID: the job is in dead/"
 }
 
 @test "enqueue of a done ID starts a new cycle and removes the old done/ file" {
@@ -44,12 +44,12 @@ load helpers
 	spool-claim --owner w1 >/dev/null
 	spool-finish j1 1 ok >/dev/null
 	run -0 spool-enqueue --id j1 <<<"two"
-	[ "$(state_of j1)" = new ]
+	equals "$(state_of j1)" new
 	assert_file "$(path_of j1)" "two
 "
-	[ -z "$(ids_in done)" ]
+	equals "$(ids_in done)" ""
 	run -0 spool-claim --owner w1
-	[ "$(cut -f1-3 <<<"$output")" = "$(printf 'j1\t2\t1')" ]
+	equals "$(cut -f1-3 <<<"$output")" "$(printf 'j1\t2\t1')"
 	diff -u - <(audit_events) <<'EOT'
 enqueue j1 0 0 1 - - - -
 claim j1 1 1 1 w1 - - -
@@ -66,10 +66,10 @@ EOT
 		run -0 --separate-stderr shimmed SHIM_ROOT="$SPOOL_DIR" \
 		    SHIM_FAMILY=rename SHIM_NTH=1 SHIM_ERRNO=$e SHIM_COUNT="$BATS_TEST_TMPDIR/count.$e" \
 		    spool-enqueue --id "j$e" <<<"payload"
-		[ "$output" = "j$e" ]
-		[ "$stderr" = "" ]
+		equals "$output" "j$e"
+		equals "$stderr" ""
 		grep -q "^fired rename 1 " "$BATS_TEST_TMPDIR/count.$e"
-		[ "$(state_of "j$e")" = new ]
+		equals "$(state_of "j$e")" new
 		assert_file "$(path_of "j$e")" "payload
 "
 	done

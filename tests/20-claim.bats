@@ -19,16 +19,16 @@ T=1000000
 	at_ms $T spool-enqueue --id order-1842 "$BATS_TEST_TMPDIR/payload" >/dev/null
 	run -0 --separate-stderr at_ms $T spool-claim --owner w1
 	diff -u <(lease_line order-1842 1 1) <(printf '%s\n' "$output")
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	path=$(cut -f4 <<<"$output")
 	[[ $path = /* ]]
 	[ -r "$path" ]
 	cmp "$BATS_TEST_TMPDIR/payload" "$path"
-	[ "$(state_of order-1842)" = leased ]
+	equals "$(state_of order-1842)" leased
 	check_invariants
-	[ "$(audit_events)" = "$(printf '%s\n' \
+	equals "$(audit_events)" "$(printf '%s\n' \
 	    "enqueue order-1842 0 0 1 - - - -" \
-	    "claim order-1842 1 1 1 w1 - - -")" ]
+	    "claim order-1842 1 1 1 w1 - - -")"
 	diff -u - <(last_rec order-1842 ev at tok att own until) <<EOT
 ev=claim
 at=leased
@@ -44,27 +44,27 @@ EOT
 	cd "$BATS_TEST_TMPDIR"
 	run -0 --separate-stderr env SPOOL_DIR=spool spool-claim --owner w1
 	diff -u <(lease_line j1 1 1) <(printf '%s\n' "$output")
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	spool-enqueue --id j2 <<<"y" >/dev/null
 	run -0 --separate-stderr env -u SPOOL_DIR spool-claim -d ./spool --owner w1
 	diff -u <(lease_line j2 2 1) <(printf '%s\n' "$output")
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 }
 
 @test "nothing eligible: exit 1 with empty stdout and stderr" {
 	run -1 --separate-stderr spool-claim --owner w1
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
+	equals "$output" ""
+	equals "$stderr" ""
 
 	at_ms $T spool-enqueue --id later --delay 1m </dev/null >/dev/null
 	at_ms $T spool-enqueue --id taken </dev/null >/dev/null
 	at_ms $T spool-claim --owner w1 >/dev/null
 	run -1 --separate-stderr at_ms $((T + 1000)) spool-claim --owner w2
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
-	[ "$(state_of later)" = new ]
-	[ "$(state_of taken)" = leased ]
-	[ "$(audit_events | tail -n 1)" = "claim taken 1 1 1 w1 - - -" ]
+	equals "$output" ""
+	equals "$stderr" ""
+	equals "$(state_of later)" new
+	equals "$(state_of taken)" leased
+	equals "$(audit_events | tail -n 1)" "claim taken 1 1 1 w1 - - -"
 }
 
 @test "-n N claims up to N jobs and prints one line each" {
@@ -74,32 +74,32 @@ EOT
 	run -0 --separate-stderr at_ms $((T + 1000)) spool-claim --owner w1 -n 3
 	diff -u <(lease_line j1 1 1; lease_line j2 2 1; lease_line j3 3 1) \
 	    <(printf '%s\n' "$output")
-	[ "$stderr" = "" ]
-	[ "$(ids_in leased)" = "$(printf '%s\n' j1 j2 j3)" ]
-	[ "$(ids_in new)" = "$(printf '%s\n' j4 j5)" ]
+	equals "$stderr" ""
+	equals "$(ids_in leased)" "$(printf '%s\n' j1 j2 j3)"
+	equals "$(ids_in new)" "$(printf '%s\n' j4 j5)"
 
 	run -0 --separate-stderr at_ms $((T + 1000)) spool-claim --owner w1 -n 10
 	diff -u <(lease_line j4 4 1; lease_line j5 5 1) <(printf '%s\n' "$output")
-	[ "$stderr" = "" ]
-	[ -z "$(ids_in new)" ]
+	equals "$stderr" ""
+	equals "$(ids_in new)" ""
 
 	run -1 --separate-stderr at_ms $((T + 1000)) spool-claim --owner w1 -n 2
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
+	equals "$output" ""
+	equals "$stderr" ""
 	check_invariants
 }
 
 @test "a job delayed 10s is not claimable at +9999ms and is at +10000ms" {
 	at_ms $T spool-enqueue --id j1 --delay 10s <<<"later" >/dev/null
 	E=$((T + 10000))
-	[ "$(cd "$SPOOL_DIR" && find new -type f)" = "$(bucket_of $E)/j1,$E" ]
+	equals "$(cd "$SPOOL_DIR" && find new -type f)" "$(bucket_of $E)/j1,$E"
 	run -1 --separate-stderr at_ms $((E - 1)) spool-claim --owner w1
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
-	[ "$(state_of j1)" = new ]
+	equals "$output" ""
+	equals "$stderr" ""
+	equals "$(state_of j1)" new
 	run -0 --separate-stderr at_ms $E spool-claim --owner w1
 	diff -u <(lease_line j1 1 1) <(printf '%s\n' "$output")
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 }
 
 @test "earlier eligible times are claimed first, whatever the enqueue order" {
@@ -111,7 +111,7 @@ EOT
 		id=$(printf '%s' abc | cut -c$tok)
 		run -0 --separate-stderr at_ms 5000 spool-claim --owner w1
 		diff -u <(lease_line $id $tok 1) <(printf '%s\n' "$output")
-		[ "$stderr" = "" ]
+		equals "$stderr" ""
 	done
 	run -1 at_ms 5000 spool-claim --owner w1
 }
@@ -123,7 +123,7 @@ EOT
 	run -0 --separate-stderr at_ms 5000 spool-claim --owner w1 -n 3
 	diff -u <(lease_line t1000 1 1; lease_line t2000 2 1; lease_line t3000 3 1) \
 	    <(printf '%s\n' "$output")
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 }
 
 @test "time order holds across leaf, middle and top buckets" {
@@ -132,15 +132,15 @@ EOT
 	at_ms $((268435456 + 16)) spool-enqueue --id l1 </dev/null >/dev/null
 	at_ms 268435455 spool-enqueue --id top0 </dev/null >/dev/null
 	at_ms 268435456 spool-enqueue --id top1 </dev/null >/dev/null
-	[ "$(cd "$SPOOL_DIR" && find new -type f | LC_ALL=C sort)" = "$(printf '%s\n' \
+	equals "$(cd "$SPOOL_DIR" && find new -type f | LC_ALL=C sort)" "$(printf '%s\n' \
 	    "new/00000000/fff/fff/top0,268435455" \
 	    "new/00000001/000/000/top1,268435456" \
 	    "new/00000001/000/001/l1,268435472" \
-	    "new/00000001/001/000/m1,268500992")" ]
+	    "new/00000001/001/000/m1,268500992")"
 	run -0 --separate-stderr at_ms 300000000 spool-claim --owner w1 -n 10
 	diff -u <(lease_line top0 1 1; lease_line top1 2 1; lease_line l1 3 1;
 	    lease_line m1 4 1) <(printf '%s\n' "$output")
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 }
 
 @test "a job whose deadline passed while it waited is parked, and the next is delivered" {
@@ -148,9 +148,9 @@ EOT
 	at_ms $((T + 500)) spool-enqueue --id fresh <<<"in time" >/dev/null
 	run -0 --separate-stderr at_ms $((T + 1000)) spool-claim --owner w1
 	diff -u <(lease_line fresh 1 1) <(printf '%s\n' "$output")
-	[ "$stderr" = "" ]
-	[ "$(state_of late)" = dead ]
-	[ "$(state_of fresh)" = leased ]
+	equals "$stderr" ""
+	equals "$(state_of late)" dead
+	equals "$(state_of fresh)" leased
 	assert_file "$SPOOL_DIR/dead/late" "too late
 "
 	diff -u - <(audit_events) <<EOT
@@ -173,7 +173,7 @@ EOT
 	at_ms $T spool-enqueue --id j1 --deadline 1s </dev/null >/dev/null
 	run -0 --separate-stderr at_ms $((T + 999)) spool-claim --owner w1
 	diff -u <(lease_line j1 1 1) <(printf '%s\n' "$output")
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 }
 
 @test "an expired lease is reclaimed at its expiry, with token 2 and attempt 2" {
@@ -182,14 +182,14 @@ EOT
 	diff -u <(lease_line j1 1 1) <(printf '%s\n' "$output")
 
 	run -1 --separate-stderr at_ms $((T + 299)) spool-claim --owner w2
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
-	[ "$(cd "$SPOOL_DIR" && find leased -type f)" = "leased/j1,1" ]
+	equals "$output" ""
+	equals "$stderr" ""
+	equals "$(cd "$SPOOL_DIR" && find leased -type f)" "leased/j1,1"
 
 	run -0 --separate-stderr at_ms $((T + 300)) spool-claim --owner w2 --lease 5s
 	diff -u <(lease_line j1 2 2) <(printf '%s\n' "$output")
-	[ "$stderr" = "" ]
-	[ "$(cd "$SPOOL_DIR" && find leased -type f)" = "leased/j1,2" ]
+	equals "$stderr" ""
+	equals "$(cd "$SPOOL_DIR" && find leased -type f)" "leased/j1,2"
 	assert_file "$(cut -f4 <<<"$output")" "work
 "
 	check_invariants
@@ -216,13 +216,13 @@ EOT
 	before=$(snapshot)
 	for outcome in ok retry permanent release; do
 		run -1 --separate-stderr at_ms $((T + 400)) spool-finish j1 1 $outcome
-		[ "$output" = "" ]
-		[ "$stderr" = "spool-finish: j1: stale token: the current token is 2 and the job is in leased/" ]
+		equals "$output" ""
+		equals "$stderr" "spool-finish: j1: stale token: the current token is 2 and the job is in leased/"
 	done
 	run -1 --separate-stderr at_ms $((T + 400)) spool-renew j1 1
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-renew: j1: stale token: the current token is 2 and the job is in leased/" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" ""
+	equals "$stderr" "spool-renew: j1: stale token: the current token is 2 and the job is in leased/"
+	equals "$(snapshot)" "$before"
 }
 
 @test "the last attempt's expired lease parks the job as exhausted, lease-expired, se=1" {
@@ -233,9 +233,9 @@ EOT
 	diff -u <(lease_line j1 2 2) <(printf '%s\n' "$output")
 
 	run -1 --separate-stderr at_ms $((T + 310)) spool-claim --owner w3
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
-	[ "$(state_of j1)" = dead ]
+	equals "$output" ""
+	equals "$stderr" ""
+	equals "$(state_of j1)" dead
 	check_invariants
 	diff -u - <(last_rec j1 ev at tok att reason cls se) <<EOT
 ev=park
@@ -247,8 +247,8 @@ cls=lease-expired
 se=1
 EOT
 	# Columns EVENT ID TOKEN ATTEMPT CYCLE, then REASON CLASS NOTE.
-	[ "$(audit_events | tail -n 1 | cut -d' ' -f1-5,7-9)" = \
-	    "park j1 2 2 1 exhausted lease-expired -" ]
+	equals "$(audit_events | tail -n 1 | cut -d' ' -f1-5,7-9)" \
+	    "park j1 2 2 1 exhausted lease-expired -"
 }
 
 @test "the park of an expired lease names the holder whose lease ran out" {
@@ -257,16 +257,16 @@ EOT
 	at_ms $T spool-enqueue --id j1 --max-attempts 1 </dev/null >/dev/null
 	at_ms $T spool-claim --owner w1 --lease 300ms >/dev/null
 	run -1 at_ms $((T + 300)) spool-claim --owner w2
-	[ "$(audit_events | tail -n 1)" = "park j1 1 1 1 w1 exhausted lease-expired -" ]
+	equals "$(audit_events | tail -n 1)" "park j1 1 1 1 w1 exhausted lease-expired -"
 }
 
 @test "a lease that runs out past the deadline parks as deadline, lease-expired, se=1" {
 	at_ms $T spool-enqueue --id j1 --deadline 1s </dev/null >/dev/null
 	at_ms $T spool-claim --owner w1 --lease 2s >/dev/null
 	run -1 --separate-stderr at_ms $((T + 2000)) spool-claim --owner w2
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
-	[ "$(state_of j1)" = dead ]
+	equals "$output" ""
+	equals "$stderr" ""
+	equals "$(state_of j1)" dead
 	diff -u - <(last_rec j1 ev at reason cls se) <<EOT
 ev=park
 at=dead
@@ -283,8 +283,8 @@ EOT
 	run -0 --separate-stderr at_ms $((T + 200)) \
 	    flock "$SPOOL_DIR/meta/first" spool-claim --owner w1 -n 2
 	diff -u <(lease_line second 1 1) <(printf '%s\n' "$output")
-	[ "$stderr" = "" ]
-	[ "$(state_of first)" = new ]
+	equals "$stderr" ""
+	equals "$(state_of first)" new
 	run -0 at_ms $((T + 200)) spool-claim --owner w2
 	diff -u <(lease_line first 2 1) <(printf '%s\n' "$output")
 }
@@ -323,9 +323,9 @@ EOT
 	cat "$BATS_TEST_TMPDIR"/out.* | cut -f1 | LC_ALL=C sort >"$BATS_TEST_TMPDIR/got"
 	diff -u <(seq 1 30 | sed 's/^/j/' | LC_ALL=C sort) "$BATS_TEST_TMPDIR/got"
 	# Attempt 1 each; tokens 1 to 30 from the one counter, each once.
-	[ "$(cat "$BATS_TEST_TMPDIR"/out.* | cut -f3 | sort -u)" = 1 ]
+	equals "$(cat "$BATS_TEST_TMPDIR"/out.* | cut -f3 | sort -u)" 1
 	diff -u <(seq 1 30) <(cat "$BATS_TEST_TMPDIR"/out.* | cut -f2 | sort -n)
-	[ -z "$(ids_in new)" ]
+	equals "$(ids_in new)" ""
 	[ "$(ids_in leased | wc -l)" -eq 30 ]
 	check_invariants
 }
@@ -334,19 +334,19 @@ EOT
 	spool-enqueue --id j1 </dev/null >/dev/null
 	before=$(snapshot)
 	run -100 --separate-stderr spool-claim --owner 'bad owner'
-	[ "$output" = "" ]
+	equals "$output" ""
 	[[ $stderr = "spool-claim: --owner: bad value ("* ]]
 	[ "${#stderr_lines[@]}" -eq 1 ]
 	run -100 --separate-stderr spool-claim --owner w1 -n 0
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-claim: -n: bad number '0' (1 to 256)" ]
+	equals "$output" ""
+	equals "$stderr" "spool-claim: -n: bad number '0' (1 to 256)"
 	run -100 --separate-stderr spool-claim --owner w1 --lease 0
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-claim: --lease: bad duration '0' (use e.g. 500ms, 30s, 5m, 2h, 7d)" ]
+	equals "$output" ""
+	equals "$stderr" "spool-claim: --lease: bad duration '0' (use e.g. 500ms, 30s, 5m, 2h, 7d)"
 	run -100 --separate-stderr spool-claim --owner w1 extra
-	[ "$output" = "" ]
-	[ "$stderr" = "usage: spool-claim [-d DIR] [--lease DUR] [--owner NAME] [-n N]" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" ""
+	equals "$stderr" "usage: spool-claim [-d DIR] [--lease DUR] [--owner NAME] [-n N]"
+	equals "$(snapshot)" "$before"
 }
 
 @test "a claim of more than one group: a group whose sync failed hands out none of its leases" {
@@ -359,7 +359,7 @@ EOT
 	run -0 --separate-stderr shimmed SHIM_ROOT="$SPOOL_DIR/leased" \
 	    SHIM_FAMILY=fsync SHIM_NTH=2 SHIM_ERRNO=EIO spool-claim -n 70 --lease 1h
 	[ "${#lines[@]}" -eq 64 ]
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	# The other six are in leased/ with a lease no one was given.
 	[ "$(ls "$SPOOL_DIR/leased" | wc -l)" -eq 70 ]
 	fsck_clean

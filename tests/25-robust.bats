@@ -23,14 +23,14 @@ T=1000000
 	run -0 env SPOOL_TEST_NOW=$((T + 1100)) spool-renew --lease 60s j1 1
 	# The renew counts: a claim before the new expiry finds nothing.
 	run -1 env SPOOL_TEST_NOW=$((T + 30000)) spool-claim --owner w3
-	[ "$(tail -1 "$SPOOL_DIR/meta/j1" | grep -o ' tok=[0-9]*')" = " tok=1" ]
+	equals "$(tail -1 "$SPOOL_DIR/meta/j1" | grep -o ' tok=[0-9]*')" " tok=1"
 	run -0 env SPOOL_TEST_NOW=$((T + 31000)) spool-finish j1 1 ok
 	run -0 env SPOOL_TEST_NOW=$((T + 32000)) spool-finish j1 1 ok
-	[ "$output" = j1 ]
-	[ "$(audit_events | tail -1)" = "ok j1 1 1 1 w1 - - -" ]
+	equals "$output" j1
+	equals "$(audit_events | tail -1)" "ok j1 1 1 1 w1 - - -"
 	# and the next cycle's first token is above the burnt one
 	spool-enqueue --id j1 </dev/null >/dev/null
-	[ "$(spool-claim | cut -f2)" = 3 ]
+	equals "$(spool-claim | cut -f2)" 3
 }
 
 @test "a job that cannot be read is passed over: later jobs are still claimed" {
@@ -49,13 +49,13 @@ T=1000000
 	run -0 setpriv --reuid=nobody --regid=nogroup --clear-groups \
 	    env PATH="$PATH" SPOOL_DIR="$SPOOL_DIR" SPOOL_HOST=testhost \
 	    spool-claim -n 2 --owner w1
-	[ "$(cut -f1 <<<"$output")" = b2 ]
+	equals "$(cut -f1 <<<"$output")" b2
 	# with nothing else to claim, the error is reported, not "nothing"
 	run -111 --separate-stderr setpriv --reuid=nobody --regid=nogroup \
 	    --clear-groups env PATH="$PATH" SPOOL_DIR="$SPOOL_DIR" \
 	    SPOOL_HOST=testhost spool-claim --owner w1
-	[ "$stderr" = "spool-claim: Permission denied" ]
-	[ "$(state_of a1)" = new ]
+	equals "$stderr" "spool-claim: Permission denied"
+	equals "$(state_of a1)" new
 }
 
 @test "a finish of 1000 jobs from stdin fits 1024 descriptors" {
