@@ -21,7 +21,7 @@ enqueue_claim() {
 	at_ms $T spool-enqueue --id "$id" "$@" <<<"payload of $id" >/dev/null
 	line=$(at_ms $T spool-claim --owner w1)
 	TOK=$(cut -f2 <<<"$line")
-	[ "$(cut -f1,3 <<<"$line")" = "$(printf '%s\t1' "$id")" ]
+	equals "$(cut -f1,3 <<<"$line")" "$(printf '%s\t1' "$id")"
 }
 
 T=1000000
@@ -29,15 +29,15 @@ T=1000000
 @test "ok moves the job to done/ID with its payload" {
 	enqueue_claim j1
 	run -0 --separate-stderr at_ms $((T + 100)) spool-finish j1 1 ok
-	[ "$output" = j1 ]
-	[ "$stderr" = "" ]
-	[ "$(state_of j1)" = done ]
+	equals "$output" j1
+	equals "$stderr" ""
+	equals "$(state_of j1)" done
 	[ -f "$SPOOL_DIR/done/j1" ]
 	assert_file "$SPOOL_DIR/done/j1" "payload of j1
 "
-	[ -z "$(ids_in leased)" ]
+	equals "$(ids_in leased)" ""
 	check_invariants
-	[ "$(audit_events | tail -n 1)" = "ok j1 1 1 1 w1 - - -" ]
+	equals "$(audit_events | tail -n 1)" "ok j1 1 1 1 w1 - - -"
 	diff -u - <(last_rec j1 t ev at tok att out) <<EOT
 t=$((T + 100))
 ev=ok
@@ -51,12 +51,12 @@ EOT
 @test "permanent parks the job in dead/ID with reason permanent and its class" {
 	enqueue_claim j1
 	run -0 --separate-stderr at_ms $((T + 100)) spool-finish --class invalid-input j1 1 permanent
-	[ "$output" = j1 ]
-	[ "$stderr" = "" ]
-	[ "$(state_of j1)" = dead ]
+	equals "$output" j1
+	equals "$stderr" ""
+	equals "$(state_of j1)" dead
 	assert_file "$SPOOL_DIR/dead/j1" "payload of j1
 "
-	[ "$(audit_events | tail -n 1)" = "park j1 1 1 1 w1 permanent invalid-input -" ]
+	equals "$(audit_events | tail -n 1)" "park j1 1 1 1 w1 permanent invalid-input -"
 	diff -u - <(last_rec j1 ev at out reason cls se) <<EOT
 ev=park
 at=dead
@@ -70,13 +70,13 @@ EOT
 @test "retry --delay 0 puts the job back in new/, claimable at once with the next token" {
 	enqueue_claim j1
 	run -0 --separate-stderr at_ms $((T + 100)) spool-finish --delay 0 --class transient j1 1 retry
-	[ "$output" = j1 ]
-	[ "$stderr" = "" ]
-	[ "$(state_of j1)" = new ]
-	[ "$(eligible_of j1)" = $((T + 100)) ]
+	equals "$output" j1
+	equals "$stderr" ""
+	equals "$(state_of j1)" new
+	equals "$(eligible_of j1)" $((T + 100))
 	run -0 --separate-stderr at_ms $((T + 100)) spool-claim --owner w2
 	diff -u <(lease_line j1 2 2) <(printf '%s\n' "$output")
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	assert_file "$(cut -f4 <<<"$output")" "payload of j1
 "
 	diff -u - <(audit_events) <<EOT
@@ -101,14 +101,14 @@ EOT
 	for range in "500 1000" "750 1500" "750 1500"; do
 		set -- $range
 		run -0 --separate-stderr at_ms $now spool-finish j1 $tok retry
-		[ "$output" = j1 ]
-		[ "$stderr" = "" ]
+		equals "$output" j1
+		equals "$stderr" ""
 		e=$(eligible_of j1)
 		echo "retry at $now: eligible $e, want $((now + $1)) .. $((now + $2))"
 		[ "$e" -ge $((now + $1)) ]
 		[ "$e" -le $((now + $2)) ]
 		run -1 at_ms $((e - 1)) spool-claim --owner w1
-		[ "$output" = "" ]
+		equals "$output" ""
 		tok=$((tok + 1))
 		run -0 at_ms $e spool-claim --owner w1
 		diff -u <(lease_line j1 $tok $tok) <(printf '%s\n' "$output")
@@ -128,15 +128,15 @@ EOT
 	for k in 1 2 3 4 5 6 7 8; do
 		tok=$(lease_token j$k)
 		run -0 at_ms $((T + 10)) spool-finish j$k "$tok" retry
-		[ "$output" = j$k ]
+		equals "$output" j$k
 		e=$(eligible_of j$k)
 		[ "$e" -ge $((T + 510)) ]
 		[ "$e" -le $((T + 1010)) ]
 	done
 	# Not claimable at once.
 	run -1 --separate-stderr at_ms $((T + 10)) spool-claim --owner w2
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
+	equals "$output" ""
+	equals "$stderr" ""
 	[ "$(ids_in new | wc -l)" -eq 8 ]
 }
 
@@ -151,10 +151,10 @@ EOT
 		at_ms $T spool-enqueue --id j$k </dev/null >/dev/null
 	done
 	at_ms $T spool-claim --owner w1 --lease 300ms -n 4 >/dev/null
-	[ "$(at_ms $((T + 300)) spool-claim --owner w2 -n 4 | cut -f3 | sort -u)" = 2 ]
+	equals "$(at_ms $((T + 300)) spool-claim --owner w2 -n 4 | cut -f3 | sort -u)" 2
 	for k in 1 2 3 4; do
 		run -0 at_ms $((T + 400)) spool-finish j$k "$(lease_token j$k)" retry
-		[ "$output" = j$k ]
+		equals "$output" j$k
 		e=$(eligible_of j$k)
 		echo "j$k: eligible $e, want $((T + 1400)) .. $((T + 2400))"
 		[ "$e" -ge $((T + 1400)) ]
@@ -165,10 +165,10 @@ EOT
 @test "retry when the attempts are spent parks the job as exhausted" {
 	enqueue_claim j1 --max-attempts 1
 	run -0 --separate-stderr at_ms $((T + 100)) spool-finish --delay 0 --class dependency-down j1 1 retry
-	[ "$output" = j1 ]
-	[ "$stderr" = "" ]
-	[ "$(state_of j1)" = dead ]
-	[ "$(audit_events | tail -n 1)" = "park j1 1 1 1 w1 exhausted dependency-down -" ]
+	equals "$output" j1
+	equals "$stderr" ""
+	equals "$(state_of j1)" dead
+	equals "$(audit_events | tail -n 1)" "park j1 1 1 1 w1 exhausted dependency-down -"
 	diff -u - <(last_rec j1 ev at att out reason cls) <<EOT
 ev=park
 at=dead
@@ -182,10 +182,10 @@ EOT
 @test "retry whose next eligible time passes the deadline parks the job as deadline" {
 	enqueue_claim j1 --deadline 2s
 	run -0 --separate-stderr at_ms $((T + 100)) spool-finish --delay 5s j1 1 retry
-	[ "$output" = j1 ]
-	[ "$stderr" = "" ]
-	[ "$(state_of j1)" = dead ]
-	[ "$(audit_events | tail -n 1)" = "park j1 1 1 1 w1 deadline - -" ]
+	equals "$output" j1
+	equals "$stderr" ""
+	equals "$(state_of j1)" dead
+	equals "$(audit_events | tail -n 1)" "park j1 1 1 1 w1 deadline - -"
 	diff -u - <(last_rec j1 ev at out reason) <<EOT
 ev=park
 at=dead
@@ -196,21 +196,21 @@ EOT
 	# A delay that stays inside the deadline retries.
 	enqueue_claim j2 --deadline 2s
 	run -0 at_ms $((T + 100)) spool-finish --delay 1s j2 "$TOK" retry
-	[ "$(state_of j2)" = new ]
-	[ "$(eligible_of j2)" = $((T + 1100)) ]
+	equals "$(state_of j2)" new
+	equals "$(eligible_of j2)" $((T + 1100))
 }
 
 @test "release puts the job back in new/ without spending the attempt" {
 	enqueue_claim j1 --max-attempts 1
 	run -0 --separate-stderr at_ms $((T + 100)) spool-finish j1 1 release
-	[ "$output" = j1 ]
-	[ "$stderr" = "" ]
-	[ "$(state_of j1)" = new ]
-	[ "$(eligible_of j1)" = $((T + 100)) ]
+	equals "$output" j1
+	equals "$stderr" ""
+	equals "$(state_of j1)" new
+	equals "$(eligible_of j1)" $((T + 100))
 	# The only attempt is still there: delivered again, as attempt 1.
 	run -0 --separate-stderr at_ms $((T + 100)) spool-claim --owner w2
 	diff -u <(lease_line j1 2 1) <(printf '%s\n' "$output")
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	diff -u - <(audit_events) <<EOT
 enqueue j1 0 0 1 - - - -
 claim j1 1 1 1 w1 - - -
@@ -222,7 +222,7 @@ EOT
 @test "release --delay makes the job eligible after that delay" {
 	enqueue_claim j1
 	run -0 at_ms $((T + 100)) spool-finish --delay 2s j1 1 release
-	[ "$(eligible_of j1)" = $((T + 2100)) ]
+	equals "$(eligible_of j1)" $((T + 2100))
 	run -1 at_ms $((T + 2099)) spool-claim --owner w2
 	run -0 at_ms $((T + 2100)) spool-claim --owner w2
 	diff -u <(lease_line j1 2 1) <(printf '%s\n' "$output")
@@ -231,10 +231,10 @@ EOT
 @test "class unknown-side-effect parks at once, reason side-effect, se=1, even for retry" {
 	enqueue_claim j1
 	run -0 --separate-stderr at_ms $((T + 100)) spool-finish --class unknown-side-effect --delay 0 j1 1 retry
-	[ "$output" = j1 ]
-	[ "$stderr" = "" ]
-	[ "$(state_of j1)" = dead ]
-	[ "$(audit_events | tail -n 1)" = "park j1 1 1 1 w1 side-effect unknown-side-effect -" ]
+	equals "$output" j1
+	equals "$stderr" ""
+	equals "$(state_of j1)" dead
+	equals "$(audit_events | tail -n 1)" "park j1 1 1 1 w1 side-effect unknown-side-effect -"
 	diff -u - <(last_rec j1 ev at out reason cls se) <<EOT
 ev=park
 at=dead
@@ -248,7 +248,7 @@ EOT
 @test "class unknown-side-effect with permanent also flags the job se=1" {
 	enqueue_claim j1
 	run -0 at_ms $((T + 100)) spool-finish --class unknown-side-effect j1 1 permanent
-	[ "$(state_of j1)" = dead ]
+	equals "$(state_of j1)" dead
 	diff -u - <(last_rec j1 ev at cls se) <<EOT
 ev=park
 at=dead
@@ -265,9 +265,9 @@ EOT
 		run -0 at_ms $((T + 100)) spool-finish "${delay[@]}" j-$outcome "$TOK" $outcome
 		before=$(snapshot)
 		run -0 --separate-stderr at_ms $((T + 200)) spool-finish "${delay[@]}" j-$outcome "$TOK" $outcome
-		[ "$output" = j-$outcome ]
-		[ "$stderr" = "" ]
-		[ "$(snapshot)" = "$before" ]
+		equals "$output" j-$outcome
+		equals "$stderr" ""
+		equals "$(snapshot)" "$before"
 	done
 }
 
@@ -277,10 +277,10 @@ EOT
 	at_ms $((T + 100)) spool-claim --owner w2 >/dev/null
 	before=$(snapshot)
 	run -0 --separate-stderr at_ms $((T + 200)) spool-finish --delay 0 j1 1 retry
-	[ "$output" = j1 ]
-	[ "$stderr" = "" ]
-	[ "$(snapshot)" = "$before" ]
-	[ "$(state_of j1)" = leased ]
+	equals "$output" j1
+	equals "$stderr" ""
+	equals "$(snapshot)" "$before"
+	equals "$(state_of j1)" leased
 }
 
 @test "repeating a finish with another outcome is refused and changes nothing" {
@@ -288,13 +288,13 @@ EOT
 	at_ms $((T + 100)) spool-finish j1 1 ok >/dev/null
 	before=$(snapshot)
 	run -1 --separate-stderr at_ms $((T + 200)) spool-finish j1 1 permanent
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-finish: j1: not leased: the job is in done/" ]
+	equals "$output" ""
+	equals "$stderr" "spool-finish: j1: not leased: the job is in done/"
 	run -1 --separate-stderr at_ms $((T + 200)) spool-finish --delay 0 j1 1 retry
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-finish: j1: not leased: the job is in done/" ]
-	[ "$(snapshot)" = "$before" ]
-	[ "$(state_of j1)" = done ]
+	equals "$output" ""
+	equals "$stderr" "spool-finish: j1: not leased: the job is in done/"
+	equals "$(snapshot)" "$before"
+	equals "$(state_of j1)" done
 }
 
 @test "a stale token is refused with the exact message and changes nothing" {
@@ -303,40 +303,40 @@ EOT
 	at_ms $((T + 300)) spool-claim --owner w2 >/dev/null
 	before=$(snapshot)
 	run -1 --separate-stderr at_ms $((T + 301)) spool-finish j1 1 ok
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-finish: j1: stale token: the current token is 2 and the job is in leased/" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" ""
+	equals "$stderr" "spool-finish: j1: stale token: the current token is 2 and the job is in leased/"
+	equals "$(snapshot)" "$before"
 	# The current holder still can.
 	run -0 at_ms $((T + 302)) spool-finish j1 2 ok
-	[ "$output" = j1 ]
-	[ "$(state_of j1)" = done ]
+	equals "$output" j1
+	equals "$(state_of j1)" done
 }
 
 @test "a finish for an unknown ID is refused: no such job" {
 	before=$(snapshot)
 	run -1 --separate-stderr spool-finish nope 1 ok
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-finish: nope: no such job" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" ""
+	equals "$stderr" "spool-finish: nope: no such job"
+	equals "$(snapshot)" "$before"
 }
 
 @test "bad arguments are refused with status 100 and change nothing" {
 	enqueue_claim j1
 	before=$(snapshot)
 	run -100 --separate-stderr spool-finish j1 1 maybe
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-finish: j1: bad outcome 'maybe' (ok, retry, permanent or release)" ]
+	equals "$output" ""
+	equals "$stderr" "spool-finish: j1: bad outcome 'maybe' (ok, retry, permanent or release)"
 	run -100 --separate-stderr spool-finish j1 0 ok
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-finish: j1: bad token '0' (a number from 1 to 2^63-1)" ]
+	equals "$output" ""
+	equals "$stderr" "spool-finish: j1: bad token '0' (a number from 1 to 2^63-1)"
 	run -100 --separate-stderr spool-finish ../j1 1 ok
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-finish: ../j1: bad ID" ]
+	equals "$output" ""
+	equals "$stderr" "spool-finish: ../j1: bad ID"
 	run -100 --separate-stderr spool-finish --class bogus j1 1 retry
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-finish: --class: unknown class 'bogus' (see spool(7))" ]
-	[ "$(snapshot)" = "$before" ]
-	[ "$(state_of j1)" = leased ]
+	equals "$output" ""
+	equals "$stderr" "spool-finish: --class: unknown class 'bogus' (see spool(7))"
+	equals "$(snapshot)" "$before"
+	equals "$(state_of j1)" leased
 }
 
 @test "finish - reads ID TOKEN OUTCOME lines and reports each refusal" {
@@ -344,7 +344,7 @@ EOT
 	at_ms $((T + 20)) spool-enqueue --id b </dev/null >/dev/null
 	at_ms $((T + 40)) spool-enqueue --id c </dev/null >/dev/null
 	at_ms $((T + 60)) spool-enqueue --id d </dev/null >/dev/null
-	[ "$(at_ms $((T + 60)) spool-claim --owner w1 -n 3 | cut -f1 | tr '\n' ' ')" = "a b c " ]
+	equals "$(at_ms $((T + 60)) spool-claim --owner w1 -n 3 | cut -f1 | tr '\n' ' ')" "a b c "
 	at_ms $((T + 60)) spool-claim --owner w1 --lease 300ms >/dev/null
 	at_ms $((T + 360)) spool-claim --owner w2 >/dev/null	# d: token 5
 	run -100 --separate-stderr at_ms $((T + 400)) spool-finish - <<EOT
@@ -363,10 +363,10 @@ EOT
 spool-finish: stdin line 3: want ID TOKEN OUTCOME
 spool-finish: d: stale token: the current token is 5 and the job is in leased/
 EOT
-	[ "$(state_of a)" = done ]
-	[ "$(state_of b)" = new ]
-	[ "$(state_of c)" = dead ]
-	[ "$(state_of d)" = leased ]
+	equals "$(state_of a)" done
+	equals "$(state_of b)" new
+	equals "$(state_of c)" dead
+	equals "$(state_of d)" leased
 	check_invariants
 	diff -u - <(audit_events | tail -n 3) <<EOT
 ok a 1 1 1 w1 - - -
@@ -383,8 +383,8 @@ EOT
 a $(lease_token a) ok
 b 7 ok
 EOT
-	[ "$output" = a ]
-	[ "$stderr" = "spool-finish: b: stale token: the current token is $(lease_token b) and the job is in leased/" ]
+	equals "$output" a
+	equals "$stderr" "spool-finish: b: stale token: the current token is $(lease_token b) and the job is in leased/"
 }
 
 @test "finish - naming one job twice handles it twice, in order" {
@@ -393,9 +393,9 @@ EOT
 j1 1 permanent
 j1 1 ok
 EOT
-	[ "$output" = j1 ]
-	[ "$stderr" = "spool-finish: j1: not leased: the job is in dead/" ]
-	[ "$(state_of j1)" = dead ]
+	equals "$output" j1
+	equals "$stderr" "spool-finish: j1: not leased: the job is in dead/"
+	equals "$(state_of j1)" dead
 
 	enqueue_claim j2
 	run -0 --separate-stderr at_ms $((T + 100)) spool-finish - <<EOT
@@ -406,8 +406,8 @@ EOT
 j2
 j2
 EOT
-	[ "$stderr" = "" ]
-	[ "$(state_of j2)" = done ]
+	equals "$stderr" ""
+	equals "$(state_of j2)" done
 	[ "$(audit_events | grep -c '^ok j2 ')" -eq 1 ]
 }
 
@@ -415,22 +415,22 @@ EOT
 	enqueue_claim j1
 	detail=$'disk full:\tsda1\x01 at 99% \xc3\xa9'
 	run -0 --separate-stderr at_ms $((T + 100)) spool-finish --class transient --detail "$detail" --delay 0 j1 1 retry
-	[ "$output" = j1 ]
-	[ "$stderr" = "" ]
+	equals "$output" j1
+	equals "$stderr" ""
 	# Printable ASCII, '?' for each other byte; %XX for space and '%'.
 	diff -u - <(last_rec j1 ev detail) <<EOT
 ev=retry
 detail=disk%20full:?sda1?%20at%2099%25%20??
 EOT
 	run -1 grep -r -e disk -e sda1 -e full "$SPOOL_DIR/audit"
-	[ "$output" = "" ]
-	[ "$(audit_events | tail -n 1)" = "retry j1 1 1 1 w1 - transient -" ]
+	equals "$output" ""
+	equals "$(audit_events | tail -n 1)" "retry j1 1 1 1 w1 - transient -"
 }
 
 @test "--detail is cut to 200 bytes" {
 	enqueue_claim j1
 	run -0 at_ms $((T + 100)) spool-finish --detail "$(printf 'x%.0s' $(seq 300))" j1 1 permanent
-	[ "$(last_rec j1 detail)" = "detail=$(printf 'x%.0s' $(seq 200))" ]
+	equals "$(last_rec j1 detail)" "detail=$(printf 'x%.0s' $(seq 200))"
 }
 
 @test "the library's structs, zeroed, name only what matters: defaults fill the rest" {

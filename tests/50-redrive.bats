@@ -10,9 +10,9 @@ park() {
 	local id=$1
 	shift
 	at_ms $T spool-enqueue --id "$id" "$@" <<<"payload of $id" >/dev/null
-	[ "$(at_ms $T spool-claim --owner w1 | cut -f1)" = "$id" ]
+	equals "$(at_ms $T spool-claim --owner w1 | cut -f1)" "$id"
 	at_ms $((T + 10)) spool-finish "$id" "$(lease_token "$id")" permanent >/dev/null
-	[ "$(state_of "$id")" = dead ]
+	equals "$(state_of "$id")" dead
 }
 
 T=1000000
@@ -24,14 +24,14 @@ T=1000000
 	at_ms $((T + 10)) spool-finish --class invalid-input order-1842 1 permanent >/dev/null
 	cmp "$BATS_TEST_TMPDIR/payload" "$SPOOL_DIR/dead/order-1842"
 	run -0 --separate-stderr at_ms $((T + 20)) spool-redrive --by ops --note INC-4411 order-1842
-	[ "$output" = order-1842 ]
-	[ "$stderr" = "" ]
-	[ "$(state_of order-1842)" = new ]
-	[ "$(find "$SPOOL_DIR/new" -type f -printf '%f\n')" = "order-1842,$((T + 20))" ]
+	equals "$output" order-1842
+	equals "$stderr" ""
+	equals "$(state_of order-1842)" new
+	equals "$(find "$SPOOL_DIR/new" -type f -printf '%f\n')" "order-1842,$((T + 20))"
 	cmp "$BATS_TEST_TMPDIR/payload" "$(path_of order-1842)"
-	[ -z "$(ids_in dead)" ]
+	equals "$(ids_in dead)" ""
 	check_invariants
-	[ "$(audit_events | tail -n 1)" = "redrive order-1842 1 0 2 ops - - INC-4411" ]
+	equals "$(audit_events | tail -n 1)" "redrive order-1842 1 0 2 ops - - INC-4411"
 	run -0 --separate-stderr at_ms $((T + 20)) spool-claim --owner w2
 	diff -u <(lease_line order-1842 2 1) <(printf '%s\n' "$output")
 	cmp "$BATS_TEST_TMPDIR/payload" "$(cut -f4 <<<"$output")"
@@ -43,8 +43,8 @@ T=1000000
 	at_ms $T spool-finish --delay 0 j1 1 retry >/dev/null
 	at_ms $T spool-claim --owner w1 >/dev/null
 	at_ms $T spool-finish --delay 0 j1 2 retry >/dev/null
-	[ "$(state_of j1)" = dead ]
-	[ "$(last_rec j1 reason)" = reason=exhausted ]
+	equals "$(state_of j1)" dead
+	equals "$(last_rec j1 reason)" reason=exhausted
 	run -0 at_ms $((T + 10)) spool-redrive --by ops --note INC-1 j1
 	diff -u - <(last_rec j1 ev at tok att cyc by note) <<EOT
 ev=redrive
@@ -58,7 +58,7 @@ EOT
 	run -0 at_ms $((T + 10)) spool-claim --owner w2
 	diff -u <(lease_line j1 3 1) <(printf '%s\n' "$output")
 	run -0 at_ms $((T + 10)) spool-finish --delay 0 j1 3 retry
-	[ "$(state_of j1)" = new ]
+	equals "$(state_of j1)" new
 	run -0 at_ms $((T + 10)) spool-claim --owner w2
 	diff -u <(lease_line j1 4 2) <(printf '%s\n' "$output")
 }
@@ -86,7 +86,7 @@ EOT
 	at_ms $T spool-enqueue --id j1 --deadline 2s </dev/null >/dev/null
 	at_ms $T spool-claim --owner w1 >/dev/null
 	at_ms $((T + 100)) spool-finish --delay 5s j1 1 retry >/dev/null
-	[ "$(last_rec j1 reason)" = reason=deadline ]
+	equals "$(last_rec j1 reason)" reason=deadline
 	R=$((T + 60000))
 	run -0 at_ms $R spool-redrive --by ops --note INC-4411 j1
 	diff -u - <(last_rec j1 ev dl ttl) <<EOT
@@ -104,9 +104,9 @@ EOT
 	run -0 at_ms $((T + 20)) spool-redrive --by ops --note INC-4411 j1
 	before=$(snapshot)
 	run -1 --separate-stderr at_ms $((T + 30)) spool-redrive --by ops --note INC-4411 j1
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-redrive: j1: not parked: the job is in new/" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" ""
+	equals "$stderr" "spool-redrive: j1: not parked: the job is in new/"
+	equals "$(snapshot)" "$before"
 }
 
 @test "redrive of a done or leased job is refused and changes nothing" {
@@ -114,16 +114,16 @@ EOT
 	at_ms $T spool-claim --owner w1 >/dev/null
 	before=$(snapshot)
 	run -1 --separate-stderr spool-redrive --by ops --note INC-4411 j1
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-redrive: j1: not parked: the job is in leased/" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" ""
+	equals "$stderr" "spool-redrive: j1: not parked: the job is in leased/"
+	equals "$(snapshot)" "$before"
 	at_ms $T spool-finish j1 1 ok >/dev/null
 	before=$(snapshot)
 	run -1 --separate-stderr spool-redrive --by ops --note INC-4411 j1
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-redrive: j1: not parked: the job is in done/" ]
-	[ "$(snapshot)" = "$before" ]
-	[ "$(state_of j1)" = done ]
+	equals "$output" ""
+	equals "$stderr" "spool-redrive: j1: not parked: the job is in done/"
+	equals "$(snapshot)" "$before"
+	equals "$(state_of j1)" done
 }
 
 @test "several IDs: the redriven are printed, each refusal reported, worst status" {
@@ -141,9 +141,9 @@ spool-redrive: x/y: bad ID
 spool-redrive: c: not parked: the job is in new/
 spool-redrive: nope: no such job
 EOT
-	[ "$(state_of a)" = new ]
-	[ "$(state_of b)" = new ]
-	[ "$(state_of c)" = new ]
+	equals "$(state_of a)" new
+	equals "$(state_of b)" new
+	equals "$(state_of c)" new
 	[ ! -e "$SPOOL_DIR/meta/nope" ]
 	check_invariants
 	diff -u - <(audit_events | grep '^redrive') <<EOT
@@ -156,7 +156,7 @@ EOT
 	park a
 	at_ms $T spool-enqueue --id c </dev/null >/dev/null
 	run -1 --separate-stderr at_ms $((T + 20)) spool-redrive --by ops --note INC-4411 c a nope
-	[ "$output" = a ]
+	equals "$output" a
 	diff -u - <(printf '%s\n' "$stderr") <<EOT
 spool-redrive: c: not parked: the job is in new/
 spool-redrive: nope: no such job
@@ -167,29 +167,29 @@ EOT
 	at_ms $T spool-enqueue --id j1 </dev/null >/dev/null
 	at_ms $T spool-claim --owner w1 >/dev/null
 	at_ms $((T + 10)) spool-finish --class unknown-side-effect j1 1 retry >/dev/null
-	[ "$(last_rec j1 se)" = se=1 ]
+	equals "$(last_rec j1 se)" se=1
 	before=$(snapshot)
 	run -1 --separate-stderr at_ms $((T + 20)) spool-redrive --by ops --note INC-4411 j1
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-redrive: j1: its side effect may have happened: reconcile it, then redrive with --reconciled" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" ""
+	equals "$stderr" "spool-redrive: j1: its side effect may have happened: reconcile it, then redrive with --reconciled"
+	equals "$(snapshot)" "$before"
 	run -0 --separate-stderr at_ms $((T + 20)) spool-redrive --by ops --note INC-4411 --reconciled j1
-	[ "$output" = j1 ]
-	[ "$stderr" = "" ]
-	[ "$(state_of j1)" = new ]
-	[ "$(audit_events | tail -n 1)" = "redrive j1 1 0 2 ops - - INC-4411" ]
+	equals "$output" j1
+	equals "$stderr" ""
+	equals "$(state_of j1)" new
+	equals "$(audit_events | tail -n 1)" "redrive j1 1 0 2 ops - - INC-4411"
 }
 
 @test "a job parked by its last lease running out needs --reconciled too" {
 	at_ms $T spool-enqueue --id j1 --max-attempts 1 </dev/null >/dev/null
 	at_ms $T spool-claim --owner w1 --lease 300ms >/dev/null
 	run -1 at_ms $((T + 300)) spool-claim --owner w2
-	[ "$(state_of j1)" = dead ]
+	equals "$(state_of j1)" dead
 	run -1 --separate-stderr at_ms $((T + 400)) spool-redrive --by ops --note INC-7 j1
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-redrive: j1: its side effect may have happened: reconcile it, then redrive with --reconciled" ]
+	equals "$output" ""
+	equals "$stderr" "spool-redrive: j1: its side effect may have happened: reconcile it, then redrive with --reconciled"
 	run -0 at_ms $((T + 400)) spool-redrive --by ops --note INC-7 --reconciled j1
-	[ "$output" = j1 ]
+	equals "$output" j1
 	run -0 at_ms $((T + 400)) spool-claim --owner w3
 	diff -u <(lease_line j1 2 1) <(printf '%s\n' "$output")
 }
@@ -198,18 +198,18 @@ EOT
 	park j1
 	before=$(snapshot)
 	run -100 --separate-stderr spool-redrive --by ops j1
-	[ "$output" = "" ]
-	[ "$stderr" = "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] ID ..." ]
+	equals "$output" ""
+	equals "$stderr" "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] ID ..."
 	run -100 --separate-stderr spool-redrive --note INC-1 j1
-	[ "$output" = "" ]
-	[ "$stderr" = "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] ID ..." ]
+	equals "$output" ""
+	equals "$stderr" "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] ID ..."
 	run -100 --separate-stderr spool-redrive --by ops --note 'disk full on db-3' j1
-	[ "$output" = "" ]
+	equals "$output" ""
 	[[ $stderr = "spool-redrive: --note: bad value ("* ]]
 	run -100 --separate-stderr spool-redrive --by 'Jane Doe' --note INC-1 j1
-	[ "$output" = "" ]
+	equals "$output" ""
 	[[ $stderr = "spool-redrive: --by: bad value ("* ]]
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 }
 
 @test "two operators redriving at once: exactly one wins each job" {
@@ -251,7 +251,7 @@ EOT
 	at_ms $((T + 5)) spool-redrive --by ops --note INC-4411 j1 >/dev/null
 	at_ms $((T + 6)) spool-claim --owner w3 >/dev/null
 	at_ms $((T + 7)) spool-finish j1 3 ok >/dev/null
-	[ "$(state_of j1)" = done ]
+	equals "$(state_of j1)" done
 	diff -u - <(audit_events) <<EOT
 enqueue j1 0 0 1 - - - -
 claim j1 1 1 1 w1 - - -
@@ -273,6 +273,6 @@ EOT
 1970-01-01T00:16:40.006Z
 1970-01-01T00:16:40.007Z
 EOT
-	[ -z "$(cut -d' ' -f11- "$SPOOL_DIR"/audit/*.log | grep -Ev '^testhost:[0-9]+$')" ]
-	[ "$(awk '{ print NF }' "$SPOOL_DIR"/audit/*.log | sort -u)" = 11 ]
+	equals "$(cut -d' ' -f11- "$SPOOL_DIR"/audit/*.log | grep -Ev '^testhost:[0-9]+$')" ""
+	equals "$(awk '{ print NF }' "$SPOOL_DIR"/audit/*.log | sort -u)" 11
 }

@@ -27,28 +27,28 @@ cycle() {
 }
 
 @test "tokens come from one counter: they rise across IDs, one flush a block" {
-	[ "$(cat "$SPOOL_DIR/format")" = 2 ]
-	[ "$(cat "$SPOOL_DIR/tokens")" = "next=1 last=0 boot=-" ]
+	equals "$(cat "$SPOOL_DIR/format")" 2
+	equals "$(cat "$SPOOL_DIR/tokens")" "next=1 last=0 boot=-"
 	for id in a b c; do at_ms "$T" spool-enqueue --id $id <<<x >/dev/null; done
 	run -0 at_ms "$T" spool-claim -n 3 --owner w:1
-	[ "$(cut -f2 <<<"$output" | tr '\n' ' ')" = "1 2 3 " ]
+	equals "$(cut -f2 <<<"$output" | tr '\n' ' ')" "1 2 3 "
 	boot=$(cat /proc/sys/kernel/random/boot_id)
-	[ "$(cat "$SPOOL_DIR/tokens")" = "next=1025 last=3 boot=$boot" ]
+	equals "$(cat "$SPOOL_DIR/tokens")" "next=1025 last=3 boot=$boot"
 	# A reboot (a new boot ID) trusts nothing but next: a new block.
 	at_ms "$T" spool-finish a 1 retry --delay 0 >/dev/null
 	run -0 env SPOOL_TEST_BOOT_ID=after-reboot SPOOL_TEST_NOW=$T spool-claim --owner w:1
-	[ "$(cut -f1,2 <<<"$output")" = "$(printf 'a\t1025')" ]
-	[ "$(cat "$SPOOL_DIR/tokens")" = "next=2049 last=1025 boot=after-reboot" ]
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'a\t1025')"
+	equals "$(cat "$SPOOL_DIR/tokens")" "next=2049 last=1025 boot=after-reboot"
 	fsck_clean
 }
 
 @test "a purge removes the sidecar; the same ID enqueued again gets higher tokens" {
 	t1=$(cycle j1)
 	run -0 --separate-stderr at_ms $((T + 1)) spool-purge done --older-than 0
-	[ "$output" = j1 ]
+	equals "$output" j1
 	[ ! -e "$SPOOL_DIR/meta/j1" ]
 	[ ! -e "$SPOOL_DIR/done/j1" ]
-	[ "$(audit_events | tail -1)" = "purge j1 $t1 1 1 - - - -" ]
+	equals "$(audit_events | tail -1)" "purge j1 $t1 1 1 - - - -"
 	t2=$(cycle j1)
 	[ "$t2" -gt "$t1" ]
 	fsck_clean
@@ -59,7 +59,7 @@ cycle() {
 	: >"$SPOOL_DIR/meta/j7"
 	run -0 spool-fsck --repair
 	run -0 spool-fsck
-	[ "$output" = "" ]
+	equals "$output" ""
 	t2=$(cycle j7)
 	[ "$t2" -gt "$t1" ]
 }
@@ -68,7 +68,7 @@ cycle() {
 	for i in 1 2 3; do t=$(cycle j$i); done
 	rm "$SPOOL_DIR"/audit/*.log
 	at_ms $((T + 1)) spool-purge done --older-than 0 >/dev/null
-	[ "$(ls "$SPOOL_DIR/meta")" = "" ]
+	equals "$(ls "$SPOOL_DIR/meta")" ""
 	t2=$(cycle j1)
 	[ "$t2" -gt "$t" ]
 }
@@ -82,41 +82,41 @@ cycle() {
 	cp -a "$SPOOL_DIR" "$BATS_TEST_TMPDIR/backup"
 	# Life goes on after the backup: tokens up to $last are handed out.
 	for i in 1 2 3 4 5; do last=$(cycle after-$i); done
-	[ "$last" = 7 ]
+	equals "$last" 7
 	rm -rf "$SPOOL_DIR"
 	cp -a "$BATS_TEST_TMPDIR/backup" "$SPOOL_DIR"
 	run -0 --separate-stderr at_ms $((T + 5)) spool-fsck --restored
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	diff -u - <(sort <<<"$output") <<EOF
 held: leased when the backup was taken: its outcome since is unknown (marked: reconcile before a redrive)
 parked: parked when the backup was taken: its outcome since is unknown (marked: reconcile before a redrive)
 tokens: restored from a backup: tokens start again at $((1025 + (1 << 48))) (fixed)
 EOF
 	fsck_clean
-	[ "$(last_rec held ev se until)" = "$(printf 'ev=restore\nse=1\nuntil=%s' $((T + 5)))" ]
-	[ "$(last_rec parked ev se reason)" = "$(printf 'ev=restore\nse=1\nreason=permanent')" ]
+	equals "$(last_rec held ev se until)" "$(printf 'ev=restore\nse=1\nuntil=%s' $((T + 5)))"
+	equals "$(last_rec parked ev se reason)" "$(printf 'ev=restore\nse=1\nreason=permanent')"
 	# The held lease ended at the restore: it is taken over, above them all.
 	run -0 at_ms $((T + 6)) spool-claim --owner w:2
 	tok=$(cut -f2 <<<"$output")
-	[ "$(cut -f1,3 <<<"$output")" = "$(printf 'held\t2')" ]
+	equals "$(cut -f1,3 <<<"$output")" "$(printf 'held\t2')"
 	[ "$tok" -eq $((1025 + (1 << 48))) ]
 	# The parked job's outcome since the backup is unknown: reconcile first.
 	run -1 --separate-stderr spool-redrive --by ops --note INC-1 parked
-	[ "$stderr" = "spool-redrive: parked: its side effect may have happened: reconcile it, then redrive with --reconciled" ]
+	equals "$stderr" "spool-redrive: parked: its side effect may have happened: reconcile it, then redrive with --reconciled"
 	# Without --restored the copy would hand out 3..7 again: the copy
 	# still says next=1025 with no trusted last, so only a new block
 	# protects it, and the next block is the same one.
-	[ "$(cat "$BATS_TEST_TMPDIR/backup/tokens")" = "next=1025 last=2 boot=$(cat /proc/sys/kernel/random/boot_id)" ]
+	equals "$(cat "$BATS_TEST_TMPDIR/backup/tokens")" "next=1025 last=2 boot=$(cat /proc/sys/kernel/random/boot_id)"
 }
 
 @test "--restored is for a spool of format 2, and not with --repair" {
 	run -100 --separate-stderr spool-fsck --restored --repair
-	[ "$stderr" = "usage: spool-fsck [-d DIR] [--repair | --restored] [--verify]" ]
+	equals "$stderr" "usage: spool-fsck [-d DIR] [--repair | --restored] [--verify]"
 	echo 1 >"$SPOOL_DIR/format"
 	before=$(snapshot)
 	run -100 --separate-stderr spool-fsck --restored
-	[ "$stderr" = "spool-fsck: --restored: a spool of format 1 counts tokens per job: run spool-init --upgrade first" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$stderr" "spool-fsck: --restored: a spool of format 1 counts tokens per job: run spool-init --upgrade first"
+	equals "$(snapshot)" "$before"
 }
 
 @test "a lost or garbled tokens file: claims stop, spool-fsck --repair makes it again above all" {
@@ -124,15 +124,15 @@ EOF
 	at_ms "$T" spool-enqueue --id j2 <<<x >/dev/null
 	rm "$SPOOL_DIR/tokens"
 	run -111 --separate-stderr at_ms "$T" spool-claim
-	[ "$stderr" = "spool-claim: Structure needs cleaning" ]
+	equals "$stderr" "spool-claim: Structure needs cleaning"
 	run -1 spool-fsck
-	[ "$output" = "tokens: the token counter is missing or damaged" ]
+	equals "$output" "tokens: the token counter is missing or damaged"
 	# spool-init completes a spool, but never starts its counter again.
 	spool-init
 	[ ! -e "$SPOOL_DIR/tokens" ]
 	run -0 spool-fsck --repair
-	[ "$output" = "tokens: the token counter is missing or damaged (made again above every token the spool names, as after a restore)" ]
-	[ "$(cat "$SPOOL_DIR/tokens")" = "next=$((t1 + 1 + (1 << 48))) last=$((t1 + (1 << 48))) boot=-" ]
+	equals "$output" "tokens: the token counter is missing or damaged (made again above every token the spool names, as after a restore)"
+	equals "$(cat "$SPOOL_DIR/tokens")" "next=$((t1 + 1 + (1 << 48))) last=$((t1 + (1 << 48))) boot=-"
 	echo garbage >"$SPOOL_DIR/tokens"
 	run -0 spool-fsck --repair
 	run -0 at_ms "$T" spool-claim --owner w:1
@@ -144,9 +144,9 @@ EOF
 	t1=$(cycle j1)
 	printf 'next=1 last=0 boot=-\n' >"$SPOOL_DIR/tokens"
 	run -1 spool-fsck
-	[ "$output" = "tokens: token $t1 is named, but the counter says every token is below 1" ]
+	equals "$output" "tokens: token $t1 is named, but the counter says every token is below 1"
 	run -0 spool-fsck --repair
-	[ "$output" = "tokens: token $t1 is named, but the counter says every token is below 1 (raised)" ]
+	equals "$output" "tokens: token $t1 is named, but the counter says every token is below 1 (raised)"
 	fsck_clean
 	t2=$(cycle j1)
 	[ "$t2" -gt "$t1" ]
@@ -157,7 +157,7 @@ EOF
 	run -137 env SPOOL_TEST_CRASH=purge-forgotten spool-purge done --older-than 0
 	[ ! -e "$SPOOL_DIR/meta/j1" ]
 	[ ! -e "$SPOOL_DIR/done/j1" ]
-	[ "$(audit_events | tail -1 | cut -d' ' -f1,2)" = "purge j1" ]
+	equals "$(audit_events | tail -1 | cut -d' ' -f1,2)" "purge j1"
 	fsck_clean
 	# A sidecar that ends in its purge, as a power cut might bring back
 	# (the purge was logged before its sidecar went).
@@ -169,9 +169,9 @@ EOF
 	    "2026-11-30T08:12:16.000Z purge ghost 9 0 1 - - - - testhost:1" \
 	    >>"$SPOOL_DIR/audit/testhost.log"
 	run -1 spool-fsck
-	[ "$output" = "ghost: purged, but its sidecar is still in meta/" ]
+	equals "$output" "ghost: purged, but its sidecar is still in meta/"
 	run -0 spool-fsck --repair
-	[ "$output" = "ghost: purged, but its sidecar is still in meta/ (removed)" ]
+	equals "$output" "ghost: purged, but its sidecar is still in meta/ (removed)"
 	[ ! -e "$SPOOL_DIR/meta/ghost" ]
 	fsck_clean
 }
@@ -189,11 +189,11 @@ EOF
 	cp "$BATS_TEST_TMPDIR/old-sidecar" "$BATS_TEST_TMPDIR/old-copy"
 	exec 9<&-
 	wait "$pid"
-	[ "$(cat "$BATS_TEST_TMPDIR/out")" = j1 ]
+	equals "$(cat "$BATS_TEST_TMPDIR/out")" j1
 	# Nothing was appended to the file nobody will read again.
 	cmp "$BATS_TEST_TMPDIR/old-sidecar" "$BATS_TEST_TMPDIR/old-copy"
-	[ "$(wc -l <"$SPOOL_DIR/meta/j1")" = 1 ]
-	[ "$(last_rec j1 ev cyc)" = "$(printf 'ev=enqueue\ncyc=1')" ]
+	equals "$(wc -l <"$SPOOL_DIR/meta/j1")" 1
+	equals "$(last_rec j1 ev cyc)" "$(printf 'ev=enqueue\ncyc=1')"
 }
 
 @test "a purge of 1,000 finished jobs leaves meta/ with only the jobs that exist" {
@@ -206,11 +206,11 @@ EOF
 		    sed 's/$/ ok/' | at_ms "$T" spool-finish - >/dev/null
 	done
 	for id in live-1 live-2; do at_ms "$T" spool-enqueue --id $id <<<x >/dev/null; done
-	[ "$(ls "$SPOOL_DIR/meta" | wc -l)" = 1002 ]
-	[ "$(ls "$SPOOL_DIR/done" | wc -l)" = 1000 ]
+	equals "$(ls "$SPOOL_DIR/meta" | wc -l)" 1002
+	equals "$(ls "$SPOOL_DIR/done" | wc -l)" 1000
 	run -0 --separate-stderr at_ms $((T + 1)) spool-purge done --older-than 0
-	[ "${#lines[@]}" = 1000 ]
-	[ "$(ls "$SPOOL_DIR/meta")" = "$(printf 'live-1\nlive-2')" ]
+	equals "${#lines[@]}" 1000
+	equals "$(ls "$SPOOL_DIR/meta")" "$(printf 'live-1\nlive-2')"
 	fsck_clean
 }
 
@@ -237,8 +237,8 @@ EOF
 	[ ! -e "$SPOOL_DIR/tokens" ]
 	at_ms $((T + 3600100)) spool-finish new-1 1 ok >/dev/null
 	at_ms $((T + 3600200)) spool-purge done --older-than 0 >/dev/null
-	[ "$(last_rec new-1 ev)" = "ev=purge" ]
-	[ "$(cat "$SPOOL_DIR/format")" = 1 ]
+	equals "$(last_rec new-1 ev)" "ev=purge"
+	equals "$(cat "$SPOOL_DIR/format")" 1
 	fsck_clean
 }
 
@@ -246,11 +246,11 @@ EOF
 	old_spool
 	export SPOOL_HOST=oldhost
 	run -0 --separate-stderr spool-init --upgrade
-	[ "$output$stderr" = "" ]
-	[ "$(cat "$SPOOL_DIR/format")" = 2 ]
-	[ "$(cat "$SPOOL_DIR/tokens")" = "next=$((7 + (1 << 20))) last=$((6 + (1 << 20))) boot=-" ]
+	equals "$output$stderr" ""
+	equals "$(cat "$SPOOL_DIR/format")" 2
+	equals "$(cat "$SPOOL_DIR/tokens")" "next=$((7 + (1 << 20))) last=$((6 + (1 << 20))) boot=-"
 	# done-1's sidecar, kept by format 1 after its purge, is gone.
-	[ "$(ls "$SPOOL_DIR/meta")" = "$(printf 'busy-1\ndead-1\nnew-1\npurged-1')" ]
+	equals "$(ls "$SPOOL_DIR/meta")" "$(printf 'busy-1\ndead-1\nnew-1\npurged-1')"
 	run -0 spool-init --upgrade	# again: nothing to do
 	fsck_clean
 	run -0 at_ms $((T + 3600100)) spool-claim -n 2 --owner w:3
@@ -261,8 +261,8 @@ EOF
 	# A purge now removes sidecars, and the ID's next cycle is above.
 	at_ms $((T + 3600100)) spool-finish new-1 $((8 + (1 << 20))) ok >/dev/null
 	at_ms $((T + 3600200)) spool-purge done --older-than 0 >/dev/null
-	[ "$(ls "$SPOOL_DIR/meta")" = "$(printf 'busy-1\ndead-1')" ]
+	equals "$(ls "$SPOOL_DIR/meta")" "$(printf 'busy-1\ndead-1')"
 	fsck_clean
 	run -100 --separate-stderr spool-init --upgrade --group root
-	[ "$stderr" = "usage: spool-init [-d DIR] [--group GROUP | --upgrade]" ]
+	equals "$stderr" "usage: spool-init [-d DIR] [--group GROUP | --upgrade]"
 }

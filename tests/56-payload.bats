@@ -24,15 +24,15 @@ park() {
 @test "enqueue records the payload's size and XXH3-64; spool-show prints them" {
 	printf 'hello\n' | at_ms "$T" spool-enqueue --id j1 >/dev/null
 	: | at_ms "$T" spool-enqueue --id empty >/dev/null
-	[ "$(payload_of j1)" = "6:$(printf 'hello\n' | xxh_of -)" ]
-	[ "$(payload_of empty)" = "0:$(xxh_of /dev/null)" ]
+	equals "$(payload_of j1)" "6:$(printf 'hello\n' | xxh_of -)"
+	equals "$(payload_of empty)" "0:$(xxh_of /dev/null)"
 	run -0 spool-show j1
-	[ "$(grep '^payload' <<<"$output")" = "payload      6 bytes, xxh3 99fc819aaba2462a" ]
+	equals "$(grep '^payload' <<<"$output")" "payload      6 bytes, xxh3 99fc819aaba2462a"
 	run -0 spool-show --json j1
-	[ "$(jq -c '[.payload_size, .payload_xxh3]' <<<"$output")" = '[6,"99fc819aaba2462a"]' ]
+	equals "$(jq -c '[.payload_size, .payload_xxh3]' <<<"$output")" '[6,"99fc819aaba2462a"]'
 	# Every later record carries it.
 	at_ms "$T" spool-claim --owner w1 -n 2 >/dev/null
-	[ "$(payload_of j1)" = 6:99fc819aaba2462a ]
+	equals "$(payload_of j1)" 6:99fc819aaba2462a
 	fsck_clean
 }
 
@@ -40,10 +40,10 @@ park() {
 	printf 'hello\n' | at_ms "$T" spool-enqueue --id j1 >/dev/null
 	: >"$(path_of j1)"
 	run -1 spool-fsck
-	[ "$output" = "j1: its payload is 0 bytes, its record says 6: changed by hand, or torn; park it with spool-cancel, check it, then spool-redrive --edited or spool-drop" ]
+	equals "$output" "j1: its payload is 0 bytes, its record says 6: changed by hand, or torn; park it with spool-cancel, check it, then spool-redrive --edited or spool-drop"
 	before=$(snapshot)
 	run -1 spool-fsck --repair
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 }
 
 @test "a byte changed in place: the size agrees, --verify finds it" {
@@ -51,7 +51,7 @@ park() {
 	printf 'amount=900\n' >"$(path_of j1)"
 	fsck_clean
 	run -1 spool-fsck --verify
-	[ "$output" = "j1: its payload is not the bytes its checksum says: changed by hand, or damaged; check it, then spool-redrive --edited or spool-drop" ]
+	equals "$output" "j1: its payload is not the bytes its checksum says: changed by hand, or damaged; check it, then spool-redrive --edited or spool-drop"
 }
 
 @test "a redrive hands back the bytes enqueued: an edited payload needs --edited" {
@@ -59,18 +59,18 @@ park() {
 	printf 'amount=900\n' >"$(path_of j1)"
 	before=$(snapshot)
 	run -1 --separate-stderr at_ms $((T + 1)) spool-redrive --by ops --note INC-1 j1
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-redrive: j1: its payload is not the one enqueued (changed by hand?): check it, then redrive with --edited to send it as it is" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" ""
+	equals "$stderr" "spool-redrive: j1: its payload is not the one enqueued (changed by hand?): check it, then redrive with --edited to send it as it is"
+	equals "$(snapshot)" "$before"
 	# The dry run says so too, having read it.
 	run -1 --separate-stderr bash -c "echo j1 | SPOOL_TEST_NOW=$((T + 1)) spool-redrive --by ops --note INC-1 --dry-run -"
-	[ "$(head -n 1 <<<"$stderr")" = "spool-redrive: j1: its payload is not the one enqueued (changed by hand?): check it, then redrive with --edited to send it as it is" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$(head -n 1 <<<"$stderr")" "spool-redrive: j1: its payload is not the one enqueued (changed by hand?): check it, then redrive with --edited to send it as it is"
+	equals "$(snapshot)" "$before"
 	run -0 --separate-stderr at_ms $((T + 2)) spool-redrive --by ops --note INC-2 --edited j1
-	[ "$output" = j1 ]
-	[ "$(payload_of j1)" = "$(printf 'amount=900\n' | tee "$BATS_TEST_TMPDIR/new" | wc -c):$(xxh_of "$BATS_TEST_TMPDIR/new")" ]
-	[ "$(last_rec j1 ev by note)" = "$(printf 'ev=redrive\nby=ops\nnote=INC-2')" ]
-	[ "$(audit_events | tail -n 1)" = "redrive j1 1 0 2 ops - - INC-2" ]
+	equals "$output" j1
+	equals "$(payload_of j1)" "$(printf 'amount=900\n' | tee "$BATS_TEST_TMPDIR/new" | wc -c):$(xxh_of "$BATS_TEST_TMPDIR/new")"
+	equals "$(last_rec j1 ev by note)" "$(printf 'ev=redrive\nby=ops\nnote=INC-2')"
+	equals "$(audit_events | tail -n 1)" "redrive j1 1 0 2 ops - - INC-2"
 	fsck_clean
 	spool-fsck --verify
 }
@@ -82,10 +82,10 @@ park() {
 	mv "$BATS_TEST_TMPDIR/old/spool" "$SPOOL_DIR"
 	export SPOOL_HOST=oldhost
 	run -0 spool-show dead-1
-	[ "$(grep '^payload' <<<"$output")" = "payload      unverified: enqueued before records kept a size and checksum" ]
+	equals "$(grep '^payload' <<<"$output")" "payload      unverified: enqueued before records kept a size and checksum"
 	run -0 spool-fsck --verify
-	[ "$output" = "" ]
+	equals "$output" ""
 	run -0 at_ms $((T + 3600100)) spool-redrive --by ops --note INC-3 dead-1
-	[ "$(payload_of dead-1)" = "9:$(printf 'dead one\n' | xxh_of -)" ]
+	equals "$(payload_of dead-1)" "9:$(printf 'dead one\n' | xxh_of -)"
 	spool-fsck --verify
 }
