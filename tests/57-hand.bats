@@ -65,10 +65,10 @@ last_token() {
 damaged() {
 	if [ "$1" -eq 0 ]; then
 		run -0 spool-stat --crit 'damaged>0'
-		[ "$output" = "SPOOL OK - damaged=0 | damaged=0" ]
+		equals "$output" "SPOOL OK - damaged=0 | damaged=0"
 	else
 		run -2 spool-stat --crit 'damaged>0'
-		[ "$output" = "SPOOL CRITICAL - damaged=$1 (>0) | damaged=$1" ]
+		equals "$output" "SPOOL CRITICAL - damaged=$1 (>0) | damaged=$1"
 	fi
 }
 
@@ -89,17 +89,17 @@ damaged_msg() {
 	# Not claimable until adopted: a claim takes only files its record names.
 	run -1 spool-claim --owner w
 	run -1 spool-fsck
-	[ "$output" = "m1: moved by hand from dead/ to new/m1: spool-fsck --repair adopts it as a redrive" ]
+	equals "$output" "m1: moved by hand from dead/ to new/m1: spool-fsck --repair adopts it as a redrive"
 	mark
 	run -0 spool-fsck --repair
-	[ "$output" = "m1: moved by hand from dead/ to new/m1: adopted as a redrive by hand" ]
-	[ "$(since_mark)" = "redrive m1 1 0 2 hand - - -" ]
-	[ "$(last_rec m1 ev by)" = "$(printf 'ev=redrive\nby=hand')" ]
+	equals "$output" "m1: moved by hand from dead/ to new/m1: adopted as a redrive by hand"
+	equals "$(since_mark)" "redrive m1 1 0 2 hand - - -"
+	equals "$(last_rec m1 ev by)" "$(printf 'ev=redrive\nby=hand')"
 	fsck_clean
 	damaged 0
-	[ "$(spool-stat --json | jq .hand_edits)" = 1 ]
+	equals "$(spool-stat --json | jq .hand_edits)" 1
 	run -0 spool-claim --owner w
-	[ "$(cut -f1,3 <<<"$output")" = "$(printf 'm1\t1')" ]
+	equals "$(cut -f1,3 <<<"$output")" "$(printf 'm1\t1')"
 	[ "$(cut -f2 <<<"$output")" -gt "$last" ]
 	same m1
 	same m2
@@ -111,15 +111,15 @@ damaged_msg() {
 	mv "$SPOOL_DIR/dead/m1" "$SPOOL_DIR/done/"
 	damaged 1
 	run -1 spool-fsck
-	[ "$output" = "m1: moved by hand from dead/ to done/m1: spool-fsck --repair adopts it as a drop" ]
+	equals "$output" "m1: moved by hand from dead/ to done/m1: spool-fsck --repair adopts it as a drop"
 	mark
 	run -0 spool-fsck --repair
-	[ "$output" = "m1: moved by hand from dead/ to done/m1: adopted as a drop by hand" ]
-	[ "$(since_mark)" = "drop m1 1 1 1 hand permanent - -" ]
+	equals "$output" "m1: moved by hand from dead/ to done/m1: adopted as a drop by hand"
+	equals "$(since_mark)" "drop m1 1 1 1 hand permanent - -"
 	fsck_clean
 	damaged 0
 	run -0 spool-show m1
-	[ "$(grep -E '^(state|disposition)' <<<"$output")" = "$(printf 'state        done\ndisposition  dropped')" ]
+	equals "$(grep -E '^(state|disposition)' <<<"$output")" "$(printf 'state        done\ndisposition  dropped')"
 	same m1
 }
 
@@ -133,13 +133,13 @@ damaged_msg() {
 	# Commands take the finish as not made (spool-layout.md, "Crashes").
 	damaged 0
 	run -0 spool-show q1
-	[ "$(grep '^state' <<<"$output")" = "state        leased" ]
+	equals "$(grep '^state' <<<"$output")" "state        leased"
 	run -1 spool-fsck
-	[ "$output" = "q1: its file is still at leased/q1,$tok, where it was before its last transition (ok) moved it to done/ (a power cut lost the move, or a person undid it): spool-fsck --repair makes the move again" ]
+	equals "$output" "q1: its file is still at leased/q1,$tok, where it was before its last transition (ok) moved it to done/ (a power cut lost the move, or a person undid it): spool-fsck --repair makes the move again"
 	mark
 	run -0 spool-fsck --repair
-	[ "$output" = "q1: its file is still at leased/q1,$tok, where it was before its last transition (ok) moved it to done/ (a power cut lost the move, or a person undid it): the move made again" ]
-	[ "$(since_mark)" = "" ]
+	equals "$output" "q1: its file is still at leased/q1,$tok, where it was before its last transition (ok) moved it to done/ (a power cut lost the move, or a person undid it): the move made again"
+	equals "$(since_mark)" ""
 	fsck_clean
 	damaged 0
 	same q1 "$SPOOL_DIR/done/q1"
@@ -162,16 +162,16 @@ EOT
 m1: moved by hand from dead/ to leased/m1: put back
 q1: moved by hand from new/ to leased/q1,99: put back
 EOT
-	[ "$(since_mark)" = "" ]
+	equals "$(since_mark)" ""
 	fsck_clean
 	damaged 0
-	[ "$(state_of m1)" = dead ]
-	[ "$(state_of q1)" = new ]
-	[ "$(ids_in leased)" = "" ]
+	equals "$(state_of m1)" dead
+	equals "$(state_of q1)" new
+	equals "$(ids_in leased)" ""
 	same m1
 	same q1
 	run -0 spool-claim --owner w
-	[ "$(cut -f1 <<<"$output")" = q1 ]
+	equals "$(cut -f1 <<<"$output")" q1
 }
 
 @test "mv into new/ at any level but its leaf: adopted as a redrive, filed in its bucket" {
@@ -199,34 +199,34 @@ EOT
 	fsck_clean
 	damaged 0
 	for id in m1 m2 m3; do
-		[ "$(path_of "$id")" = "$SPOOL_DIR/new/$(printf '%08x/%03x/%03x' $((T >> 28)) $(((T >> 16) & 0xfff)) $(((T >> 4) & 0xfff)))/$id,$T" ]
+		equals "$(path_of "$id")" "$SPOOL_DIR/new/$(printf '%08x/%03x/%03x' $((T >> 28)) $(((T >> 16) & 0xfff)) $(((T >> 4) & 0xfff)))/$id,$T"
 		same "$id"
 	done
 	run -0 spool-claim --owner w -n 3
-	[ "$(cut -f1 <<<"$output" | sort | paste -sd' ')" = "m1 m2 m3" ]
+	equals "$(cut -f1 <<<"$output" | sort | paste -sd' ')" "m1 m2 m3"
 }
 
 @test "a job flagged for reconciliation moved dead/ to new/: back to dead/, reported, never redriven" {
 	enq s1
 	spool-claim --owner w >/dev/null
 	spool-finish --class unknown-side-effect s1 "$(lease_token s1)" retry >/dev/null
-	[ "$(last_rec s1 ev se)" = "$(printf 'ev=park\nse=1')" ]
+	equals "$(last_rec s1 ev se)" "$(printf 'ev=park\nse=1')"
 	mv "$SPOOL_DIR/dead/s1" "$SPOOL_DIR/new/"
 	damaged 1
 	run -1 spool-fsck
-	[ "$output" = "s1: moved by hand from dead/ to new/s1: spool-fsck --repair puts it back; its side effect may have happened: reconcile it, then spool-redrive --reconciled" ]
+	equals "$output" "s1: moved by hand from dead/ to new/s1: spool-fsck --repair puts it back; its side effect may have happened: reconcile it, then spool-redrive --reconciled"
 	mark
 	run -0 spool-fsck --repair
-	[ "$output" = "s1: moved by hand from dead/ to new/s1: put back; its side effect may have happened: reconcile it, then spool-redrive --reconciled" ]
-	[ "$(since_mark)" = "" ]
+	equals "$output" "s1: moved by hand from dead/ to new/s1: put back; its side effect may have happened: reconcile it, then spool-redrive --reconciled"
+	equals "$(since_mark)" ""
 	fsck_clean
 	damaged 0
-	[ "$(state_of s1)" = dead ]
+	equals "$(state_of s1)" dead
 	run -1 spool-claim --owner w
 	run -1 --separate-stderr spool-redrive --by ann --note T-1 s1
-	[ "$stderr" = "spool-redrive: s1: its side effect may have happened: reconcile it, then redrive with --reconciled" ]
+	equals "$stderr" "spool-redrive: s1: its side effect may have happened: reconcile it, then redrive with --reconciled"
 	run -0 spool-redrive --by ann --note T-1 --reconciled s1
-	[ "$(audit_events | tail -n 1)" = "redrive s1 1 0 2 ann - - T-1" ]
+	equals "$(audit_events | tail -n 1)" "redrive s1 1 0 2 ann - - T-1"
 	same s1
 }
 
@@ -239,28 +239,28 @@ EOT
 	    "spool-drop --by a --note b m2" "spool-cancel --by a --note b m2" \
 	    "spool-purge --by a --note b dead m2"; do
 		run -100 --separate-stderr $cmd
-		[ "$stderr" = "$(damaged_msg "${cmd%% *}" m2)" ]
+		equals "$stderr" "$(damaged_msg "${cmd%% *}" m2)"
 	done
 	run -100 --separate-stderr spool-enqueue --id m2 "$PAY/m2"
-	[ "$stderr" = "$(damaged_msg spool-enqueue m2)" ]
+	equals "$stderr" "$(damaged_msg spool-enqueue m2)"
 	run -1 spool-fsck
-	[ "$output" = "m2: its file is missing from dead/: if it was removed on purpose, record that with spool-purge --missing --by WHO --note TICKET m2" ]
+	equals "$output" "m2: its file is missing from dead/: if it was removed on purpose, record that with spool-purge --missing --by WHO --note TICKET m2"
 	before=$(snapshot)
 	run -1 spool-fsck --repair
-	[ "$output" = "m2: its file is missing from dead/: if it was removed on purpose, record that with spool-purge --missing --by WHO --note TICKET m2" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" "m2: its file is missing from dead/: if it was removed on purpose, record that with spool-purge --missing --by WHO --note TICKET m2"
+	equals "$(snapshot)" "$before"
 	damaged 1
 	mark
 	run -0 --separate-stderr spool-purge --missing --by ann --note T-2 - <<<m2
-	[ "$output" = m2 ]
-	[ "$(since_mark)" = "purge m2 2 1 1 ann permanent - T-2" ]
+	equals "$output" m2
+	equals "$(since_mark)" "purge m2 2 1 1 ann permanent - T-2"
 	[ ! -e "$SPOOL_DIR/meta/m2" ]
 	fsck_clean
 	damaged 0
 	# The ID is free again, and its tokens go on above every one issued.
 	spool-enqueue --id m2 "$PAY/m2" >/dev/null
 	run -0 spool-claim --owner w
-	[ "$(cut -f1,3 <<<"$output")" = "$(printf 'm2\t1')" ]
+	equals "$(cut -f1,3 <<<"$output")" "$(printf 'm2\t1')"
 	[ "$(cut -f2 <<<"$output")" -gt "$last" ]
 	same m2
 	same m1
@@ -271,17 +271,17 @@ EOT
 	rm "$(path_of q1)"
 	damaged 1
 	run -0 spool-claim --owner w -n 2
-	[ "$(cut -f1 <<<"$output")" = q2 ]
+	equals "$(cut -f1 <<<"$output")" q2
 	run -1 spool-fsck
-	[ "$output" = "q1: its file is missing from new/: if it was removed on purpose, record that with spool-purge --missing --by WHO --note TICKET q1" ]
+	equals "$output" "q1: its file is missing from new/: if it was removed on purpose, record that with spool-purge --missing --by WHO --note TICKET q1"
 	run -1 spool-fsck --repair
 	mark
 	run -0 spool-purge --missing --by ann --note T-3 q1
-	[ "$(since_mark)" = "purge q1 0 0 1 ann - - T-3" ]
+	equals "$(since_mark)" "purge q1 0 0 1 ann - - T-3"
 	fsck_clean
 	damaged 0
 	run -1 --separate-stderr spool-show q1
-	[ "$stderr" = "spool-show: q1: no such job" ]
+	equals "$stderr" "spool-show: q1: no such job"
 	same q2
 }
 
@@ -318,14 +318,14 @@ EOT
 	fsck_clean
 	damaged 0
 	# The payload's size and checksum are taken again from the file.
-	[ "$(last_rec q1 payload se)" = "$(printf 'payload=%s:%s\nse=' "$(wc -c <"$PAY/q1")" "$(xxh_of "$PAY/q1")")" ]
+	equals "$(last_rec q1 payload se)" "$(printf 'payload=%s:%s\nse=' "$(wc -c <"$PAY/q1")" "$(xxh_of "$PAY/q1")")"
 	# Outcomes since are unknown: leased and parked jobs are flagged.
-	[ "$(last_rec l1 se until)" = "$(printf 'se=1\nuntil=%s' "$T")" ]
-	[ "$(last_rec d1 se)" = se=1 ]
+	equals "$(last_rec l1 se until)" "$(printf 'se=1\nuntil=%s' "$T")"
+	equals "$(last_rec d1 se)" se=1
 	for id in q1 l1 d1; do same "$id"; done
 	# The lease ended at once; both claims take tokens above all before.
 	run -0 spool-claim --owner w2 -n 2
-	[ "$(cut -f1 <<<"$output" | sort | paste -sd' ')" = "l1 q1" ]
+	equals "$(cut -f1 <<<"$output" | sort | paste -sd' ')" "l1 q1"
 	[ "$(cut -f2 <<<"$output" | sort -n | head -n 1)" -gt "$last" ]
 	run -0 spool-redrive --by ann --note T-4 --reconciled d1
 	fsck_clean
@@ -338,16 +338,16 @@ EOT
 	echo 'half a line, then garbage' >>"$SPOOL_DIR/meta/d1"
 	damaged 1
 	run -100 --separate-stderr spool-redrive --by ann --note T-5 d1
-	[ "$stderr" = "$(damaged_msg spool-redrive d1)" ]
+	equals "$stderr" "$(damaged_msg spool-redrive d1)"
 	run -1 spool-fsck
-	[ "$output" = "d1: sidecar meta/d1 is not a readable record log: spool-fsck --repair moves it to quarantine/ and makes it again" ]
+	equals "$output" "d1: sidecar meta/d1 is not a readable record log: spool-fsck --repair moves it to quarantine/ and makes it again"
 	mark
 	run -0 spool-fsck --repair
 	diff -u - <(echo "$output") <<'EOT'
 d1: sidecar meta/d1 is not a readable record log (quarantined)
 dead/d1: a job file whose sidecar is lost or empty: made again from the file and the audit log (rebuilt)
 EOT
-	[ "$(since_mark)" = "rebuild d1 1 1 1 - permanent - -" ]
+	equals "$(since_mark)" "rebuild d1 1 1 1 - permanent - -"
 	# What was garbled is kept for a person to read.
 	diff -u <(cat "$BATS_TEST_TMPDIR/d1.meta"; echo 'half a line, then garbage') "$SPOOL_DIR/quarantine/meta_d1,$T"
 	fsck_clean
@@ -356,7 +356,7 @@ EOT
 	same d2
 	run -0 spool-redrive --by ann --note T-5 --reconciled d1
 	run -0 spool-claim --owner w
-	[ "$(cut -f1 <<<"$output")" = d1 ]
+	equals "$(cut -f1 <<<"$output")" d1
 	[ "$(cut -f2 <<<"$output")" -gt "$last" ]
 }
 
@@ -377,17 +377,17 @@ EOT
 dead/x1: a file no job owns (no sidecar, and no audit line of ID x1) (quarantined): to make it a job, spool-enqueue --id x1 FILE
 new/x2: a file no job owns (no sidecar, and no audit line of ID x2) (quarantined): to make it a job, spool-enqueue --id x2 FILE
 EOT
-	[ "$(since_mark)" = "" ]
+	equals "$(since_mark)" ""
 	# Its name says where it was.
-	[ "$(ls "$SPOOL_DIR/quarantine")" = "$(printf 'dead_x1,%s\nnew_x2,%s' "$T" "$T")" ]
+	equals "$(ls "$SPOOL_DIR/quarantine")" "$(printf 'dead_x1,%s\nnew_x2,%s' "$T" "$T")"
 	fsck_clean
 	damaged 0
-	[ "$(spool-stat --json | jq .quarantined)" = 2 ]
+	equals "$(spool-stat --json | jq .quarantined)" 2
 	run -0 spool-enqueue --id x2 "$SPOOL_DIR/quarantine/new_x2,$T"
 	rm "$SPOOL_DIR/quarantine/new_x2,$T"
 	cmp "$BATS_TEST_TMPDIR/x2" "$(path_of x2)"
 	cmp "$BATS_TEST_TMPDIR/x1" "$SPOOL_DIR/quarantine/dead_x1,$T"
-	[ "$(audit_events | tail -n 1)" = "enqueue x2 0 0 1 - - - -" ]
+	equals "$(audit_events | tail -n 1)" "enqueue x2 0 0 1 - - - -"
 	same d1
 	fsck_clean
 }
@@ -403,11 +403,11 @@ done/d2: a second file of job d2, whose sidecar puts it at dead/d2
 EOT
 	mark
 	run -0 spool-fsck --repair
-	[ "$(since_mark)" = "" ]
+	equals "$(since_mark)" ""
 	fsck_clean
 	damaged 0
-	[ "$(state_of d1)" = dead ]
-	[ "$(state_of d2)" = dead ]
+	equals "$(state_of d1)" dead
+	equals "$(state_of d2)" dead
 	same d1
 	same d2
 	same d1 "$SPOOL_DIR/quarantine/new_d1,$T"
@@ -420,19 +420,19 @@ EOT
 	mv "$SPOOL_DIR/dead/.d1.swp" "$SPOOL_DIR/dead/d1"
 	cp "$SPOOL_DIR/dead/d1" "$PAY/d1"
 	run -1 spool-fsck
-	[ "$output" = "d1: its payload is 22 bytes, its record says 17: changed by hand, or torn; check it, then spool-redrive --edited or spool-drop" ]
+	equals "$output" "d1: its payload is 22 bytes, its record says 17: changed by hand, or torn; check it, then spool-redrive --edited or spool-drop"
 	before=$(snapshot)
 	damaged 1
 	run -1 spool-fsck --repair
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 	damaged 1
 	run -1 --separate-stderr spool-redrive --by ann --note T-6 d1
-	[ "$stderr" = "spool-redrive: d1: its payload is not the one enqueued (changed by hand?): check it, then redrive with --edited to send it as it is" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$stderr" "spool-redrive: d1: its payload is not the one enqueued (changed by hand?): check it, then redrive with --edited to send it as it is"
+	equals "$(snapshot)" "$before"
 	mark
 	run -0 spool-redrive --by ann --note T-6 --edited d1
-	[ "$(since_mark)" = "redrive d1 1 0 2 ann - - T-6" ]
-	[ "$(last_rec d1 payload by note)" = "$(printf 'payload=22:%s\nby=ann\nnote=T-6' "$(xxh_of "$PAY/d1")")" ]
+	equals "$(since_mark)" "redrive d1 1 0 2 ann - - T-6"
+	equals "$(last_rec d1 payload by note)" "$(printf 'payload=22:%s\nby=ann\nnote=T-6' "$(xxh_of "$PAY/d1")")"
 	fsck_clean
 	spool-fsck --verify
 	damaged 0
@@ -459,11 +459,11 @@ EOT
 	[ "$(id -u)" != 0 ] || [ "$(stat -c %U "$SPOOL_DIR/dead/d1")" = nobody ]
 	chmod 000 "$SPOOL_DIR/dead/d1" "$(path_of q1)"
 	run -2 as spool-stat --crit 'damaged>0'
-	[ "$output" = "SPOOL CRITICAL - damaged=2 (>0) | damaged=2" ]
+	equals "$output" "SPOOL CRITICAL - damaged=2 (>0) | damaged=2"
 	run -0 as spool-claim --owner w -n 2
-	[ "$(cut -f1 <<<"$output")" = q2 ]
+	equals "$(cut -f1 <<<"$output")" q2
 	run -100 --separate-stderr as spool-redrive --by ann --note T-7 d1
-	[ "$stderr" = "$(damaged_msg spool-redrive d1)" ]
+	equals "$stderr" "$(damaged_msg spool-redrive d1)"
 	run -1 as spool-fsck
 	diff -u - <(echo "$output") <<'EOT'
 d1: its file cannot be read (its mode was changed?): give it back mode 0444 (0440 in a group spool)
@@ -475,14 +475,14 @@ EOT
 d1: its file cannot be read (its mode was changed?) (made readable again)
 q1: its file cannot be read (its mode was changed?) (made readable again)
 EOT
-	[ "$(since_mark)" = "" ]
+	equals "$(since_mark)" ""
 	run -0 as spool-fsck
-	[ "$output" = "" ]
-	[ "$(stat -c %a "$SPOOL_DIR/dead/d1" "$(path_of q1)")" = "$(printf '444\n444')" ]
+	equals "$output" ""
+	equals "$(stat -c %a "$SPOOL_DIR/dead/d1" "$(path_of q1)")" "$(printf '444\n444')"
 	for id in d1 q1 q2; do same "$id"; done
 	run -0 as spool-redrive --by ann --note T-7 d1
 	run -0 as spool-claim --owner w -n 2
-	[ "$(cut -f1 <<<"$output" | sort | paste -sd' ')" = "d1 q1" ]
+	equals "$(cut -f1 <<<"$output" | sort | paste -sd' ')" "d1 q1"
 }
 
 @test "a job file replaced by a directory or a symlink: refused; the thing is quarantined, never followed; the file put back" {
@@ -494,7 +494,7 @@ EOT
 	damaged 2
 	for id in d1 d2; do
 		run -100 --separate-stderr spool-redrive --by ann --note T-8 "$id"
-		[ "$stderr" = "$(damaged_msg spool-redrive "$id")" ]
+		equals "$stderr" "$(damaged_msg spool-redrive "$id")"
 	done
 	run -1 spool-fsck
 	diff -u - <(LC_ALL=C sort <<<"$output") <<'EOT'
@@ -511,7 +511,7 @@ dead/d1: not a job's name (quarantined)
 dead/d2: not a job's name (quarantined)
 EOT
 	[ -d "$SPOOL_DIR/quarantine/dead_d1,$T" ]
-	[ "$(readlink "$SPOOL_DIR/quarantine/dead_d2,$T")" = "$BATS_TEST_TMPDIR/d2.saved" ]
+	equals "$(readlink "$SPOOL_DIR/quarantine/dead_d2,$T")" "$BATS_TEST_TMPDIR/d2.saved"
 	same d2 "$BATS_TEST_TMPDIR/d2.saved"
 	# The person puts the files back.
 	mv "$BATS_TEST_TMPDIR/d1.saved" "$SPOOL_DIR/dead/d1"
@@ -544,10 +544,10 @@ EOT
 m1: moved by hand from dead/ to new/m1: put back; its payload is not the one enqueued: check it, then spool-redrive --edited
 new/m2: a file of job m2, whose sidecar is lost or empty, where no job's file can be (quarantined): to make it the job, spool-enqueue --id m2 FILE
 EOT
-	[ "$(since_mark)" = "" ]
+	equals "$(since_mark)" ""
 	# The edited payload is a person's to judge.
 	run -1 spool-fsck
-	[ "$output" = "m1: its payload is 7 bytes, its record says 17: changed by hand, or torn; check it, then spool-redrive --edited or spool-drop" ]
+	equals "$output" "m1: its payload is 7 bytes, its record says 17: changed by hand, or torn; check it, then spool-redrive --edited or spool-drop"
 	run -0 spool-redrive --by ann --note T-9 --edited m1
 	run -0 spool-enqueue --id m2 "$SPOOL_DIR/quarantine/new_m2,$T"
 	rm "$SPOOL_DIR/quarantine/new_m2,$T"
@@ -556,7 +556,7 @@ EOT
 	same m1
 	same m2
 	# The emptied sidecar began again at cycle 1; its tokens did not.
-	[ "$(since_mark)" = "$(printf 'redrive m1 1 0 2 ann - - T-9\nenqueue m2 0 0 1 - - - -')" ]
+	equals "$(since_mark)" "$(printf 'redrive m1 1 0 2 ann - - T-9\nenqueue m2 0 0 1 - - - -')"
 	run -0 spool-claim --owner w -n 2
 	[ "$(cut -f2 <<<"$output" | sort -n | head -n 1)" -gt "$last" ]
 }
@@ -584,16 +584,16 @@ EOH
 	setsid spool-run -j 4 --max-jobs 13 --owner w1 -- "$H" >"$BATS_TEST_TMPDIR/run.out" 2>&1 {ev}<&- &
 	WPID=$!
 	read -r -t 20 -u "$ev" started
-	[ "$started" = q1 ]
+	equals "$started" q1
 	# q1's handler holds its lease while the job is moved and adopted.
 	mv "$SPOOL_DIR/dead/d1" "$SPOOL_DIR/new/"
 	run -0 spool-fsck --repair
-	[ "$output" = "d1: moved by hand from dead/ to new/d1: adopted as a redrive by hand" ]
+	equals "$output" "d1: moved by hand from dead/ to new/d1: adopted as a redrive by hand"
 	echo go >"$BATS_TEST_TMPDIR/gate"
 	exec {ev}<&-
 	wait "$WPID"
 	WPID=
-	[ "$(ids_in done | paste -sd' ')" = "$(printf '%s\n' d1 q{1..12} | LC_ALL=C sort | paste -sd' ')" ]
+	equals "$(ids_in done | paste -sd' ')" "$(printf '%s\n' d1 q{1..12} | LC_ALL=C sort | paste -sd' ')"
 	# Each delivered once, with the bytes enqueued.
 	[ "$(ls "$OUT" | wc -l)" -eq 13 ]
 	for id in d1 q{1..12}; do
@@ -625,7 +625,7 @@ fsck_behind_a1() {
 fsck_released() {
 	exec {lk}<&-
 	wait "$fpid"
-	[ "$(cat "$BATS_TEST_TMPDIR/fsck.out")" = "" ]
+	equals "$(cat "$BATS_TEST_TMPDIR/fsck.out")" ""
 }
 
 @test "spool-fsck --repair beside a command that logs a move after fsck read the log: no second audit line" {

@@ -32,7 +32,7 @@ unparsed 2026-11-30T08:12:16.000Z enque
 enqueue j2 0 0 1 - - - -
 EOF
 	run -0 spool-fsck --repair
-	[ "$output" = "j1: no audit line for its enqueue at 1796026336000 ms (appended)" ]
+	equals "$output" "j1: no audit line for its enqueue at 1796026336000 ms (appended)"
 	fsck_clean
 }
 
@@ -45,9 +45,9 @@ EOF
 	# pid and the newline: what is left would parse
 	truncate -s "$(($(stat -c %s "$log") - 2))" "$log"
 	run -1 spool-fsck
-	[ "$output" = "j2: no audit line for its enqueue at 1796026336000 ms" ]
+	equals "$output" "j2: no audit line for its enqueue at 1796026336000 ms"
 	run -0 spool-fsck --repair
-	[ "$output" = "j2: no audit line for its enqueue at 1796026336000 ms (appended)" ]
+	equals "$output" "j2: no audit line for its enqueue at 1796026336000 ms (appended)"
 	fsck_clean
 	# read with the library's parser: the torn line is refused
 	run -0 "$BATS_TEST_DIRNAME/powercut/audit-lines" "$SPOOL_DIR"
@@ -55,7 +55,7 @@ EOF
 enqueue j1 0 0 1 - - - -
 enqueue j2 0 0 1 - - - -
 EOF
-	[ "$(grep -c '^unparsed .* enqueue j2 0 0 1 - - - - testhost:[0-9]* $' <<<"$output")" = 1 ]
+	equals "$(grep -c '^unparsed .* enqueue j2 0 0 1 - - - - testhost:[0-9]* $' <<<"$output")" 1
 }
 
 @test "a purge cut short before its unlink or its audit line: one repair ends it, its line first" {
@@ -75,7 +75,7 @@ j1: purged, but its sidecar is still in meta/ (removed)
 EOF
 		fsck_clean
 		[ ! -e "$SPOOL_DIR/meta/j1" ] && [ ! -e "$SPOOL_DIR/done/j1" ]
-		[ "$(audit_events | tail -1 | cut -d' ' -f1,2)" = "purge j1" ]
+		equals "$(audit_events | tail -1 | cut -d' ' -f1,2)" "purge j1"
 	done
 }
 
@@ -105,18 +105,18 @@ EOF
 	# a pause cut short after its rename: "paused" and no line
 	printf 'ops T-1\n' >"$SPOOL_DIR/paused"
 	run -1 spool-fsck
-	[ "$output" = "paused: present, but the audit log's last pause or resume says otherwise" ]
+	equals "$output" "paused: present, but the audit log's last pause or resume says otherwise"
 	run -0 spool-fsck --repair
-	[ "$output" = "paused: present, but the audit log's last pause or resume says otherwise (pause appended)" ]
+	equals "$output" "paused: present, but the audit log's last pause or resume says otherwise (pause appended)"
 	fsck_clean
-	[ "$(audit_events)" = "pause - 0 0 0 ops - - T-1" ]
+	equals "$(audit_events)" "pause - 0 0 0 ops - - T-1"
 	# a resume cut short after its unlink
 	rm "$SPOOL_DIR/paused"
 	run -1 spool-fsck
-	[ "$output" = "paused: absent, but the audit log's last pause or resume says otherwise" ]
+	equals "$output" "paused: absent, but the audit log's last pause or resume says otherwise"
 	run -0 spool-fsck --repair
 	fsck_clean
-	[ "$(audit_events | tail -1)" = "resume - 0 0 0 - - - -" ]
+	equals "$(audit_events | tail -1)" "resume - 0 0 0 - - - -"
 	spool-pause --by ops --note T-2
 	spool-resume
 	fsck_clean
@@ -257,9 +257,9 @@ claimed_then_lost() {
 	claimed_then_lost
 	mv "$SPOOL_DIR/leased/j1,1" "$SPOOL_DIR/$new"
 	run -1 spool-fsck
-	[ "$output" = "j1: its claim at 1796026337000 ms is in the audit log but did not happen (a power cut kept the line, not the transition)" ]
+	equals "$output" "j1: its claim at 1796026337000 ms is in the audit log but did not happen (a power cut kept the line, not the transition)"
 	run -0 spool-fsck --repair
-	[ "$output" = "j1: its claim at 1796026337000 ms is in the audit log but did not happen (a power cut kept the line, not the transition) (void line appended)" ]
+	equals "$output" "j1: its claim at 1796026337000 ms is in the audit log but did not happen (a power cut kept the line, not the transition) (void line appended)"
 	fsck_clean
 	diff -u - <(audit_events) <<'EOT'
 enqueue j1 0 0 1 - - - -
@@ -267,10 +267,10 @@ claim j1 1 1 1 w1 - - -
 void j1 1 1 1 w1 - - claim
 EOT
 	run -0 spool-stat --json
-	[ "$(jq -c '.audit_events | {enqueue, claim}' <<<"$output")" = '{"enqueue":1,"claim":0}' ]
+	equals "$(jq -c '.audit_events | {enqueue, claim}' <<<"$output")" '{"enqueue":1,"claim":0}'
 	# The token the line names is never handed out again.
 	run -0 spool-claim --owner w2
-	[ "$(lease_token j1)" = 2 ]
+	equals "$(lease_token j1)" 2
 	fsck_clean
 }
 
@@ -288,17 +288,17 @@ EOT
 		i=${out##*/}
 		mv "$SPOOL_DIR/leased/${i%%,*},"* "$SPOOL_DIR/$out"
 	done <"$BATS_TEST_TMPDIR/new"
-	[ -z "$(ls "$SPOOL_DIR/leased")" ]
+	equals "$(ls "$SPOOL_DIR/leased")" ""
 	for i in $(seq -w 1 40); do
 		echo "j$i: its claim at 1796026337000 ms is in the audit log but did not happen (a power cut kept the line, not the transition)"
 	done >"$BATS_TEST_TMPDIR/expected"
 	run -1 strace -f -qq -e trace=openat -o "$BATS_TEST_TMPDIR/trace" spool-fsck
 	diff -u "$BATS_TEST_TMPDIR/expected" - <<<"$output"
-	[ "$(grep -c '\.log", O_RDONLY' "$BATS_TEST_TMPDIR/trace")" = 2 ]
+	equals "$(grep -c '\.log", O_RDONLY' "$BATS_TEST_TMPDIR/trace")" 2
 	run -0 spool-fsck --repair
 	diff -u <(sed 's/$/ (void line appended)/' "$BATS_TEST_TMPDIR/expected") - <<<"$output"
 	fsck_clean
-	[ "$(audit_events | grep -c '^void ')" = 40 ]
+	equals "$(audit_events | grep -c '^void ')" 40
 }
 
 @test "a power cut kept a batch's records, lost their lines: every line reported and appended, the log read once, not once a line" {
@@ -316,11 +316,11 @@ EOT
 	done >"$BATS_TEST_TMPDIR/expected"
 	run -1 strace -f -qq -e trace=openat -o "$BATS_TEST_TMPDIR/trace" spool-fsck
 	diff -u "$BATS_TEST_TMPDIR/expected" - <<<"$output"
-	[ "$(grep -c '\.log", O_RDONLY' "$BATS_TEST_TMPDIR/trace")" = 1 ]
+	equals "$(grep -c '\.log", O_RDONLY' "$BATS_TEST_TMPDIR/trace")" 1
 	run -0 spool-fsck --repair
 	diff -u <(sed 's/$/ (appended)/' "$BATS_TEST_TMPDIR/expected") - <<<"$output"
 	fsck_clean
-	[ "$(audit_events | grep -c '^enqueue ')" = 41 ]
+	equals "$(audit_events | grep -c '^enqueue ')" 41
 }
 
 @test "a claim whose move outlived its record: the job is damaged until repair puts it back" {
@@ -328,9 +328,9 @@ EOT
 	# Not absent: an enqueue of its ID would make it two jobs.
 	damaged="j1: damaged job: its file or its sidecar is not where it should be: spool-fsck --repair settles it or says how; a file removed on purpose is recorded with spool-purge --missing --by WHO --note TICKET j1 (spool(7), EDITING THE SPOOL BY HAND)"
 	run -100 spool-finish j1 1 ok
-	[ "$output" = "spool-finish: $damaged" ]
+	equals "$output" "spool-finish: $damaged"
 	run -100 spool-enqueue --id j1 </dev/null
-	[ "$output" = "spool-enqueue: $damaged" ]
+	equals "$output" "spool-enqueue: $damaged"
 	run -1 spool-fsck
 	diff -u - <(printf '%s\n' "$output") <<EOT
 j1: moved by hand from new/ to leased/j1,1: spool-fsck --repair puts it back
@@ -342,9 +342,9 @@ j1: moved by hand from new/ to leased/j1,1: put back
 j1: its claim at 1796026337000 ms is in the audit log but did not happen (a power cut kept the line, not the transition) (void line appended)
 EOT
 	fsck_clean
-	[ "$(cd "$SPOOL_DIR" && find new leased -type f)" = "$new" ]
+	equals "$(cd "$SPOOL_DIR" && find new leased -type f)" "$new"
 	run -0 spool-claim --owner w2
-	[ "$(lease_token j1)" = 2 ]
+	equals "$(lease_token j1)" 2
 	fsck_clean
 }
 
@@ -362,7 +362,7 @@ leased/j1,1: a second name of job j1's file, left by a move cut short (removed)
 j1: its claim at 1796026337000 ms is in the audit log but did not happen (a power cut kept the line, not the transition) (void line appended)
 EOT
 	fsck_clean
-	[ "$(cd "$SPOOL_DIR" && find new leased -type f)" = "$new" ]
+	equals "$(cd "$SPOOL_DIR" && find new leased -type f)" "$new"
 }
 
 @test "an enqueue whose line outlived its rename: repair publishes the payload from tmp/" {
@@ -373,11 +373,11 @@ EOT
 	# kept: the record, tmp/'s name, the line; lost: the rename
 	mv "$SPOOL_DIR/$new" "$SPOOL_DIR/tmp/j1,999999.1"
 	run -1 spool-fsck
-	[ "$output" = "j1: its enqueue was cut short before its rename, after its audit line: spool-fsck --repair publishes it from tmp/" ]
+	equals "$output" "j1: its enqueue was cut short before its rename, after its audit line: spool-fsck --repair publishes it from tmp/"
 	run -0 spool-fsck --repair
-	[ "$output" = "j1: its enqueue was cut short before its rename, after its audit line: published from tmp/" ]
+	equals "$output" "j1: its enqueue was cut short before its rename, after its audit line: published from tmp/"
 	fsck_clean
-	[ "$(cd "$SPOOL_DIR" && find new tmp -type f)" = "$new" ]
+	equals "$(cd "$SPOOL_DIR" && find new tmp -type f)" "$new"
 	cmp "$BATS_TEST_TMPDIR/p" "$SPOOL_DIR/$new"
-	[ "$(audit_events)" = "enqueue j1 0 0 1 - - - -" ]
+	equals "$(audit_events)" "enqueue j1 0 0 1 - - - -"
 }

@@ -31,18 +31,18 @@ unchanged=	# the snapshot the last case left
 # for later: a spool in which "unchanged" means something.
 jobs_in_every_state() {
 	spool-enqueue --id j4 <<<"four" >/dev/null
-	[ "$(spool-claim --owner w1 | cut -f1,2)" = "$(printf 'j4\t1')" ]
+	equals "$(spool-claim --owner w1 | cut -f1,2)" "$(printf 'j4\t1')"
 	spool-finish j4 1 ok >/dev/null
 	spool-enqueue --id j3 <<<"three" >/dev/null
-	[ "$(spool-claim --owner w1 | cut -f1,2)" = "$(printf 'j3\t2')" ]
+	equals "$(spool-claim --owner w1 | cut -f1,2)" "$(printf 'j3\t2')"
 	spool-finish --class invalid-input j3 2 permanent >/dev/null
 	spool-enqueue --id j2 <<<"two" >/dev/null
-	[ "$(spool-claim --owner w1 | cut -f1,2)" = "$(printf 'j2\t3')" ]
+	equals "$(spool-claim --owner w1 | cut -f1,2)" "$(printf 'j2\t3')"
 	spool-enqueue --id j1 <<<"one" >/dev/null
 	spool-enqueue --id j5 --delay 1h <<<"five" >/dev/null
-	[ "$(state_of j1)$(state_of j2)$(state_of j3)$(state_of j4)" = \
-	    newleaseddeaddone ]
-	[ "$(state_of j5)" = new ]
+	equals "$(state_of j1)$(state_of j2)$(state_of j3)$(state_of j4)" \
+	    newleaseddeaddone
+	equals "$(state_of j5)" new
 }
 
 # The arguments with which COMMAND succeeds on that spool, in $args; each
@@ -241,12 +241,12 @@ no_case_failed() {
 	no_case_failed
 
 	run -0 --separate-stderr spool-enqueue --id j9 --delay 0 </dev/null
-	[ "$output" = j9 ]
-	[ "$stderr" = "" ]
+	equals "$output" j9
+	equals "$stderr" ""
 	run -0 --separate-stderr spool-finish --delay 0 j2 3 retry
-	[ "$output" = j2 ]
-	[ "$stderr" = "" ]
-	[ "$(state_of j2)" = new ]
+	equals "$output" j2
+	equals "$stderr" ""
+	equals "$(state_of j2)" new
 }
 
 @test "a malformed token is refused by renew and finish" {
@@ -392,9 +392,9 @@ no_case_failed() {
 		args_for "$cmd"
 		echo "case: $cmd ${args[*]}" >&2
 		run -0 --separate-stderr "$cmd" "${args[@]}" </dev/null
-		[ "$stderr" = "" ]
+		equals "$stderr" ""
 	done
-	[ "$(state_of j2)$(state_of j3)" = donenew ]
+	equals "$(state_of j2)$(state_of j3)" donenew
 	[ "$(ids_in leased | grep -c '^j[19]$')" -eq 1 ]
 	check_invariants
 }
@@ -402,19 +402,19 @@ no_case_failed() {
 @test "the limits themselves are accepted: 128 bytes, the largest token, -n 256" {
 	jobs_in_every_state
 	run -1 --separate-stderr spool-renew j2 9223372036854775807
-	[ "$stderr" = "spool-renew: j2: stale token: the current token is 3 and the job is in leased/" ]
+	equals "$stderr" "spool-renew: j2: stale token: the current token is 3 and the job is in leased/"
 	run -0 --separate-stderr spool-enqueue --id "$long128" --trace "$long128" \
 	    --max-attempts 1000000 --deadline 36600d </dev/null
-	[ "$output" = "$long128" ]
-	[ "$stderr" = "" ]
-	[ "$(state_of "$long128")" = new ]
+	equals "$output" "$long128"
+	equals "$stderr" ""
+	equals "$(state_of "$long128")" new
 	run -0 --separate-stderr spool-redrive --by "$long128" --note "$long128" j3
-	[ "$output" = j3 ]
-	[ "$stderr" = "" ]
-	[ "$(state_of j3)" = new ]
+	equals "$output" j3
+	equals "$stderr" ""
+	equals "$(state_of j3)" new
 	run -0 --separate-stderr spool-claim --owner "${long128:2}:@" -n 256
 	[ "${#lines[@]}" -eq 3 ]
-	[ "$stderr" = "" ]
-	[ "$(ids_in leased)" = "$(printf '%s\n' "$long128" j1 j2 j3)" ]
+	equals "$stderr" ""
+	equals "$(ids_in leased)" "$(printf '%s\n' "$long128" j1 j2 j3)"
 	check_invariants
 }

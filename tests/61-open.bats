@@ -13,13 +13,13 @@ opened() {
 	before=$(cd "$dir" 2>/dev/null && snapshot) || true
 	for cmd in spool-ls spool-claim; do
 		run "-$status" --separate-stderr "$cmd" -d "$dir"
-		[ "$output" = "" ]
+		equals "$output" ""
 		[ "$stderr" = "$cmd: $msg" ] || { echo "$cmd: $stderr" >&2; return 1; }
 	done
 	run -3 --separate-stderr spool-stat -d "$dir" --crit 'dead>0'
-	[ "$output" = "SPOOL UNKNOWN - $msg" ]
-	[ "$stderr" = "" ]
-	[ "$(cd "$dir" 2>/dev/null && snapshot || true)" = "$before" ]
+	equals "$output" "SPOOL UNKNOWN - $msg"
+	equals "$stderr" ""
+	equals "$(cd "$dir" 2>/dev/null && snapshot || true)" "$before"
 }
 
 @test "ENOENT and ENOTDIR: no such directory, 100" {
@@ -95,10 +95,10 @@ opened() {
 	fi
 	for cmd in spool-ls spool-claim; do
 		run -100 --separate-stderr as "$BATS_TEST_DIRNAME/bin/$cmd" -d "$SPOOL_DIR"
-		[ "$stderr" = "$cmd: $SPOOL_DIR: Permission denied" ]
+		equals "$stderr" "$cmd: $SPOOL_DIR: Permission denied"
 	done
 	run -3 --separate-stderr as "$BATS_TEST_DIRNAME/bin/spool-stat" -d "$SPOOL_DIR" --crit 'dead>0'
-	[ "$output" = "SPOOL UNKNOWN - $SPOOL_DIR: Permission denied" ]
+	equals "$output" "SPOOL UNKNOWN - $SPOOL_DIR: Permission denied"
 	chmod 755 "$SPOOL_DIR"
 }
 
@@ -109,10 +109,10 @@ opened() {
 	few() { bash -c 'exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; ulimit -n 4; exec "$@"' few "$@"; }
 	for cmd in spool-ls spool-claim; do
 		run -111 --separate-stderr few "$BATS_TEST_DIRNAME/bin/$cmd" -d "$SPOOL_DIR"
-		[ "$output" = "" ]
-		[ "$stderr" = "$cmd: $SPOOL_DIR: Too many open files" ]
+		equals "$output" ""
+		equals "$stderr" "$cmd: $SPOOL_DIR: Too many open files"
 	done
 	run -3 --separate-stderr few "$BATS_TEST_DIRNAME/bin/spool-stat" -d "$SPOOL_DIR" --crit 'dead>0'
-	[ "$output" = "SPOOL UNKNOWN - $SPOOL_DIR: Too many open files" ]
-	[ "$(cd "$SPOOL_DIR" && snapshot)" = "$before" ]
+	equals "$output" "SPOOL UNKNOWN - $SPOOL_DIR: Too many open files"
+	equals "$(cd "$SPOOL_DIR" && snapshot)" "$before"
 }

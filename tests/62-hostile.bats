@@ -20,7 +20,7 @@ outside() {
 }
 
 untouched() {
-	[ "$(cd "$OUT" && find . -printf '%y %m %s %p\n' | sort; cat "$OUT"/file)" = "$OUTSUM" ]
+	equals "$(cd "$OUT" && find . -printf '%y %m %s %p\n' | sort; cat "$OUT"/file)" "$OUTSUM"
 }
 
 @test "a spool that is a symlink is refused by every command" {
@@ -34,7 +34,7 @@ untouched() {
 		[ "$stderr" = "${cmd%% *}: $BATS_TEST_TMPDIR/link: is a symlink: give the spool's real path" ] ||
 		    { echo "$cmd: $stderr" >&2; false; }
 	done
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 }
 
 @test "a state directory replaced by a symlink out of the spool is not followed" {
@@ -42,7 +42,7 @@ untouched() {
 	mv "$SPOOL_DIR/new" "$BATS_TEST_TMPDIR/new.real"
 	ln -s "$OUT" "$SPOOL_DIR/new"
 	run -100 --separate-stderr spool-enqueue --id j1 </dev/null
-	[ "$stderr" = "spool-enqueue: $SPOOL_DIR: damaged spool: a state directory is missing or not a directory" ]
+	equals "$stderr" "spool-enqueue: $SPOOL_DIR: damaged spool: a state directory is missing or not a directory"
 	run -100 spool-claim
 	untouched
 }
@@ -55,7 +55,7 @@ untouched() {
 	rm "$SPOOL_DIR/dead/j1"
 	ln -s "$OUT/file" "$SPOOL_DIR/dead/j1"
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 j1
-	[ "$stderr" = "spool-redrive: j1: damaged job: its file or its sidecar is not where it should be: spool-fsck --repair settles it or says how; a file removed on purpose is recorded with spool-purge --missing --by WHO --note TICKET j1 (spool(7), EDITING THE SPOOL BY HAND)" ]
+	equals "$stderr" "spool-redrive: j1: damaged job: its file or its sidecar is not where it should be: spool-fsck --repair settles it or says how; a file removed on purpose is recorded with spool-purge --missing --by WHO --note TICKET j1 (spool(7), EDITING THE SPOOL BY HAND)"
 	run -1 spool-fsck --repair
 	[[ $output == *"dead/j1: not a job's name (quarantined)"* ]]
 	[ -L "$SPOOL_DIR"/quarantine/dead_j1,* ]
@@ -69,9 +69,9 @@ untouched() {
 	rm "$SPOOL_DIR/meta/a1"
 	ln -s "$OUT/file" "$SPOOL_DIR/meta/a1"
 	run -100 --separate-stderr spool-enqueue --id a1 </dev/null
-	[ "$stderr" = "spool-enqueue: a1: damaged job: its file or its sidecar is not where it should be: spool-fsck --repair settles it or says how; a file removed on purpose is recorded with spool-purge --missing --by WHO --note TICKET a1 (spool(7), EDITING THE SPOOL BY HAND)" ]
+	equals "$stderr" "spool-enqueue: a1: damaged job: its file or its sidecar is not where it should be: spool-fsck --repair settles it or says how; a file removed on purpose is recorded with spool-purge --missing --by WHO --note TICKET a1 (spool(7), EDITING THE SPOOL BY HAND)"
 	run -0 spool-claim -n 2
-	[ "$(cut -f1 <<<"$output")" = b2 ]
+	equals "$(cut -f1 <<<"$output")" b2
 	run -1 spool-fsck
 	[[ $output == *"a1: sidecar meta/a1 is not a readable record log (or not a regular file)"* ]]
 	untouched
@@ -106,8 +106,8 @@ untouched() {
 	as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups \
 	    env PATH="$PATH" SPOOL_DIR="$SPOOL_DIR" SPOOL_HOST=testhost "$@"; }
 	run -111 --separate-stderr as_nobody spool-enqueue --id j2 </dev/null
-	[ "$stderr" = "spool-enqueue: j2: Permission denied" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$stderr" "spool-enqueue: j2: Permission denied"
+	equals "$(snapshot)" "$before"
 }
 
 @test "an empty payload and a 1 GiB one, from stdin, arrive byte for byte" {
@@ -125,14 +125,14 @@ untouched() {
 @test "closed standard output or input: refused before anything changes" {
 	before=$(snapshot)
 	run -100 --separate-stderr bash -c 'spool-enqueue --id j1 </dev/null >&-'
-	[ "$stderr" = "spool-enqueue: standard output is closed" ]
+	equals "$stderr" "spool-enqueue: standard output is closed"
 	run -100 --separate-stderr bash -c 'spool-enqueue --id j1 <&-'
-	[ "$stderr" = "spool-enqueue: standard input is closed" ]
+	equals "$stderr" "spool-enqueue: standard input is closed"
 	run -100 --separate-stderr bash -c 'spool-finish - <&-'
-	[ "$stderr" = "spool-finish: standard input is closed" ]
+	equals "$stderr" "spool-finish: standard input is closed"
 	run -100 --separate-stderr bash -c 'spool-claim >&-'
-	[ "$stderr" = "spool-claim: standard output is closed" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$stderr" "spool-claim: standard output is closed"
+	equals "$(snapshot)" "$before"
 }
 
 @test "an ID of 10,000 bytes, and IDs that climb out of the spool" {
@@ -144,5 +144,5 @@ untouched() {
 		run -100 --separate-stderr spool-finish "$id" 1 ok
 		[ "${#stderr_lines[@]}" -eq 1 ]
 	done
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 }

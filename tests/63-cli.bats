@@ -24,18 +24,18 @@ forms() {
 	for cmd in $CMDS; do
 		[ -n "$(forms "$cmd")" ]
 		run -0 --separate-stderr "$cmd" --help
-		[ "$stderr" = "" ]
+		equals "$stderr" ""
 		diff -u <(forms "$cmd" | sed '1s/^/usage: /; 2,$s/^/       /') \
 		    - <<<"$output"
 	done
 	# Wherever it is among the options, and whatever else is missing.
 	run -0 --separate-stderr spool-redrive --by ops --help
-	[ "${lines[0]}" = "usage: $(forms spool-redrive | head -n 1)" ]
+	equals "${lines[0]}" "usage: $(forms spool-redrive | head -n 1)"
 	[ "${#lines[@]}" -eq 2 ]
 	# But as an option's value it is not one.
 	run -100 --separate-stderr spool-ls --reason --help
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-ls: --reason: bad reason '--help' (permanent, exhausted, deadline, side-effect or cancelled)" ]
+	equals "$output" ""
+	equals "$stderr" "spool-ls: --reason: bad reason '--help' (permanent, exhausted, deadline, side-effect or cancelled)"
 }
 
 @test "spool-redrive --help shows the bulk form: -, -0, --all, --rate, --dry-run" {
@@ -50,38 +50,38 @@ EOF
 	v=$(cat "$ROOT/VERSION")
 	for cmd in $CMDS; do
 		run -0 --separate-stderr "$cmd" --version
-		[ "$stderr" = "" ]
-		[ "$output" = "$cmd $v (spool format 2; reads format 1 too)" ]
+		equals "$stderr" ""
+		equals "$output" "$cmd $v (spool format 2; reads format 1 too)"
 	done
 }
 
 @test "a usage error still goes to stderr with 100, the form tried" {
 	for cmd in $CMDS; do
 		run -100 --separate-stderr "$cmd" --no-such-option
-		[ "$output" = "" ]
-		[ "${stderr_lines[0]}" = "usage: $(forms "$cmd" | head -n 1)" ]
+		equals "$output" ""
+		equals "${stderr_lines[0]}" "usage: $(forms "$cmd" | head -n 1)"
 	done
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all x
-	[ "$stderr" = "usage: $(forms spool-redrive | tail -n 1)" ]
+	equals "$stderr" "usage: $(forms spool-redrive | tail -n 1)"
 	# A prefix of --help is no abbreviation of it.
 	run -100 --separate-stderr spool-ls --hel
-	[ "$stderr" = "usage: $(forms spool-ls)" ]
+	equals "$stderr" "usage: $(forms spool-ls)"
 }
 
 @test "finishing or renewing a job never claimed says so, not 'stale token'" {
 	spool-enqueue --id a <<<a >/dev/null
 	before=$(snapshot)
 	run -1 --separate-stderr spool-finish a 1 ok
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-finish: a: not leased: never claimed, the job is in new/" ]
+	equals "$output" ""
+	equals "$stderr" "spool-finish: a: not leased: never claimed, the job is in new/"
 	run -1 --separate-stderr spool-renew a 1
-	[ "$stderr" = "spool-renew: a: not leased: never claimed, the job is in new/" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$stderr" "spool-renew: a: not leased: never claimed, the job is in new/"
+	equals "$(snapshot)" "$before"
 	# Once claimed, an old token is stale as before.
 	spool-claim >/dev/null
 	t=$(lease_token a)
 	run -1 --separate-stderr spool-finish a $((t + 1)) ok
-	[ "$stderr" = "spool-finish: a: stale token: the current token is $t and the job is in leased/" ]
+	equals "$stderr" "spool-finish: a: stale token: the current token is $t and the job is in leased/"
 }
 
 @test "a negative token is a bad token, not a usage error" {
@@ -90,35 +90,35 @@ EOF
 	before=$(snapshot)
 	for args in "a -1 ok" "a -12 ok" "--delay 1s a -1 retry" "a -1 ok --class transient"; do
 		run -100 --separate-stderr spool-finish $args
-		[ "$output" = "" ]
+		equals "$output" ""
 		[[ $stderr = "spool-finish: bad token '-1"*"' (a number from 1 to 2^63-1)" ]]
 	done
 	run -100 --separate-stderr spool-renew a -3
-	[ "$stderr" = "spool-renew: bad token '-3' (a number from 1 to 2^63-1)" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$stderr" "spool-renew: bad token '-3' (a number from 1 to 2^63-1)"
+	equals "$(snapshot)" "$before"
 	# A negative number that is an option's value stays that option's.
 	run -100 --separate-stderr spool-finish --delay -1 a 1 retry
-	[ "$stderr" = "spool-finish: --delay: bad duration '-1' (use e.g. 500ms, 30s, 5m, 2h, 7d, 0)" ]
+	equals "$stderr" "spool-finish: --delay: bad duration '-1' (use e.g. 500ms, 30s, 5m, 2h, 7d, 0)"
 }
 
 @test "a malformed config names its line" {
 	c="$SPOOL_DIR/config"
 	printf '# defaults\nlease=30s\nlease=forever\nmax-attempts=5\n' >"$c"
 	run -100 --separate-stderr spool-ls
-	[ "$stderr" = "spool-ls: $c:3: malformed (see spool(7), FILES)" ]
+	equals "$stderr" "spool-ls: $c:3: malformed (see spool(7), FILES)"
 	printf 'lease=30s\nmulti-host=yes\n' >"$c"
 	run -100 --separate-stderr spool-claim
-	[ "$stderr" = "spool-claim: $c:2: malformed (see spool(7), FILES)" ]
+	equals "$stderr" "spool-claim: $c:2: malformed (see spool(7), FILES)"
 	printf 'backoff-max=1s\nlease=1s\nbackoff=1m\n' >"$c"
 	run -100 --separate-stderr spool-claim
-	[ "$stderr" = "spool-claim: $c:3: malformed (see spool(7), FILES)" ]
+	equals "$stderr" "spool-claim: $c:3: malformed (see spool(7), FILES)"
 	printf 'no equals sign\n' >"$c"
 	run -3 --separate-stderr spool-stat --crit 'dead>0'
-	[ "$output" = "SPOOL UNKNOWN - $c:1: malformed (see spool(7), FILES)" ]
+	equals "$output" "SPOOL UNKNOWN - $c:1: malformed (see spool(7), FILES)"
 	# Too long to be a config: no line to name.
 	{ for i in $(seq 500); do echo "lease=${i}s"; done; } >"$c"
 	run -100 --separate-stderr spool-ls
-	[ "$stderr" = "spool-ls: $c: malformed" ]
+	equals "$stderr" "spool-ls: $c: malformed"
 }
 
 # park ID...: each ID enqueued, claimed and finished permanent.
@@ -137,58 +137,58 @@ park() {
 	# Without -0, NUL-ended IDs are refused, with a hint.
 	before=$(snapshot)
 	run -100 --separate-stderr bash -c 'spool-ls -0 | spool-redrive --by ops --note INC-1 -'
-	[ "$output" = "" ]
+	equals "$output" ""
 	[[ ${stderr_lines[0]} = "spool-redrive: d"?": bad ID: the input holds a NUL byte (give -0 to read IDs that end in NUL, as spool-ls -0 prints them)" ]]
 	[[ ${stderr_lines[1]} = "spool-redrive: redrove 0 of 1 (1 refused) in "*s ]]
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 	run -0 --separate-stderr bash -c 'spool-ls -0 | spool-redrive --by ops --note INC-1 -0 -'
-	[ "$(printf '%s\n' "$output" | LC_ALL=C sort)" = $'d1\nd2\nd3' ]
-	[ "$(ids_in new)" = $'d1\nd2\nd3' ]
-	[ -z "$(ids_in dead)" ]
+	equals "$(printf '%s\n' "$output" | LC_ALL=C sort)" $'d1\nd2\nd3'
+	equals "$(ids_in new)" $'d1\nd2\nd3'
+	equals "$(ids_in dead)" ""
 }
 
 @test "-0 for spool-drop, spool-cancel and spool-purge; only with -" {
 	park p1 p2 p3
 	spool-enqueue --id q1 <<<q1 >/dev/null
 	run -0 --separate-stderr spool-drop --by ops --note INC-1 -0 - < <(printf 'p1\0p2\0')
-	[ "$output" = $'p1\np2' ]
+	equals "$output" $'p1\np2'
 	run -0 --separate-stderr spool-cancel --by ops --note INC-1 -0 - < <(printf 'q1\0')
-	[ "$output" = q1 ]
+	equals "$output" q1
 	run -0 --separate-stderr spool-purge --by ops --note INC-1 -0 done - < <(printf 'p1\0p2\0')
-	[ "$output" = $'p1\np2' ]
+	equals "$output" $'p1\np2'
 	# A last ID without its NUL is still read, as xargs -0 reads it.
 	run -0 --separate-stderr spool-purge --by ops --note INC-1 -0 dead - < <(printf 'q1')
-	[ "$output" = q1 ]
+	equals "$output" q1
 	before=$(snapshot)
 	run -100 --separate-stderr spool-drop --by ops --note INC-1 -0 p3
-	[ "$stderr" = "usage: $(forms spool-drop)" ]
+	equals "$stderr" "usage: $(forms spool-drop)"
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 -0 p3
-	[ "$stderr" = "usage: $(forms spool-redrive | tail -n 1)" ]
+	equals "$stderr" "usage: $(forms spool-redrive | tail -n 1)"
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 -0 --all
-	[ "$stderr" = "usage: $(forms spool-redrive | tail -n 1)" ]
+	equals "$stderr" "usage: $(forms spool-redrive | tail -n 1)"
 	run -100 --separate-stderr spool-purge -0 done --older-than 0
-	[ "${stderr_lines[0]}" = "usage: $(forms spool-purge | head -n 1)" ]
+	equals "${stderr_lines[0]}" "usage: $(forms spool-purge | head -n 1)"
 	# Only the commands that read IDs take it.
 	run -100 --separate-stderr spool-pause -0
-	[ "$stderr" = "usage: $(forms spool-pause)" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$stderr" "usage: $(forms spool-pause)"
+	equals "$(snapshot)" "$before"
 }
 
 @test "spool-purge says which of --by and --note is missing" {
 	park p1
 	before=$(snapshot)
 	run -100 --separate-stderr spool-purge dead --older-than 0
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-purge: dead: --by WHO and --note TICKET are needed; missing: --by and --note" ]
+	equals "$output" ""
+	equals "$stderr" "spool-purge: dead: --by WHO and --note TICKET are needed; missing: --by and --note"
 	run -100 --separate-stderr spool-purge dead --note INC-1 --older-than 0
-	[ "$stderr" = "spool-purge: dead: --by WHO and --note TICKET are needed; missing: --by" ]
+	equals "$stderr" "spool-purge: dead: --by WHO and --note TICKET are needed; missing: --by"
 	run -100 --separate-stderr spool-purge dead --by ops p1
-	[ "$stderr" = "spool-purge: dead: --by WHO and --note TICKET are needed; missing: --note" ]
+	equals "$stderr" "spool-purge: dead: --by WHO and --note TICKET are needed; missing: --note"
 	run -100 --separate-stderr spool-purge --missing p1
-	[ "$stderr" = "spool-purge: --missing: --by WHO and --note TICKET are needed; missing: --by and --note" ]
+	equals "$stderr" "spool-purge: --missing: --by WHO and --note TICKET are needed; missing: --by and --note"
 	run -100 --separate-stderr spool-purge done --by ops --older-than 0
-	[ "$stderr" = "spool-purge: done: --by WHO and --note TICKET go together; missing: --note" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$stderr" "spool-purge: done: --by WHO and --note TICKET go together; missing: --note"
+	equals "$(snapshot)" "$before"
 }
 
 @test "spool-fsck notes a stray name at the top and exits 0; a missing config is a fault" {
@@ -200,7 +200,7 @@ README: note: not part of a spool (left alone)
 old: note: not part of a spool (left alone)
 EOF2
 	run -0 --separate-stderr spool-fsck --repair
-	[ "$(cat "$SPOOL_DIR/README")" = notes ]
+	equals "$(cat "$SPOOL_DIR/README")" notes
 	[ -d "$SPOOL_DIR/old" ]
 	rm -r "$SPOOL_DIR/README" "$SPOOL_DIR/old"
 	fsck_clean
@@ -208,9 +208,9 @@ EOF2
 	before=$(snapshot)
 	for flag in "" --repair; do
 		run -1 --separate-stderr spool-fsck $flag
-		[ "$output" = "config: missing: every command runs on the built-in defaults, with no reserve; spool-init writes the default config again, or restore the spool's own" ]
+		equals "$output" "config: missing: every command runs on the built-in defaults, with no reserve; spool-init writes the default config again, or restore the spool's own"
 	done
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 	spool-init
 	fsck_clean
 }
@@ -250,22 +250,22 @@ shows_progress() {
 	done
 	on_tty "spool-purge done --older-than 0 >/dev/null"
 	shows_progress "spool-purge: 300 of 300, *.*/s, ETA 0m00s"
-	[ -z "$(ids_in done)" ]
+	equals "$(ids_in done)" ""
 }
 
 @test "no progress when stderr is not a terminal, nor for a short run" {
 	files 300
 	run -0 --separate-stderr spool-enqueue "$BATS_TEST_TMPDIR"/f/*
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	[ "${#lines[@]}" -eq 300 ]
 	run -0 --separate-stderr spool-fsck
-	[ "$stderr$output" = "" ]
+	equals "$stderr$output" ""
 	spool-claim -n 256 | awk '{ print $1, $2, "ok" }' | spool-finish - >/dev/null
 	spool-claim -n 44 | awk '{ print $1, $2, "ok" }' | spool-finish - >/dev/null
 	run -0 --separate-stderr spool-purge done --older-than 0
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	[ "${#lines[@]}" -eq 300 ]
 	# On a terminal, one batch is no long run.
 	on_tty "spool-enqueue $BATS_TEST_TMPDIR/f/1 $BATS_TEST_TMPDIR/f/2 >/dev/null"
-	[ "$output" = "" ]
+	equals "$output" ""
 }

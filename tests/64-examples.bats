@@ -181,9 +181,9 @@ EOT
 	cron=$(cut -d' ' -f6- <<<"$EX_TEXT" |
 	    sed "s|/var/spool/jobs|$SPOOL_DIR|; s|/var/lib/node_exporter|$BATS_TEST_TMPDIR/textfile|g")
 	run -0 --separate-stderr at 08:28:20 sh -c "$cron"
-	[ "$output$stderr" = "" ]
+	equals "$output$stderr" ""
 	diff -u <(at 08:28:20 spool-stat --prom) "$BATS_TEST_TMPDIR/textfile/spool.prom"
-	[ "$(ls "$BATS_TEST_TMPDIR/textfile")" = spool.prom ]
+	equals "$(ls "$BATS_TEST_TMPDIR/textfile")" spool.prom
 	ex_end
 }
 
@@ -215,7 +215,7 @@ EOT
 		at_ms $((old + k * 10000 + 1)) spool-finish --class dependency-down \
 		    --delay 0 order-1201 "$(lease_token order-1201)" retry >/dev/null
 	done
-	[ "$(ids_in dead | tr '\n' ' ')" = "order-1201 order-1207 " ]
+	equals "$(ids_in dead | tr '\n' ' ')" "order-1201 order-1207 "
 	# Jobs done and dropped that the nightly lines keep: the last 1000.
 	at_ms $old spool-enqueue --id done-1 <<<"x" >/dev/null
 	at_ms $((old + 100000)) spool-claim --owner worker-1 >/dev/null
@@ -227,9 +227,9 @@ EOT
 	while IFS= read -r line; do
 		cron=$(cut -d' ' -f6- <<<"$line" | sed "s|/var/spool/orders|$SPOOL_DIR|")
 		run -0 --separate-stderr sh -c "$cron"
-		[ "$output$stderr" = "" ]
+		equals "$output$stderr" ""
 	done <<<"$EX_TEXT"
-	[ "$(state_of done-1)" = done ]
+	equals "$(state_of done-1)" done
 	EX_SORT=1 ex_step 'spool-purge --dry-run dead'
 	ex_step 'echo order=1201 | spool-enqueue'
 	ex_end
@@ -424,7 +424,7 @@ hook-1 event=1
 hook-2 event=2
 hook-3 event=3
 EOT
-	[ "$(ids_in done | tr '\n' ' ')" = "hook-1 hook-2 hook-3 " ]
+	equals "$(ids_in done | tr '\n' ' ')" "hook-1 hook-2 hook-3 "
 	ex_next 'read -r status fence'
 	in_file "$TOP/contrib/handler-state.sh"
 	ex_cd "$TOP"
@@ -442,7 +442,7 @@ EOT
 	    tr -d '\n' | sed "s|%i|hooks|g; s|/usr/local/bin/|$TOP/tests/bin/|
 		s|/var/spool/hooks|$SPOOL_DIR|; s|/etc/spool-run/hooks|$BATS_TEST_TMPDIR/hooks|")
 	serve_until unit-1 "$cmd"
-	[ "$(cat "$BATS_TEST_TMPDIR/posts")" = "event=unit" ]
+	equals "$(cat "$BATS_TEST_TMPDIR/posts")" "event=unit"
 	ex_skip '*/10 * * * * spool' \
 	    'its worker waits a minute of real time for work before it exits'
 	ex_end
