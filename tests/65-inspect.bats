@@ -18,7 +18,7 @@ park() {
 	tok=$(at_ms $((T + 1000)) spool-claim --owner w1 | cut -f2)
 	at_ms $((T + 2000)) spool-finish --class "$class" "$id" "$tok" \
 	    permanent >/dev/null
-	[ "$(state_of "$id")" = dead ]
+	equals "$(state_of "$id")" dead
 }
 
 # park_all CLASS ID...: park every ID at once, permanent with CLASS.
@@ -63,8 +63,8 @@ story() {
 @test "usage lines are the man pages' SYNOPSIS" {
 	for cmd in spool-ls spool-show; do
 		run -100 --separate-stderr "$cmd" --no-such-option
-		[ "$output" = "" ]
-		[ "$stderr" = "usage: $(synopsis "$cmd")" ]
+		equals "$output" ""
+		equals "$stderr" "usage: $(synopsis "$cmd")"
 	done
 }
 
@@ -73,14 +73,14 @@ story() {
 	run -0 --separate-stderr spool-ls
 	diff -u <(printf '%s\n' b-2 B.1 a_1 a-1 a.1 Z 0x | LC_ALL=C sort) \
 	    <(printf '%s\n' "$output" | LC_ALL=C sort)
-	[ "$stderr" = "" ]
-	[ "$output" = "$(spool-ls dead)" ]
+	equals "$stderr" ""
+	equals "$output" "$(spool-ls dead)"
 }
 
 @test "spool-ls lists each state, and nothing is an answer: exit 0" {
 	run -0 --separate-stderr spool-ls
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
+	equals "$output" ""
+	equals "$stderr" ""
 	for id in n1 n2 n3; do
 		at_ms $T spool-enqueue --id $id <<<"$id" >/dev/null
 	done
@@ -92,8 +92,8 @@ story() {
 	at_ms $((T + 2)) spool-finish "$finished" 1 ok >/dev/null
 	for state in new leased done dead; do
 		run -0 --separate-stderr spool-ls $state
-		[ "$(LC_ALL=C sort <<<"$output")" = "$(ids_in $state)" ]
-		[ "$stderr" = "" ]
+		equals "$(LC_ALL=C sort <<<"$output")" "$(ids_in $state)"
+		equals "$stderr" ""
 	done
 	run -0 spool-ls new
 	[ "$(wc -l <<<"$output")" -eq 2 ]
@@ -101,9 +101,9 @@ story() {
 	run -0 spool-ls leased
 	[ "$(wc -l <<<"$output")" -eq 1 ]
 	run -0 spool-ls done
-	[ "$output" = "$finished" ]
+	equals "$output" "$finished"
 	run -0 spool-ls dead
-	[ "$output" = "" ]
+	equals "$output" ""
 }
 
 @test "a second file of a job, as a crash leaves one, is not listed or counted" {
@@ -119,16 +119,16 @@ story() {
 	cp "$f" "${f%,*},$((T + 1))"
 	before=$(snapshot)
 	run -0 --separate-stderr spool-ls leased
-	[ "$output" = "$leased" ]
+	equals "$output" "$leased"
 	run -0 --separate-stderr spool-ls new
-	[ "$output" = "$waiting" ]
+	equals "$output" "$waiting"
 	run -0 spool-ls --json new
-	[ "$(jq -r .id <<<"$output")" = "$waiting" ]
+	equals "$(jq -r .id <<<"$output")" "$waiting"
 	run -0 at_ms $T spool-ls -l leased
 	[ "$(wc -l <<<"$output")" -eq 2 ]
 	# spool-stat counts each job once too.
-	[ "$(spool-stat --json | jq -c '[.new, .leased]')" = "[1,1]" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$(spool-stat --json | jq -c '[.new, .leased]')" "[1,1]"
+	equals "$(snapshot)" "$before"
 }
 
 @test "dropped is the part of done that was dropped; --reason keeps it" {
@@ -139,18 +139,18 @@ story() {
 	at_ms $((T + 4000)) spool-finish ok1 "$(lease_token ok1)" ok >/dev/null
 	at_ms $((T + 5000)) spool-drop --by ops --note INC-1 p1 >/dev/null
 	run -0 --separate-stderr spool-ls done
-	[ "$(LC_ALL=C sort <<<"$output")" = "$(printf '%s\n' ok1 p1)" ]
-	[ "$stderr" = "" ]
+	equals "$(LC_ALL=C sort <<<"$output")" "$(printf '%s\n' ok1 p1)"
+	equals "$stderr" ""
 	run -0 spool-ls dropped
-	[ "$output" = p1 ]
+	equals "$output" p1
 	run -0 spool-ls
-	[ "$output" = p2 ]
+	equals "$output" p2
 	run -0 spool-ls dropped --reason permanent
-	[ "$output" = p1 ]
+	equals "$output" p1
 	run -0 spool-ls done --reason permanent
-	[ "$output" = p1 ]
+	equals "$output" p1
 	run -0 spool-ls dropped --reason exhausted
-	[ "$output" = "" ]
+	equals "$output" ""
 }
 
 @test "--reason and --older-than select parked jobs" {
@@ -160,35 +160,35 @@ story() {
 	at_ms $((T + 60000)) spool-claim --owner w >/dev/null
 	at_ms $((T + 61000)) spool-finish --class transient exh1 "$(lease_token exh1)" retry \
 	    >/dev/null
-	[ "$(state_of exh1)" = dead ]
+	equals "$(state_of exh1)" dead
 	run -0 at_ms $((T + 62000)) spool-ls --reason exhausted
-	[ "$output" = exh1 ]
+	equals "$output" exh1
 	run -0 at_ms $((T + 62000)) spool-ls --reason permanent
-	[ "$output" = perm1 ]
+	equals "$output" perm1
 	# perm1 parked at T + 2s, exh1 at T + 61s: at T + 62s they are 60s
 	# and 1s old.  At least DUR: 60s is older than 60s.
 	run -0 at_ms $((T + 62000)) spool-ls --older-than 60s
-	[ "$output" = perm1 ]
+	equals "$output" perm1
 	run -0 at_ms $((T + 62000)) spool-ls --older-than 60001ms
-	[ "$output" = "" ]
+	equals "$output" ""
 	run -0 at_ms $((T + 62000)) spool-ls --older-than 1s
-	[ "$(LC_ALL=C sort <<<"$output")" = "$(printf '%s\n' exh1 perm1)" ]
+	equals "$(LC_ALL=C sort <<<"$output")" "$(printf '%s\n' exh1 perm1)"
 	run -0 at_ms $((T + 62000)) spool-ls --older-than 1s --reason exhausted
-	[ "$output" = exh1 ]
+	equals "$output" exh1
 }
 
 @test "-0 separates IDs with NUL, for xargs -0" {
 	park_all transient a.b x_y-z 0-.-_ 9 A..B
 	run -0 --separate-stderr bash -c \
 	    'spool-ls -0 | LC_ALL=C sort -z | od -An -c | tr -s " \n" " "'
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	# Each ended by a NUL, nothing else.
 	expect=$(printf '%s\0' 0-.-_ 9 A..B a.b x_y-z | od -An -c | tr -s ' \n' ' ')
-	[ "$output" = "$expect" ]
+	equals "$output" "$expect"
 	run -0 bash -c 'spool-ls -0 | xargs -0 printf "[%s]\n" | LC_ALL=C sort'
-	[ "$output" = "$(printf '[%s]\n' 0-.-_ 9 A..B a.b x_y-z)" ]
+	equals "$output" "$(printf '[%s]\n' 0-.-_ 9 A..B a.b x_y-z)"
 	run -0 bash -c 'spool-ls -0 --reason exhausted | wc -c'
-	[ "$output" = 0 ]
+	equals "$output" 0
 }
 
 @test "-l: a header and aligned columns, the whole table" {
@@ -201,7 +201,7 @@ story() {
 	at_ms $((T + 52000)) spool-enqueue --id zz <<<"x" >/dev/null
 	at_ms $((T + 53000)) spool-cancel --by oncall --note INC-7 zz >/dev/null
 	run -0 --separate-stderr at_ms $((T + 3600000 + 125000)) spool-ls -l
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
 ID              DELIV  DISP    SE   REASON       CLASS                AGE    CYC  BY      DETAIL
 pi_0001.settle  #1     parked  -    permanent    invalid-input        1h02m  1    -       -
@@ -214,7 +214,7 @@ ID          DELIV  DISP      SE  REASON  CLASS  AGE    CYC  BY   DETAIL
 order-1842  #1     redriven  -   -       -      500ms  2    ops  -
 EOF
 	run -0 at_ms $((T + 31500)) spool-ls -l new
-	[ "$output" = "ID  DELIV  DISP  SE  REASON  CLASS  AGE  CYC  BY  DETAIL" ]
+	equals "$output" "ID  DELIV  DISP  SE  REASON  CLASS  AGE  CYC  BY  DETAIL"
 }
 
 @test "--json: one object a line, stable keys, strings escaped" {
@@ -225,19 +225,19 @@ EOF
 	at_ms $((T + 6000)) spool-finish --class transient \
 	    --detail 'say "no" \n \\ {}' odd "$(lease_token odd)" retry >/dev/null
 	run -0 --separate-stderr at_ms $((T + 40000)) spool-ls --json
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	[ "$(wc -l <<<"$output")" -eq 2 ]
 	keys='["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","payload_size","payload_xxh3"]'
 	while IFS= read -r line; do
 		jq -e . <<<"$line" >/dev/null
-		[ "$(jq -c keys_unsorted <<<"$line")" = "$keys" ]
+		equals "$(jq -c keys_unsorted <<<"$line")" "$keys"
 	done <<<"$output"
 	diff -u - <(jq -sc 'sort_by(.id)[]' <<<"$output") <<EOF
 {"id":"odd","state":"dead","disposition":"parked","since":$((T + 6000)),"age_ms":34000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"token":6,"attempts":1,"max_attempts":1,"deliveries":1,"cycles":1,"reason":"exhausted","class":"transient","detail":"say \\"no\\" \\\\n \\\\\\\\ {}","side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null,"payload_size":2,"payload_xxh3":"$(printf 'x\n' | xxh_of -)"}
 {"id":"plain","state":"dead","disposition":"parked","since":$((T + 2000)),"age_ms":38000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"token":5,"attempts":1,"max_attempts":5,"deliveries":1,"cycles":1,"reason":"permanent","class":"transient","detail":null,"side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null,"payload_size":17,"payload_xxh3":"$(printf 'payload of plain\n' | xxh_of -)"}
 EOF
 	# The detail comes back byte for byte.
-	[ "$(jq -r 'select(.id == "odd") | .detail' <<<"$output")" = 'say "no" \n \\ {}' ]
+	equals "$(jq -r 'select(.id == "odd") | .detail' <<<"$output")" 'say "no" \n \\ {}'
 	run -0 at_ms $((T + 40000)) spool-ls --json leased
 	jq -e . <<<"$output" >/dev/null
 	diff -u - <(jq -c . <<<"$output") <<EOF
@@ -247,27 +247,27 @@ EOF
 
 @test "spool-ls refuses bad usage with one line and 100" {
 	run -100 --separate-stderr spool-ls limbo
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-ls: bad state 'limbo' (new, leased, done, dead or dropped)" ]
+	equals "$output" ""
+	equals "$stderr" "spool-ls: bad state 'limbo' (new, leased, done, dead or dropped)"
 	run -100 --separate-stderr spool-ls --reason tired
-	[ "$stderr" = "spool-ls: --reason: bad reason 'tired' (permanent, exhausted, deadline, side-effect or cancelled)" ]
+	equals "$stderr" "spool-ls: --reason: bad reason 'tired' (permanent, exhausted, deadline, side-effect or cancelled)"
 	run -100 --separate-stderr spool-ls --reason exhausted new
-	[ "$stderr" = "spool-ls: --reason is for dead, done and dropped jobs" ]
+	equals "$stderr" "spool-ls: --reason is for dead, done and dropped jobs"
 	run -100 --separate-stderr spool-ls --older-than soon
-	[ "$stderr" = "spool-ls: --older-than: bad duration 'soon' (use e.g. 500ms, 30s, 5m, 2h, 7d, 0)" ]
+	equals "$stderr" "spool-ls: --older-than: bad duration 'soon' (use e.g. 500ms, 30s, 5m, 2h, 7d, 0)"
 	for bad in "-l --json" "-0 -l" "-0 --json" "dead new"; do
 		run -100 --separate-stderr spool-ls $bad
-		[ "$output" = "" ]
-		[ "$stderr" = "usage: $(synopsis spool-ls)" ]
+		equals "$output" ""
+		equals "$stderr" "usage: $(synopsis spool-ls)"
 	done
 	run -100 --separate-stderr spool-ls -d "$BATS_TEST_TMPDIR"
-	[ "$stderr" = "spool-ls: $BATS_TEST_TMPDIR: not a spool (no format file; see spool-init(1))" ]
+	equals "$stderr" "spool-ls: $BATS_TEST_TMPDIR: not a spool (no format file; see spool-init(1))"
 }
 
 @test "spool-show: the job, its whole delivery history and its audit lines" {
 	story
 	run -0 --separate-stderr at_ms $((T + 32000)) spool-show order-1842
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	diff -u - <(sed -E 's/ testhost:[0-9]+$/ testhost:PID/' <<<"$output") <<'EOF'
 id           order-1842
 state        leased
@@ -308,10 +308,10 @@ EOF
 	story
 	at_ms $((T + 40000)) spool-finish order-1842 4 ok >/dev/null
 	run -0 --separate-stderr at_ms $((T + 41000)) spool-show --json order-1842
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	[ "$(wc -l <<<"$output")" -eq 1 ]
 	jq -e . <<<"$output" >/dev/null
-	[ "$(jq -c 'keys_unsorted' <<<"$output")" = '["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","payload_size","payload_xxh3","history","audit"]' ]
+	equals "$(jq -c 'keys_unsorted' <<<"$output")" '["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","payload_size","payload_xxh3","history","audit"]'
 	diff -u - <(jq -c '.history[]' <<<"$output") <<EOF
 {"cycle":1,"attempt":1,"token":1,"owner":"w1","claimed":$((T + 1000)),"ended":$((T + 2000)),"end":"retry","class":"transient","detail":"HTTP 503 \\"busy\\" \\\\ retry"}
 {"cycle":1,"attempt":2,"token":2,"owner":"w2","claimed":$((T + 3000)),"ended":$((T + 20000)),"end":"expired","class":"lease-expired","detail":null}
@@ -330,7 +330,7 @@ EOF
 {"time":"2026-11-30T00:54:00.000Z","event":"ok","id":"order-1842","token":4,"attempt":1,"cycle":2,"actor":"w4","reason":null,"class":null,"note":null}
 EOF
 	[ "$(jq -r '.audit[].writer' <<<"$output" | grep -cv '^testhost:[0-9]*$')" -eq 0 ]
-	[ "$(jq -c '[.state, .disposition, .since, .cycles, .redriven, .acted]' <<<"$output")" = "[\"done\",\"redriven\",$((T + 40000)),2,true,$((T + 30000))]" ]
+	equals "$(jq -c '[.state, .disposition, .since, .cycles, .redriven, .acted]' <<<"$output")" "[\"done\",\"redriven\",$((T + 40000)),2,true,$((T + 30000))]"
 }
 
 @test "spool-show reads rotated audit logs too, and sorts by time" {
@@ -342,9 +342,9 @@ EOF
 	at_ms $((T + 5000)) spool-claim --owner w2 >/dev/null
 	# Another host's log, interleaved in time.
 	SPOOL_HOST=otherhost at_ms $((T + 6000)) spool-finish rot-1 2 ok >/dev/null
-	[ "$(ls "$SPOOL_DIR/audit" | LC_ALL=C sort | tr '\n' ' ')" = "otherhost.log testhost.log testhost.log.0 testhost.log.1 " ]
+	equals "$(ls "$SPOOL_DIR/audit" | LC_ALL=C sort | tr '\n' ' ')" "otherhost.log testhost.log testhost.log.0 testhost.log.1 "
 	run -0 --separate-stderr at_ms $((T + 7000)) spool-show rot-1
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	diff -u - <(sed -n '/^2026-/p' <<<"$output" | cut -d' ' -f1-10) <<'EOF'
 2026-11-30T00:53:20.000Z enqueue rot-1 0 0 1 - - - -
 2026-11-30T00:53:21.000Z claim rot-1 1 1 1 w1 - - -
@@ -360,26 +360,26 @@ EOF
 	at_ms $((T + 1000)) spool-claim --owner w1 --lease 10s >/dev/null
 	at_ms $((T + 8000)) spool-renew --lease 10s c1 1 >/dev/null
 	run -0 at_ms $((T + 9000)) spool-show --json c1
-	[ "$(jq -c '[.state, .since, .age_ms, .lease_until]' <<<"$output")" = "[\"leased\",$((T + 1000)),8000,$((T + 18000))]" ]
+	equals "$(jq -c '[.state, .since, .age_ms, .lease_until]' <<<"$output")" "[\"leased\",$((T + 1000)),8000,$((T + 18000))]"
 	at_ms $((T + 9500)) spool-cancel --by ops --note INC-9 c1 >/dev/null
 	run -0 at_ms $((T + 10000)) spool-show --json c1
-	[ "$(jq -c '[.state, .since, .reason, .class, .side_effect, .by, .note]' <<<"$output")" = "[\"dead\",$((T + 9500)),\"cancelled\",\"cancelled\",true,\"ops\",\"INC-9\"]" ]
-	[ "$(jq -c '.history[]' <<<"$output")" = "{\"cycle\":1,\"attempt\":1,\"token\":1,\"owner\":\"w1\",\"claimed\":$((T + 1000)),\"ended\":$((T + 9500)),\"end\":\"cancelled\",\"class\":\"cancelled\",\"detail\":null}" ]
+	equals "$(jq -c '[.state, .since, .reason, .class, .side_effect, .by, .note]' <<<"$output")" "[\"dead\",$((T + 9500)),\"cancelled\",\"cancelled\",true,\"ops\",\"INC-9\"]"
+	equals "$(jq -c '.history[]' <<<"$output")" "{\"cycle\":1,\"attempt\":1,\"token\":1,\"owner\":\"w1\",\"claimed\":$((T + 1000)),\"ended\":$((T + 9500)),\"end\":\"cancelled\",\"class\":\"cancelled\",\"detail\":null}"
 	run -0 at_ms $((T + 10000)) spool-show c1
 	grep -qx 'side-effect  may have happened: reconcile, then redrive with --reconciled' <<<"$output"
 }
 
 @test "spool-show: no such job is 1, a bad ID is 100, one line each" {
 	run -1 --separate-stderr spool-show order-1
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-show: order-1: no such job" ]
+	equals "$output" ""
+	equals "$stderr" "spool-show: order-1: no such job"
 	run -100 --separate-stderr spool-show ../meta
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-show: ../meta: bad ID" ]
+	equals "$output" ""
+	equals "$stderr" "spool-show: ../meta: bad ID"
 	run -100 --separate-stderr spool-show
-	[ "$stderr" = "usage: $(synopsis spool-show)" ]
+	equals "$stderr" "usage: $(synopsis spool-show)"
 	run -100 --separate-stderr spool-show a b
-	[ "$stderr" = "usage: $(synopsis spool-show)" ]
+	equals "$stderr" "usage: $(synopsis spool-show)"
 }
 
 @test "spool-ls and spool-show change nothing and read no payload" {
@@ -389,10 +389,10 @@ EOF
 	ASAN_OPTIONS=detect_leaks=0 strace -f -y -e trace=openat,open \
 	    -o "$BATS_TEST_TMPDIR/trace" sh -c 'spool-ls -l; spool-ls --json leased;
 	    spool-show order-1842; spool-show --json p1' >/dev/null
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 	# Every open under a state directory is of a directory (a bucket).
 	opened=$(grep -E '= [0-9]+<[^>]*/(new|leased|done|dead)/' \
 	    "$BATS_TEST_TMPDIR/trace" | grep -v O_DIRECTORY || true)
-	[ "$opened" = "" ]
+	equals "$opened" ""
 	grep -q '/meta/order-1842>' "$BATS_TEST_TMPDIR/trace"
 }

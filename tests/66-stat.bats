@@ -92,20 +92,20 @@ plain() {
 
 @test "the usage line is the man page's SYNOPSIS" {
 	run -100 --separate-stderr spool-stat --no-such-option
-	[ "$output" = "" ]
-	[ "$stderr" = "usage: $(synopsis spool-stat)" ]
+	equals "$output" ""
+	equals "$stderr" "usage: $(synopsis spool-stat)"
 	run -100 --separate-stderr spool-stat --json --prom
-	[ "$stderr" = "usage: $(synopsis spool-stat)" ]
+	equals "$stderr" "usage: $(synopsis spool-stat)"
 	run -100 --separate-stderr spool-stat extra
-	[ "$stderr" = "usage: $(synopsis spool-stat)" ]
+	equals "$stderr" "usage: $(synopsis spool-stat)"
 }
 
 @test "an empty spool: every metric 0, exactly" {
 	run -0 --separate-stderr spool-stat
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	diff -u <(plain) <(printf '%s\n' "$output")
 	run -0 --separate-stderr at_ms $T spool-stat --json
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	diff -u - <(printf '%s\n' "$output") <<EOF
 {"now":$T,"paused":false,"new":0,"ready":0,"leased":0,"done":0,"dropped":0,"dead":0,"damaged":0,"quarantined":0,"hand_edits":0,"cycles2":0,"lag":0,"oldest_dead":0,"oldest_lease":0,"redriven_queued":0,"redriven_done":0,"redriven_parked":0,"redriven_dropped":0,"dead_by_reason":{"permanent":0,"exhausted":0,"deadline":0,"side-effect":0,"cancelled":0},"dead_by_class":{"none":0,"transient":0,"rate-limited":0,"dependency-down":0,"invalid-input":0,"permission":0,"cancelled":0,"unknown-side-effect":0,"crashed":0,"timeout":0,"lease-expired":0},"audit_events":{"enqueue":0,"claim":0,"reclaim":0,"renew":0,"ok":0,"retry":0,"release":0,"park":0,"supersede":0,"redrive":0,"drop":0,"cancel":0,"purge":0,"pause":0,"resume":0,"restore":0,"rebuild":0},"last_action":null}
 EOF
@@ -114,7 +114,7 @@ EOF
 
 @test "--prom on an empty spool: exact, and promtool accepts it" {
 	run -0 --separate-stderr spool-stat --prom
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	s="spool=\"$(realpath "$SPOOL_DIR")\""
 	diff -u - <(printf '%s\n' "$output") <<EOF
 # HELP spool_jobs Jobs in each state directory (done includes dropped jobs).
@@ -200,14 +200,14 @@ spool_audit_events_total{$s,event="restore"} 0
 spool_audit_events_total{$s,event="rebuild"} 0
 EOF
 	run -0 --separate-stderr promtool check metrics <<<"$output"
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
+	equals "$output" ""
+	equals "$stderr" ""
 }
 
 @test "a busy spool: counts, ages, reasons, classes, redrives, the last action" {
 	busy
 	run -0 --separate-stderr at_ms $((T + 200000)) spool-stat
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	diff -u <(plain paused=1 new=3 ready=2 leased=1 done=4 dropped=2 dead=5 \
 	    cycles2=4 lag=1m27s oldest_dead=3m18s oldest_lease=1m59s \
 	    redriven_queued=1 redriven_done=1 redriven_parked=1 \
@@ -219,32 +219,32 @@ EOF
 	    <(printf '%s\n' "$output")
 	# The counts agree with the directories.
 	for state in new leased done dead; do
-		[ "$(grep "^$state " <<<"$output" | awk '{ print $2 }')" = \
-		    "$(ids_in $state | wc -l)" ]
+		equals "$(grep "^$state " <<<"$output" | awk '{ print $2 }')" \
+		    "$(ids_in $state | wc -l)"
 	done
 	run -0 --separate-stderr at_ms $((T + 200000)) spool-stat --json
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	jq -e . <<<"$output" >/dev/null
-	[ "$(jq -c '[.paused, .new, .ready, .leased, .done, .dropped, .dead, .cycles2, .lag, .oldest_dead, .oldest_lease]' <<<"$output")" = "[true,3,2,1,4,2,5,4,87000,198000,119000]" ]
-	[ "$(jq -c '.dead_by_reason' <<<"$output")" = '{"permanent":2,"exhausted":1,"deadline":0,"side-effect":1,"cancelled":1}' ]
-	[ "$(jq -c '.dead_by_class | with_entries(select(.value > 0))' <<<"$output")" = '{"none":1,"dependency-down":1,"invalid-input":1,"cancelled":1,"unknown-side-effect":1}' ]
-	[ "$(jq -c '.last_action' <<<"$output")" = "{\"event\":\"pause\",\"by\":\"ops\",\"time\":$((T + 150000))}" ]
+	equals "$(jq -c '[.paused, .new, .ready, .leased, .done, .dropped, .dead, .cycles2, .lag, .oldest_dead, .oldest_lease]' <<<"$output")" "[true,3,2,1,4,2,5,4,87000,198000,119000]"
+	equals "$(jq -c '.dead_by_reason' <<<"$output")" '{"permanent":2,"exhausted":1,"deadline":0,"side-effect":1,"cancelled":1}'
+	equals "$(jq -c '.dead_by_class | with_entries(select(.value > 0))' <<<"$output")" '{"none":1,"dependency-down":1,"invalid-input":1,"cancelled":1,"unknown-side-effect":1}'
+	equals "$(jq -c '.last_action' <<<"$output")" "{\"event\":\"pause\",\"by\":\"ops\",\"time\":$((T + 150000))}"
 	# Every audit line is counted under its event.
-	[ "$(jq '[.audit_events[]] | add' <<<"$output")" = "$(cat "$SPOOL_DIR"/audit/*.log | wc -l)" ]
+	equals "$(jq '[.audit_events[]] | add' <<<"$output")" "$(cat "$SPOOL_DIR"/audit/*.log | wc -l)"
 	for ev in enqueue claim park redrive drop cancel pause; do
-		[ "$(jq ".audit_events.\"$ev\"" <<<"$output")" = \
-		    "$(cut -d' ' -f2 "$SPOOL_DIR"/audit/*.log | grep -cx "$ev")" ]
+		equals "$(jq ".audit_events.\"$ev\"" <<<"$output")" \
+		    "$(cut -d' ' -f2 "$SPOOL_DIR"/audit/*.log | grep -cx "$ev")"
 	done
 }
 
 @test "--prom on a busy spool: promtool accepts it; the values agree" {
 	busy
 	run -0 --separate-stderr at_ms $((T + 200000)) spool-stat --prom
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	prom=$output
 	run -0 --separate-stderr promtool check metrics <<<"$prom"
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
+	equals "$output" ""
+	equals "$stderr" ""
 	s="spool=\"$(realpath "$SPOOL_DIR")\""
 	diff -u - <(grep -v '^#' <<<"$prom" | grep -Ev '} 0$' | grep -v audit_events) <<EOF
 spool_jobs{$s,state="new"} 3
@@ -289,17 +289,17 @@ EOF
 	mv "$SPOOL_DIR/audit/testhost.log" "$SPOOL_DIR/audit/testhost.log.1"
 	at_ms $((T + 6000)) spool-claim --owner w1 >/dev/null
 	run -0 --separate-stderr at_ms $((T + 7000)) spool-stat --json
-	[ "$stderr" = "" ]
-	[ "$(jq -c '[.last_action, .audit_events.enqueue, .audit_events.claim, .audit_events.redrive, .cycles2, .redriven_queued]' <<<"$output")" = "[{\"event\":\"redrive\",\"by\":\"ops\",\"time\":$((T + 5000))},1,2,1,1,1]" ]
+	equals "$stderr" ""
+	equals "$(jq -c '[.last_action, .audit_events.enqueue, .audit_events.claim, .audit_events.redrive, .cycles2, .redriven_queued]' <<<"$output")" "[{\"event\":\"redrive\",\"by\":\"ops\",\"time\":$((T + 5000))},1,2,1,1,1]"
 	run -0 at_ms $((T + 7000)) spool-stat
-	[ "$(grep '^last_action ' <<<"$output")" = "$(printf '%-31s %s' last_action 'redrive by ops at 2026-11-30T00:53:25.000Z (2s ago)')" ]
+	equals "$(grep '^last_action ' <<<"$output")" "$(printf '%-31s %s' last_action 'redrive by ops at 2026-11-30T00:53:25.000Z (2s ago)')"
 }
 
 @test "a label value is escaped: a spool path with a quote and a backslash" {
 	dir="$BATS_TEST_TMPDIR/odd \"dir\" \\ x"
 	spool-init -d "$dir"
 	run -0 --separate-stderr spool-stat -d "$dir" --prom
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	grep -qF "spool_paused{spool=\"$BATS_TEST_TMPDIR/odd \\\"dir\\\" \\\\ x\"} 0" <<<"$output"
 	run -0 promtool check metrics <<<"$output"
 }
@@ -308,50 +308,50 @@ EOF
 	busy
 	run -0 --separate-stderr at_ms $((T + 200000)) spool-stat --warn 'dead>5' \
 	    --crit 'oldest_dead>1h'
-	[ "$stderr" = "" ]
-	[ "$output" = "SPOOL OK - dead=5, oldest_dead=3m18s | dead=5 oldest_dead=198s" ]
+	equals "$stderr" ""
+	equals "$output" "SPOOL OK - dead=5, oldest_dead=3m18s | dead=5 oldest_dead=198s"
 	run -1 --separate-stderr at_ms $((T + 200000)) spool-stat --warn 'dead>0' \
 	    --crit 'oldest_dead>1h' --warn 'lag>=87s'
-	[ "$stderr" = "" ]
-	[ "$output" = "SPOOL WARNING - dead=5 (>0), lag=1m27s (>=87s), oldest_dead=3m18s | dead=5 lag=87s oldest_dead=198s" ]
+	equals "$stderr" ""
+	equals "$output" "SPOOL WARNING - dead=5 (>0), lag=1m27s (>=87s), oldest_dead=3m18s | dead=5 lag=87s oldest_dead=198s"
 	run -2 --separate-stderr at_ms $((T + 200000)) spool-stat --warn 'dead>0' \
 	    --crit 'oldest_dead>3m' --warn 'lag>88s' --crit 'paused=1' \
 	    --warn 'dead_side_effect>0' --crit 'dead>4'
-	[ "$stderr" = "" ]
-	[ "$output" = "SPOOL CRITICAL - oldest_dead=3m18s (>3m), paused=1 (=1), dead=5 (>4), dead_side_effect=1 (>0), lag=1m27s | oldest_dead=198s paused=1 dead=5 dead_side_effect=1 lag=87s" ]
+	equals "$stderr" ""
+	equals "$output" "SPOOL CRITICAL - oldest_dead=3m18s (>3m), paused=1 (=1), dead=5 (>4), dead_side_effect=1 (>0), lag=1m27s | oldest_dead=198s paused=1 dead=5 dead_side_effect=1 lag=87s"
 	# Only --crit, and < and <=.
 	run -2 at_ms $((T + 200000)) spool-stat --crit 'redriven_done<2'
-	[ "$output" = "SPOOL CRITICAL - redriven_done=1 (<2) | redriven_done=1" ]
+	equals "$output" "SPOOL CRITICAL - redriven_done=1 (<2) | redriven_done=1"
 	run -0 at_ms $((T + 200000)) spool-stat --crit 'ready<=1'
-	[ "$output" = "SPOOL OK - ready=2 | ready=2" ]
+	equals "$output" "SPOOL OK - ready=2 | ready=2"
 }
 
 @test "a check that cannot be made is UNKNOWN, exit 3, on stdout" {
 	run -3 --separate-stderr spool-stat --warn 'dead>>0'
-	[ "$output" = "SPOOL UNKNOWN - dead: bad number '>0'" ]
-	[ "$stderr" = "" ]
+	equals "$output" "SPOOL UNKNOWN - dead: bad number '>0'"
+	equals "$stderr" ""
 	run -3 spool-stat --warn 'dead~0'
-	[ "$output" = "SPOOL UNKNOWN - bad expression 'dead~0': the operator is one of > >= < <= =" ]
+	equals "$output" "SPOOL UNKNOWN - bad expression 'dead~0': the operator is one of > >= < <= ="
 	run -3 spool-stat --crit '>0'
-	[ "$output" = "SPOOL UNKNOWN - bad expression '>0' (want NAME OP VALUE, e.g. dead>0)" ]
+	equals "$output" "SPOOL UNKNOWN - bad expression '>0' (want NAME OP VALUE, e.g. dead>0)"
 	run -3 spool-stat --crit 'parked>0'
-	[ "$output" = "SPOOL UNKNOWN - no metric 'parked' (see spool-stat(1), METRICS)" ]
+	equals "$output" "SPOOL UNKNOWN - no metric 'parked' (see spool-stat(1), METRICS)"
 	run -3 spool-stat --crit 'lag>soon'
-	[ "$output" = "SPOOL UNKNOWN - lag: bad duration 'soon' (use e.g. 500ms, 30s, 5m, 2h, 7d)" ]
+	equals "$output" "SPOOL UNKNOWN - lag: bad duration 'soon' (use e.g. 500ms, 30s, 5m, 2h, 7d)"
 	run -3 spool-stat --crit 'dead>0' --json
-	[ "$output" = "SPOOL UNKNOWN - usage: $(synopsis spool-stat)" ]
+	equals "$output" "SPOOL UNKNOWN - usage: $(synopsis spool-stat)"
 	run -3 spool-stat --crit 'dead>0' --bogus
-	[ "$output" = "SPOOL UNKNOWN - usage: $(synopsis spool-stat)" ]
+	equals "$output" "SPOOL UNKNOWN - usage: $(synopsis spool-stat)"
 	run -3 spool-stat -d "$BATS_TEST_TMPDIR/nowhere" --crit 'dead>0'
-	[ "$output" = "SPOOL UNKNOWN - $BATS_TEST_TMPDIR/nowhere: No such file or directory" ]
+	equals "$output" "SPOOL UNKNOWN - $BATS_TEST_TMPDIR/nowhere: No such file or directory"
 	run -3 spool-stat -d "$BATS_TEST_TMPDIR" --crit 'dead>0'
-	[ "$output" = "SPOOL UNKNOWN - $BATS_TEST_TMPDIR: not a spool (no format file; see spool-init(1))" ]
+	equals "$output" "SPOOL UNKNOWN - $BATS_TEST_TMPDIR: not a spool (no format file; see spool-init(1))"
 	run -3 env -u SPOOL_DIR spool-stat --crit 'dead>0'
-	[ "$output" = "SPOOL UNKNOWN - no spool: give -d DIR or set SPOOL_DIR" ]
+	equals "$output" "SPOOL UNKNOWN - no spool: give -d DIR or set SPOOL_DIR"
 	# Without a check, the usual statuses.
 	run -100 --separate-stderr env -u SPOOL_DIR spool-stat
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-stat: no spool: give -d DIR or set SPOOL_DIR" ]
+	equals "$output" ""
+	equals "$stderr" "spool-stat: no spool: give -d DIR or set SPOOL_DIR"
 }
 
 @test "10,000 parked jobs: counted, fast, and no payload opened" {
@@ -375,13 +375,13 @@ EOF
 	    "$leases"
 	[ "$(ids_in dead | wc -l)" -eq 10000 ]
 	run -0 --separate-stderr spool-stat
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	grep -qx 'dead                            10000' <<<"$output"
 	grep -qx 'dead_permanent                  10000' <<<"$output"
 	grep -qx 'dead_class_invalid_input        10000' <<<"$output"
 	grep -qx 'new                             0' <<<"$output"
 	run -2 spool-stat --crit 'dead>9999'
-	[ "${output%% |*}" = "SPOOL CRITICAL - dead=10000 (>9999)" ]
+	equals "${output%% |*}" "SPOOL CRITICAL - dead=10000 (>9999)"
 	# One job of each other state, so that every directory is read.
 	spool-enqueue --id q-1 <<<"x" >/dev/null
 	spool-enqueue --id q-2 <<<"x" >/dev/null
@@ -396,7 +396,7 @@ EOF
 	# ... and nothing under a state directory but directories (buckets).
 	opened=$(grep -E '= [0-9]+<[^>]*/(new|leased|done|dead)/' \
 	    "$BATS_TEST_TMPDIR/trace" | grep -v O_DIRECTORY || true)
-	[ "$opened" = "" ]
+	equals "$opened" ""
 	[ "$(grep -c '/dead/' "$BATS_TEST_TMPDIR/trace" || true)" -eq 0 ]
 }
 
@@ -415,21 +415,21 @@ EOF
 	export PATH="$BATS_TEST_TMPDIR/fake:$PATH" MAILTO=ops@example.com
 	# All is well: cron gets no output, the unit succeeds, no mail.
 	run -0 --separate-stderr sh -c "$cron_check"
-	[ "$output" = "" ]
+	equals "$output" ""
 	run -0 sh -c "$unit_check"
 	[ ! -e "$BATS_TEST_TMPDIR/mailed" ]
 	park p1 transient $(($(date +%s) * 1000 - 60000))
 	run -0 --separate-stderr sh -c "$cron_check"
 	[[ $output = "SPOOL WARNING - dead=1 (>0), oldest_dead="* ]]
 	run -1 sh -c "$unit_check"
-	[ "$(head -n 1 "$BATS_TEST_TMPDIR/mailed")" = "to ops@example.com: $(tail -n 1 "$BATS_TEST_TMPDIR/mailed")" ]
+	equals "$(head -n 1 "$BATS_TEST_TMPDIR/mailed")" "to ops@example.com: $(tail -n 1 "$BATS_TEST_TMPDIR/mailed")"
 	[[ $(tail -n 1 "$BATS_TEST_TMPDIR/mailed") = "SPOOL WARNING - dead=1 (>0), "* ]]
 	# The every-minute job writes a file promtool accepts.
 	mkdir "$BATS_TEST_TMPDIR/textfile"
 	stat_job=$(grep -E '^\* \* \* \* \*' "$contrib/crontab" | cut -f2- |
 	    sed "s|/var/lib/prometheus/node-exporter|$BATS_TEST_TMPDIR/textfile|")
 	run -0 --separate-stderr sh -c "$stat_job"
-	[ "$output" = "" ]
-	[ "$(ls "$BATS_TEST_TMPDIR/textfile")" = spool.prom ]
+	equals "$output" ""
+	equals "$(ls "$BATS_TEST_TMPDIR/textfile")" spool.prom
 	promtool check metrics <"$BATS_TEST_TMPDIR/textfile/spool.prom"
 }

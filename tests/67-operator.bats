@@ -15,7 +15,7 @@ park() {
 	at_ms "$at" spool-enqueue --id "$id" <<<"payload of $id" >/dev/null
 	tok=$(at_ms "$at" spool-claim --owner w1 | cut -f2)
 	at_ms "$at" spool-finish "$@" "$id" "$tok" permanent >/dev/null
-	[ "$(state_of "$id")" = dead ]
+	equals "$(state_of "$id")" dead
 }
 
 # finished ID: a job that ran and is in done/, finished at $AT.
@@ -24,7 +24,7 @@ finished() {
 	at_ms "$at" spool-enqueue --id "$1" <<<"payload of $1" >/dev/null
 	tok=$(at_ms "$at" spool-claim --owner w1 | cut -f2)
 	at_ms "$at" spool-finish "$1" "$tok" ok >/dev/null
-	[ "$(state_of "$1")" = done ]
+	equals "$(state_of "$1")" done
 }
 
 # park_many N: N parked jobs, fast: one enqueue of N files, claims of many
@@ -62,7 +62,7 @@ sum_re='in [0-9]+\.[0-9]s'
 	diff -u "$BATS_TEST_TMPDIR/parked" <(printf '%s\n' "$output" | LC_ALL=C sort)
 	[[ $stderr =~ ^"spool-redrive: redrove 1000 of 1000 (0 refused) "$sum_re$ ]]
 	diff -u "$BATS_TEST_TMPDIR/parked" <(audited redrive)
-	[ -z "$(ids_in dead)" ]
+	equals "$(ids_in dead)" ""
 	diff -u "$BATS_TEST_TMPDIR/parked" <(ids_in new)
 	check_invariants
 }
@@ -91,7 +91,7 @@ sum_re='in [0-9]+\.[0-9]s'
 		head -n "$r" "$BATS_TEST_TMPDIR/err$k" | while read -r line; do
 			id=${line#spool-redrive: }
 			id=${id%%: *}
-			[ "$line" = "spool-redrive: $id: not parked: the job is in new/" ]
+			equals "$line" "spool-redrive: $id: not parked: the job is in new/"
 			grep -qxF "$id" "$BATS_TEST_TMPDIR/out$other"
 		done
 		[[ $(tail -n 1 "$BATS_TEST_TMPDIR/err$k") =~ ^"spool-redrive: redrove $n of $((n + r)) ($r refused) "$sum_re$ ]]
@@ -113,15 +113,15 @@ EOT
 spool-redrive: b: its side effect may have happened: reconcile it, then redrive with --reconciled
 spool-redrive: dry run: would redrive 2 of 3 (1 refused)
 EOT
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --reconciled --dry-run - <<<"c
 b"
 	diff -u - <(printf '%s\n' "$output") <<EOT
 c
 b
 EOT
-	[ "$stderr" = "spool-redrive: dry run: would redrive 2 of 2 (0 refused)" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$stderr" "spool-redrive: dry run: would redrive 2 of 2 (0 refused)"
+	equals "$(snapshot)" "$before"
 }
 
 @test "--all --reason, --class and --older-than select only what matches" {
@@ -130,22 +130,22 @@ EOT
 	at_ms $T spool-enqueue --id x1 --max-attempts 1 </dev/null >/dev/null
 	at_ms $T spool-claim --owner w1 >/dev/null
 	at_ms $T spool-finish --class dependency-down --delay 0 x1 "$(lease_token x1)" retry >/dev/null
-	[ "$(last_rec x1 reason)" = reason=exhausted ]
+	equals "$(last_rec x1 reason)" reason=exhausted
 	at_ms $T spool-enqueue --id c1 </dev/null >/dev/null
 	at_ms $T spool-cancel --by ops --note INC-0 c1 >/dev/null
 	# Parked now, not long ago.
 	AT=$(date +%s%3N) park p3
 	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all --reason exhausted --dry-run
-	[ "$output" = x1 ]
+	equals "$output" x1
 	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all --class invalid-input --dry-run
-	[ "$output" = p2 ]
+	equals "$output" p2
 	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all --reason permanent --older-than 1h --dry-run
 	diff -u - <(printf '%s\n' "$output") <<EOT
 p1
 p2
 EOT
 	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all --reason cancelled --rate 1000/s
-	[ "$output" = c1 ]
+	equals "$output" c1
 	[[ $stderr =~ ^"spool-redrive: redrove 1 of 1 (0 refused) "$sum_re$ ]]
 	diff -u - <(audited redrive) <<<c1
 	diff -u - <(ids_in dead) <<EOT
@@ -155,25 +155,25 @@ p3
 x1
 EOT
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all --reason nonsense
-	[ "$stderr" = "spool-redrive: --reason: unknown reason 'nonsense' (see spool(7))" ]
+	equals "$stderr" "spool-redrive: --reason: unknown reason 'nonsense' (see spool(7))"
 }
 
 @test "on an empty spool, bulk redrive and purge do nothing and say so" {
 	before=$(snapshot)
 	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all
-	[ "$output" = "" ]
+	equals "$output" ""
 	[[ $stderr =~ ^"spool-redrive: redrove 0 of 0 (0 refused) "$sum_re$ ]]
 	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --dry-run - </dev/null
-	[ "$stderr" = "spool-redrive: dry run: would redrive 0 of 0 (0 refused)" ]
+	equals "$stderr" "spool-redrive: dry run: would redrive 0 of 0 (0 refused)"
 	for kind in done dropped; do
 		run -0 --separate-stderr spool-purge $kind --older-than 0
-		[ "$output" = "" ]
-		[ "$stderr" = "" ]
+		equals "$output" ""
+		equals "$stderr" ""
 	done
 	run -0 --separate-stderr spool-purge dead --by ops --note INC-1 --older-than 0
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" ""
+	equals "$stderr" ""
+	equals "$(snapshot)" "$before"
 }
 
 @test "IDs from stdin: bad lines and refusals one line each, then the summary" {
@@ -193,9 +193,9 @@ a
 b
 EOT
 	[ "${#stderr_lines[@]}" -eq 4 ]
-	[ "${stderr_lines[0]}" = "spool-redrive: x/y: bad ID" ]
-	[ "${stderr_lines[1]}" = "spool-redrive: q: not parked: the job is in new/" ]
-	[ "${stderr_lines[2]}" = "spool-redrive: nope: no such job" ]
+	equals "${stderr_lines[0]}" "spool-redrive: x/y: bad ID"
+	equals "${stderr_lines[1]}" "spool-redrive: q: not parked: the job is in new/"
+	equals "${stderr_lines[2]}" "spool-redrive: nope: no such job"
 	[[ ${stderr_lines[3]} =~ ^"spool-redrive: redrove 2 of 5 (3 refused) "$sum_re$ ]]
 	diff -u - <(audited redrive) <<EOT
 a
@@ -208,19 +208,19 @@ EOT
 	before=$(snapshot)
 	bulk_usage="usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] [--dry-run] [--rate N/s] [-0] - | --all [--reason R] [--class C] [--older-than DUR]"
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all a
-	[ "$stderr" = "$bulk_usage" ]
+	equals "$stderr" "$bulk_usage"
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --rate 5/s a
-	[ "$stderr" = "$bulk_usage" ]
+	equals "$stderr" "$bulk_usage"
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --reason permanent -
-	[ "$stderr" = "$bulk_usage" ]
+	equals "$stderr" "$bulk_usage"
 	run -100 --separate-stderr spool-redrive --note INC-1 --all
-	[ "$stderr" = "$bulk_usage" ]
+	equals "$stderr" "$bulk_usage"
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all --rate 0/s
-	[ "$stderr" = "spool-redrive: --rate: bad number '0' (1 to 10000)" ]
+	equals "$stderr" "spool-redrive: --rate: bad number '0' (1 to 10000)"
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all --rate 5/m
-	[ "$stderr" = "spool-redrive: --rate: bad rate '5/m' (jobs a second, as 10/s)" ]
-	[ "$output" = "" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$stderr" "spool-redrive: --rate: bad rate '5/m' (jobs a second, as 10/s)"
+	equals "$output" ""
+	equals "$(snapshot)" "$before"
 }
 
 # interrupt SIG: a bulk run stopped by SIG after its first job.  The
@@ -265,7 +265,7 @@ interrupt() {
 	diff -u "$BATS_TEST_TMPDIR/parked" \
 	    <({ cat "$BATS_TEST_TMPDIR/first"; printf '%s\n' "$output"; } | LC_ALL=C sort)
 	diff -u "$BATS_TEST_TMPDIR/parked" <(audited redrive)
-	[ -z "$(ids_in dead)" ]
+	equals "$(ids_in dead)" ""
 }
 
 @test "progress is shown while stderr is a terminal, and erased" {
@@ -276,20 +276,20 @@ interrupt() {
 	cr=$'\r'
 	end="$cr +${cr}spool-redrive: redrove 12 of 12 \(0 refused\) $sum_re$cr\$"
 	[[ $output =~ $end ]]
-	[ -z "$(ids_in dead)" ]
+	equals "$(ids_in dead)" ""
 }
 
 @test "a flagged job in bulk is refused with its reason, then redriven once reconciled" {
 	park a
 	AT=$((T + 1)) park b --class unknown-side-effect
 	run -1 --separate-stderr spool-redrive --by ops --note INC-1 --all --rate 1000/s
-	[ "$output" = a ]
-	[ "${stderr_lines[0]}" = "spool-redrive: b: its side effect may have happened: reconcile it, then redrive with --reconciled" ]
+	equals "$output" a
+	equals "${stderr_lines[0]}" "spool-redrive: b: its side effect may have happened: reconcile it, then redrive with --reconciled"
 	[[ ${stderr_lines[1]} =~ ^"spool-redrive: redrove 1 of 2 (1 refused) "$sum_re$ ]]
-	[ "$(state_of b)" = dead ]
+	equals "$(state_of b)" dead
 	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all --reconciled
-	[ "$output" = b ]
-	[ "$(state_of b)" = new ]
+	equals "$output" b
+	equals "$(state_of b)" new
 }
 
 @test "drop keeps the payload and the record, and the job is no longer parked" {
@@ -302,16 +302,16 @@ interrupt() {
 	meta=$(cat "$SPOOL_DIR/meta/order-1844")
 	run -100 --separate-stderr at_ms $((T + 10)) spool-drop --by ops --note INC-4415 \
 	    order-1844 q nope ../x
-	[ "$output" = order-1844 ]
+	equals "$output" order-1844
 	diff -u - <(printf '%s\n' "$stderr") <<EOT
 spool-drop: ../x: bad ID
 spool-drop: q: not parked: the job is in new/
 spool-drop: nope: no such job
 EOT
-	[ -z "$(ls "$SPOOL_DIR/dead")" ]
+	equals "$(ls "$SPOOL_DIR/dead")" ""
 	cmp "$BATS_TEST_TMPDIR/payload" "$SPOOL_DIR/done/order-1844"
 	# The record is kept: the old lines, then the drop.
-	[ "$(head -n "$(wc -l <<<"$meta")" "$SPOOL_DIR/meta/order-1844")" = "$meta" ]
+	equals "$(head -n "$(wc -l <<<"$meta")" "$SPOOL_DIR/meta/order-1844")" "$meta"
 	diff -u - <(last_rec order-1844 ev at reason cls detail by note) <<EOT
 ev=drop
 at=done
@@ -322,12 +322,12 @@ by=ops
 note=INC-4415
 EOT
 	# The listing shows why it was parked, and that it was dropped.
-	[ "$(spool-ls --json done | jq -c '[.disposition, .reason, .class, .detail]')" = '["dropped","permanent","invalid-input","amount missing"]' ]
-	[ "$(audit_events | tail -n 1)" = "drop order-1844 1 1 1 ops permanent invalid-input INC-4415" ]
-	[ "$(state_of q)" = new ]
+	equals "$(spool-ls --json done | jq -c '[.disposition, .reason, .class, .detail]')" '["dropped","permanent","invalid-input","amount missing"]'
+	equals "$(audit_events | tail -n 1)" "drop order-1844 1 1 1 ops permanent invalid-input INC-4415"
+	equals "$(state_of q)" new
 	check_invariants
 	run -1 --separate-stderr spool-drop --by ops --note INC-4415 order-1844
-	[ "$stderr" = "spool-drop: order-1844: not parked: the job is in done/" ]
+	equals "$stderr" "spool-drop: order-1844: not parked: the job is in done/"
 }
 
 @test "drop reads IDs from stdin and needs --by and --note" {
@@ -335,17 +335,17 @@ EOT
 	park b
 	before=$(snapshot)
 	run -100 --separate-stderr spool-drop --by ops a
-	[ "$stderr" = "usage: spool-drop [-d DIR] --by WHO --note TICKET ID ... | [-0] -" ]
+	equals "$stderr" "usage: spool-drop [-d DIR] --by WHO --note TICKET ID ... | [-0] -"
 	run -100 --separate-stderr spool-drop --by ops --note 'see mail' a
 	[[ $stderr = "spool-drop: --note: bad value ("* ]]
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 	run -0 --separate-stderr spool-drop --by ops --note INC-1 - <<<"b
 a"
 	diff -u - <(printf '%s\n' "$output") <<EOT
 b
 a
 EOT
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	diff -u - <(ids_in done) <<EOT
 a
 b
@@ -359,14 +359,14 @@ EOT
 	sed -i '300a no-such-job' "$BATS_TEST_TMPDIR/ids"
 	run -1 --separate-stderr spool-drop --by ops --note INC-9 - \
 	    <"$BATS_TEST_TMPDIR/ids"
-	[ "$stderr" = "spool-drop: no-such-job: no such job" ]
+	equals "$stderr" "spool-drop: no-such-job: no such job"
 	diff -u <(grep -v no-such-job "$BATS_TEST_TMPDIR/ids") \
 	    <(printf '%s\n' "$output")
 	[ "$(ids_in dead | wc -l)" -eq 0 ]
 	diff -u <(grep -v no-such-job "$BATS_TEST_TMPDIR/ids") <(ids_in done)
 	run -0 --separate-stderr bash -c 'spool-ls dropped | spool-purge done -'
-	[ "$stderr" = "" ]
-	[ "$(LC_ALL=C sort <<<"$output")" = "$(grep -v no-such-job "$BATS_TEST_TMPDIR/ids")" ]
+	equals "$stderr" ""
+	equals "$(LC_ALL=C sort <<<"$output")" "$(grep -v no-such-job "$BATS_TEST_TMPDIR/ids")"
 	[ "$(ids_in done | wc -l)" -eq 0 ]
 	[ "$(audited drop | wc -l)" -eq 600 ]
 	[ "$(audited purge | wc -l)" -eq 600 ]
@@ -381,7 +381,7 @@ EOT
 q1
 q2
 EOT
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	diff -u - <(ids_in dead) <<EOT
 q1
 q2
@@ -400,8 +400,8 @@ cancel q1 0 0 1 ops cancelled cancelled INC-4420
 cancel q2 0 0 1 ops cancelled cancelled INC-4420
 EOT
 	run -1 --separate-stderr at_ms $((T + 7200000)) spool-claim
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
+	equals "$output" ""
+	equals "$stderr" ""
 	check_invariants
 }
 
@@ -409,8 +409,8 @@ EOT
 	at_ms $T spool-enqueue --id j1 <<<"mail" >/dev/null
 	at_ms $T spool-claim --owner w1 >/dev/null
 	run -0 at_ms $((T + 5)) spool-cancel --by ops --note INC-4420 j1
-	[ "$output" = j1 ]
-	[ "$(state_of j1)" = dead ]
+	equals "$output" j1
+	equals "$(state_of j1)" dead
 	diff -u - <(last_rec j1 ev reason cls se own) <<EOT
 ev=cancel
 reason=cancelled
@@ -420,19 +420,19 @@ own=w1
 EOT
 	before=$(snapshot)
 	run -1 --separate-stderr at_ms $((T + 6)) spool-finish j1 1 ok
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-finish: j1: not leased: the job is in dead/" ]
+	equals "$output" ""
+	equals "$stderr" "spool-finish: j1: not leased: the job is in dead/"
 	run -1 --separate-stderr at_ms $((T + 6)) spool-renew j1 1
-	[ "$stderr" = "spool-renew: j1: not leased: the job is in dead/" ]
-	[ "$(snapshot)" = "$before" ]
-	[ "$(audit_events | tail -n 1)" = "cancel j1 1 1 1 ops cancelled cancelled INC-4420" ]
+	equals "$stderr" "spool-renew: j1: not leased: the job is in dead/"
+	equals "$(snapshot)" "$before"
+	equals "$(audit_events | tail -n 1)" "cancel j1 1 1 1 ops cancelled cancelled INC-4420"
 	# It may have run: a redrive must say it was reconciled.
 	run -1 --separate-stderr at_ms $((T + 7)) spool-redrive --by ops --note INC-4420 j1
-	[ "$stderr" = "spool-redrive: j1: its side effect may have happened: reconcile it, then redrive with --reconciled" ]
+	equals "$stderr" "spool-redrive: j1: its side effect may have happened: reconcile it, then redrive with --reconciled"
 	run -0 at_ms $((T + 7)) spool-redrive --by ops --note INC-4420 --reconciled j1
-	[ "$output" = j1 ]
+	equals "$output" j1
 	run -0 at_ms $((T + 8)) spool-claim --owner w2
-	[ "$(cut -f1-3 <<<"$output")" = "$(printf 'j1\t2\t1')" ]
+	equals "$(cut -f1-3 <<<"$output")" "$(printf 'j1\t2\t1')"
 }
 
 @test "cancel refuses done and parked jobs, and reports each one" {
@@ -442,13 +442,13 @@ EOT
 	run -1 --separate-stderr spool-cancel --by ops --note INC-1 - <<<"d
 p
 nope"
-	[ "$output" = "" ]
+	equals "$output" ""
 	diff -u - <(printf '%s\n' "$stderr") <<EOT
 spool-cancel: d: not queued: the job is in done/
 spool-cancel: p: not queued: the job is in dead/
 spool-cancel: nope: no such job
 EOT
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 }
 
 # dead/ and the sidecars of the jobs in it.
@@ -469,37 +469,37 @@ dead_snapshot() {
 	run -0 --separate-stderr spool-purge done --older-than 0
 	[ "$output" = $'d1\nd2' ] || [ "$output" = $'d2\nd1' ]
 	run -0 --separate-stderr spool-purge dropped --older-than 0
-	[ "$output" = p2 ]
+	equals "$output" p2
 	run -1 --separate-stderr spool-purge done p1 p3
 	diff -u - <(printf '%s\n' "$stderr") <<EOT
 spool-purge: p1: not done: the job is in dead/
 spool-purge: p3: not done: the job is in dead/
 EOT
 	run -100 --separate-stderr spool-purge dead --older-than 0
-	[ "$stderr" = "spool-purge: dead: --by WHO and --note TICKET are needed; missing: --by and --note" ]
+	equals "$stderr" "spool-purge: dead: --by WHO and --note TICKET are needed; missing: --by and --note"
 	run -100 --separate-stderr spool-purge dead --by ops --older-than 0
-	[ "$stderr" = "spool-purge: dead: --by WHO and --note TICKET are needed; missing: --note" ]
+	equals "$stderr" "spool-purge: dead: --by WHO and --note TICKET are needed; missing: --note"
 	run -100 --separate-stderr spool-purge --by ops --note INC-1 dead
 	[[ $stderr = "usage: spool-purge "* ]]
 	run -100 --separate-stderr spool-purge parked --older-than 0
 	[[ $stderr = "usage: spool-purge "* ]]
-	[ "$output" = "" ]
-	[ "$(dead_snapshot)" = "$before" ]
-	[ -z "$(ids_in done)" ]
+	equals "$output" ""
+	equals "$(dead_snapshot)" "$before"
+	equals "$(ids_in done)" ""
 	# The explicit form, dry run first.
 	run -0 --separate-stderr spool-purge --dry-run dead --by ops --note INC-2 --older-than 0
 	diff -u - <(printf '%s\n' "$output") <<EOT
 p1
 p3
 EOT
-	[ "$(dead_snapshot)" = "$before" ]
+	equals "$(dead_snapshot)" "$before"
 	run -0 --separate-stderr spool-purge dead --by ops --note INC-2 --older-than 0
 	diff -u - <(printf '%s\n' "$output") <<EOT
 p1
 p3
 EOT
-	[ "$stderr" = "" ]
-	[ -z "$(ids_in dead)" ]
+	equals "$stderr" ""
+	equals "$(ids_in dead)" ""
 	diff -u - <(audit_events | grep '^purge') <<EOT
 purge d1 3 1 1 - - - -
 purge d2 4 1 1 - - - -
@@ -530,7 +530,7 @@ d1
 d2
 d3
 EOT
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	diff -u - <(ids_in done) <<EOT
 d4
 d5
@@ -540,22 +540,22 @@ EOT
 	# The sidecars go too (format 2): the audit log keeps the history.
 	[ ! -e "$SPOOL_DIR/meta/d1" ]
 	run -0 spool-purge done --older-than 1h --keep 2
-	[ "$output" = d4 ]
+	equals "$output" d4
 	# Young jobs stay whatever --keep says; a dropped job is not "done".
 	run -0 spool-purge done --older-than 1h
-	[ "$output" = d5 ]
+	equals "$output" d5
 	run -0 spool-purge dropped --older-than 0 --keep 1
-	[ "$output" = "" ]
+	equals "$output" ""
 	diff -u - <(ids_in done) <<EOT
 fresh
 x
 EOT
 	run -0 spool-purge dropped --older-than 1h
-	[ "$output" = "" ]
+	equals "$output" ""
 	run -0 spool-purge dropped --older-than 0
-	[ "$output" = x ]
+	equals "$output" x
 	run -0 spool-purge done --older-than 0
-	[ "$output" = fresh ]
+	equals "$output" fresh
 }
 
 @test "purge sweeps tmp/ files older than a day, except on a dry run" {
@@ -564,9 +564,9 @@ EOT
 	run -0 --separate-stderr spool-purge --dry-run done --older-than 7d
 	[ -e "$SPOOL_DIR/tmp/stale,4121.1" ]
 	run -0 --separate-stderr spool-purge done --older-than 7d
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
-	[ "$(ls "$SPOOL_DIR/tmp")" = "recent,4121.2" ]
+	equals "$output" ""
+	equals "$stderr" ""
+	equals "$(ls "$SPOOL_DIR/tmp")" "recent,4121.2"
 }
 
 @test "a purged ID can be enqueued again: a new first cycle, and a higher token" {
@@ -575,28 +575,28 @@ EOT
 	at_ms $((T + 1000)) spool-claim --owner w2 >/dev/null
 	at_ms $((T + 1001)) spool-finish j1 "$(lease_token j1)" ok >/dev/null
 	run -0 spool-purge done j1
-	[ "$output" = j1 ]
+	equals "$output" j1
 	[ ! -e "$SPOOL_DIR/done/j1" ]
 	run -1 --separate-stderr spool-purge done j1
-	[ "$stderr" = "spool-purge: j1: no such job" ]
+	equals "$stderr" "spool-purge: j1: no such job"
 	run -0 spool-enqueue --id j1 <<<"again"
 	run -0 spool-claim --owner w3
-	[ "$(cut -f1-3 <<<"$output")" = "$(printf 'j1\t3\t1')" ]
-	[ "$(cat "$(cut -f4 <<<"$output")")" = again ]
-	[ "$(last_rec j1 cyc)" = cyc=1 ]
+	equals "$(cut -f1-3 <<<"$output")" "$(printf 'j1\t3\t1')"
+	equals "$(cat "$(cut -f4 <<<"$output")")" again
+	equals "$(last_rec j1 cyc)" cyc=1
 }
 
 @test "pause: claims answer 'spool paused' while enqueue goes on; resume restores" {
 	spool-enqueue --id a </dev/null >/dev/null
 	run -0 --separate-stderr spool-pause --by ops --note CHG-311
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
-	[ "$(cat "$SPOOL_DIR/paused")" = "ops CHG-311" ]
+	equals "$output" ""
+	equals "$stderr" ""
+	equals "$(cat "$SPOOL_DIR/paused")" "ops CHG-311"
 	run -0 spool-enqueue --id b </dev/null
-	[ "$output" = b ]
+	equals "$output" b
 	run -1 --separate-stderr spool-claim --owner w1
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-claim: spool paused" ]
+	equals "$output" ""
+	equals "$stderr" "spool-claim: spool paused"
 	diff -u - <(ids_in new) <<EOT
 a
 b
@@ -604,23 +604,23 @@ EOT
 	# Pausing again changes nothing.
 	before=$(snapshot)
 	run -0 spool-pause
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 	run -0 --separate-stderr spool-resume --by ops --note CHG-311
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	[ ! -e "$SPOOL_DIR/paused" ]
 	run -0 spool-resume
 	run -0 spool-claim --owner w1 -n 2
-	[ "$(cut -f1 <<<"$output" | LC_ALL=C sort | tr '\n' ' ')" = "a b " ]
+	equals "$(cut -f1 <<<"$output" | LC_ALL=C sort | tr '\n' ' ')" "a b "
 	run -1 --separate-stderr spool-claim --owner w1
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	diff -u - <(audit_events | grep -E '^(pause|resume)') <<EOT
 pause - 0 0 0 ops - - CHG-311
 resume - 0 0 0 ops - - CHG-311
 EOT
 	run -100 --separate-stderr spool-pause --by ops
-	[ "$stderr" = "usage: spool-pause [-d DIR] [--by WHO --note TICKET]" ]
+	equals "$stderr" "usage: spool-pause [-d DIR] [--by WHO --note TICKET]"
 	run -100 --separate-stderr spool-resume extra
-	[ "$stderr" = "usage: spool-resume [-d DIR] [--by WHO --note TICKET]" ]
+	equals "$stderr" "usage: spool-resume [-d DIR] [--by WHO --note TICKET]"
 }
 
 # hold_shared ID: take a shared lock on ID's sidecar, on fd 8, as a reader
@@ -664,21 +664,21 @@ waits_for_lock() {
 	rc=0
 	wait $pid || rc=$?
 	[ "$rc" -eq 1 ]
-	[ "$(cat "$BATS_TEST_TMPDIR/out")" = a ]
-	[ "$(head -n 1 "$BATS_TEST_TMPDIR/err")" = "spool-redrive: b: changed since it was selected: the job is in dead/" ]
+	equals "$(cat "$BATS_TEST_TMPDIR/out")" a
+	equals "$(head -n 1 "$BATS_TEST_TMPDIR/err")" "spool-redrive: b: changed since it was selected: the job is in dead/"
 	[[ $(tail -n 1 "$BATS_TEST_TMPDIR/err") =~ ^"spool-redrive: redrove 1 of 2 (1 refused) "$sum_re$ ]]
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/err")" -eq 2 ]
 	# b stays parked, as alice's redrive and its new failure left it.
-	[ "$(state_of a)" = new ]
-	[ "$(state_of b)" = dead ]
-	[ "$(last_rec b ev cyc cls)" = $'ev=park\ncyc=2\ncls=invalid-input' ]
+	equals "$(state_of a)" new
+	equals "$(state_of b)" dead
+	equals "$(last_rec b ev cyc cls)" $'ev=park\ncyc=2\ncls=invalid-input'
 	diff -u - <(audit_events | grep '^redrive') <<EOT
 redrive b 2 0 2 alice - - INC-2
 redrive a 1 0 2 ops - - INC-1
 EOT
 	# The next run, a new selection, sees b as it is now.
 	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all --dry-run
-	[ "$output" = b ]
+	equals "$output" b
 	check_invariants
 }
 
@@ -700,11 +700,11 @@ EOT
 	rc=0
 	wait $pid || rc=$?
 	[ "$rc" -eq 1 ]
-	[ "$(cat "$BATS_TEST_TMPDIR/out")" = a ]
-	[ "$(cat "$BATS_TEST_TMPDIR/err")" = "spool-purge: b: changed since it was selected: the job is in done/" ]
+	equals "$(cat "$BATS_TEST_TMPDIR/out")" a
+	equals "$(cat "$BATS_TEST_TMPDIR/err")" "spool-purge: b: changed since it was selected: the job is in done/"
 	[ ! -e "$SPOOL_DIR/done/a" ]
-	[ "$(cat "$SPOOL_DIR/done/b")" = "b again" ]
-	[ "$(last_rec b ev cyc)" = $'ev=ok\ncyc=2' ]
+	equals "$(cat "$SPOOL_DIR/done/b")" "b again"
+	equals "$(last_rec b ev cyc)" $'ev=ok\ncyc=2'
 	diff -u - <(audited purge) <<<a
 	check_invariants
 }
@@ -716,9 +716,9 @@ EOT
 	at_ms $((T + 2)) spool-drop --by ops --note INC-1 gone >/dev/null
 	AT=$(date +%s%3N) finished young
 	run -0 --separate-stderr sh -c "$cron_purge"
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
-	[ "$(ids_in done)" = young ]
+	equals "$output" ""
+	equals "$stderr" ""
+	equals "$(ids_in done)" young
 	diff -u - <(audited purge) <<EOT
 gone
 old

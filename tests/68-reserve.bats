@@ -76,17 +76,17 @@ EOT
 	fill_space
 	before=$(snapshot)
 	run -111 --separate-stderr spool-enqueue --id f <<<"job f"
-	[ "$output" = "" ]
-	[ "$stderr" = "$reserve_msg" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" ""
+	equals "$stderr" "$reserve_msg"
+	equals "$(snapshot)" "$before"
 	[ ! -e "$SPOOL_DIR/meta/f" ]
 	run -0 spool-claim --owner w2 -n 3
-	[ "$(cut -f1 <<<"$output" | LC_ALL=C sort | tr '\n' ' ')" = "c d e " ]
+	equals "$(cut -f1 <<<"$output" | LC_ALL=C sort | tr '\n' ' ')" "c d e "
 	run -0 spool-finish - <<<"$(cut -f1,2 <<<"$output" | sed 's/\t/ /; s/$/ ok/')"
 	run -0 spool-redrive --by ops --note INC-1 a
 	run -0 spool-drop --by ops --note INC-1 b
 	run -0 spool-claim --owner w2
-	[ "$(cut -f1,3 <<<"$output")" = "$(printf 'a\t1')" ]
+	equals "$(cut -f1,3 <<<"$output")" "$(printf 'a\t1')"
 	run -0 spool-finish a "$(lease_token a)" ok
 	diff -u - <(ids_in done) <<EOT
 a
@@ -105,9 +105,9 @@ EOT
 	fill_inodes
 	before=$(snapshot)
 	run -111 --separate-stderr spool-enqueue --id f <<<"job f"
-	[ "$output" = "" ]
-	[ "$stderr" = "$reserve_msg" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" ""
+	equals "$stderr" "$reserve_msg"
+	equals "$(snapshot)" "$before"
 	run -0 spool-claim --owner w2 -n 2
 	run -0 spool-finish - <<<"$(cut -f1,2 <<<"$output" | sed 's/\t/ /; s/$/ ok/')"
 	run -0 spool-redrive --by ops --note INC-1 a
@@ -117,7 +117,7 @@ b
 c
 d
 EOT
-	[ "$(ids_in new)" = a ]
+	equals "$(ids_in new)" a
 	rm -r "$MNT/fill"
 	run -0 spool-enqueue --id f <<<"job f"
 }

@@ -91,8 +91,8 @@ step() {
 	step 08:50:00 "grep -hE"
 	# Every display of the section was run.
 	ex_end
-	[ -z "$(ids_in dead)" ]
-	[ "$(cat "$SPOOL_DIR/done/order-1845")" = "order=1845 action=settle" ]
+	equals "$(ids_in dead)" ""
+	equals "$(cat "$SPOOL_DIR/done/order-1845")" "order=1845 action=settle"
 	check_invariants
 	fsck_clean
 }
