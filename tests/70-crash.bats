@@ -191,8 +191,8 @@ redrive() { spool-redrive --by ops --note INC-1 j1; }
 		leased
 		crash ok "$point" spool-finish j1 1 ok
 		run -0 spool-finish j1 1 ok
-		[ "$output" = j1 ]
-		[ "$(state_of j1)" = done ]
+		equals "$output" j1
+		equals "$(state_of j1)" done
 		intact
 	done
 }
@@ -265,16 +265,16 @@ redrive() { spool-redrive --by ops --note INC-1 j1; }
 	ln "$SPOOL_DIR/leased/j1,1" "$old"
 	run -1 spool-renew j1 999
 	[ ! -e "$old" ]
-	[ "$(state_of j1)" = leased ]
+	equals "$(state_of j1)" leased
 	intact
 }
 
 @test "a claim killed after its record burns the token: the next claim skips it" {
 	queued
 	crash claim claim-recorded spool-claim --owner w1
-	[ "$(state_of j1)" = new ]
+	equals "$(state_of j1)" new
 	run -0 spool-claim --owner w2
-	[ "$(cut -f1-3 <<<"$output")" = "$(printf 'j1\t2\t1')" ]
+	equals "$(cut -f1-3 <<<"$output")" "$(printf 'j1\t2\t1')"
 	# the void record is marked, and the attempt was not spent
 	[ "$(grep -c 'ev=void tok=1' "$SPOOL_DIR/meta/j1")" -eq 1 ]
 }

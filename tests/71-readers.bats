@@ -51,15 +51,15 @@ holds_lock() {
 	run -0 timeout 20 spool-ls new
 	kill "$holder"
 	wait "$holder" || true
-	[ "$(printf '%s\n' "${lines[@]}" | LC_ALL=C sort | tr '\n' ' ')" = \
-	    "a b " ]
+	equals "$(printf '%s\n' "${lines[@]}" | LC_ALL=C sort | tr '\n' ' ')" \
+	    "a b "
 	flock -x "$SPOOL_DIR/meta/b" sleep 60 &
 	holder=$!
 	holds_lock $holder
 	run -0 timeout 20 spool-stat
 	kill "$holder"
 	wait "$holder" || true
-	[ "$(printf '%s\n' "${lines[@]}" | awk '$1 == "new" { print $2 }')" = 2 ]
+	equals "$(printf '%s\n' "${lines[@]}" | awk '$1 == "new" { print $2 }')" 2
 }
 
 @test "a claim cut short after its record, before its move: the job is where it was" {
@@ -67,16 +67,16 @@ holds_lock() {
 	want=$(views)
 	run -137 env SPOOL_TEST_NOW=$((T + 1000)) \
 	    SPOOL_TEST_CRASH=record-written spool-claim --owner w1
-	[ "$(ids_in new | tr '\n' ' ')" = "a b " ]
+	equals "$(ids_in new | tr '\n' ' ')" "a b "
 	# The sidecar of the job it took ends in a claim record.
 	grep -l ' ev=claim ' "$SPOOL_DIR"/meta/* >"$BATS_TEST_TMPDIR/claimed"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/claimed")" -eq 1 ]
-	[ "$(views)" = "$want" ]
+	equals "$(views)" "$want"
 	# A void line after it, the start of the next command's append,
 	# says so too: the sidecar's last line is then not the job's state.
 	printf 't=%s ev=void tok=1\n' $((T + 2000)) \
 	    >>"$(cat "$BATS_TEST_TMPDIR/claimed")"
-	[ "$(views)" = "$want" ]
+	equals "$(views)" "$want"
 }
 
 @test "half a record appended to a sidecar is not read" {
@@ -84,17 +84,17 @@ holds_lock() {
 	want=$(views)
 	printf 't=%s ev=claim at=leased tok=1' $((T + 1000)) \
 	    >>"$SPOOL_DIR/meta/a"
-	[ "$(views)" = "$want" ]
+	equals "$(views)" "$want"
 }
 
 @test "a job's file made unreadable by hand: damaged for the listings and spool-stat, as before" {
 	two
 	chmod 000 "$SPOOL_DIR"/new/*/*/*/a,*
 	run -100 --separate-stderr at_ms $((T + 5000)) spool-ls new
-	[ "$output" = b ]
+	equals "$output" b
 	[[ "$stderr" == "spool-ls: a: damaged job: "* ]]
-	[ "$(metric new)" = 1 ]
-	[ "$(metric damaged)" = 1 ]
+	equals "$(metric new)" 1
+	equals "$(metric damaged)" 1
 }
 
 @test "a sidecar longer than a read's buffer: read whole without the lock, the job shown as a reader under the lock shows it" {
@@ -111,7 +111,7 @@ holds_lock() {
 	    -o "$BATS_TEST_TMPDIR/trace" sh -c "SPOOL_TEST_NOW=$((T + 5000));
 	    export SPOOL_TEST_NOW; spool-ls leased; spool-ls -l leased;
 	    spool-stat" >"$BATS_TEST_TMPDIR/out"
-	[ "$(grep -c 'flock(' "$BATS_TEST_TMPDIR/trace")" = 0 ]
+	equals "$(grep -c 'flock(' "$BATS_TEST_TMPDIR/trace")" 0
 	# Its age is the claim's: a renew keeps the job where it was.
 	diff -u - <(grep -E '^(a$|ID |a  |leased |damaged )' \
 	    "$BATS_TEST_TMPDIR/out") <<'EOT'
@@ -123,5 +123,5 @@ damaged                         0
 EOT
 	# spool-fsck reads it under the lock, as long as it is.
 	run -0 at_ms $((T + 5000)) spool-fsck
-	[ "$output" = "" ]
+	equals "$output" ""
 }

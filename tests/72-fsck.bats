@@ -26,19 +26,19 @@ populate() {
 	populate
 	before=$(snapshot)
 	fsck_clean
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 }
 
 @test "a claim cut short after its record: marked void" {
 	populate
 	SPOOL_TEST_CRASH=claim-recorded spool-claim --owner w >/dev/null 2>&1 || true
 	run -1 spool-fsck
-	[ "$output" = "j4: its last transition was cut short before its move" ]
+	equals "$output" "j4: its last transition was cut short before its move"
 	run -0 spool-fsck --repair
-	[ "$output" = "j4: its last transition was cut short before its move (marked void)" ]
+	equals "$output" "j4: its last transition was cut short before its move (marked void)"
 	fsck_clean
 	# j1 to j3 took tokens 1 to 3; the claim that died burnt 4.
-	[ "$(tail -1 "$SPOOL_DIR/meta/j4" | cut -d' ' -f2,3)" = "ev=void tok=4" ]
+	equals "$(tail -1 "$SPOOL_DIR/meta/j4" | cut -d' ' -f2,3)" "ev=void tok=4"
 }
 
 @test "a finish cut short before its audit line: the line is appended" {
@@ -49,29 +49,29 @@ populate() {
 	run -0 spool-fsck --repair
 	[[ $output == *"(appended)" ]]
 	fsck_clean
-	[ "$(audit_events | tail -1)" = "ok j3 3 1 1 w - - -" ]
+	equals "$(audit_events | tail -1)" "ok j3 3 1 1 w - - -"
 }
 
 @test "a job's file in two states: the one its sidecar does not name is quarantined" {
 	populate
 	cp "$SPOOL_DIR/done/j1" "$SPOOL_DIR/dead/j1"
 	run -1 spool-fsck
-	[ "$output" = "dead/j1: a second file of job j1, whose sidecar puts it at done/j1" ]
+	equals "$output" "dead/j1: a second file of job j1, whose sidecar puts it at done/j1"
 	run -0 spool-fsck --repair
 	fsck_clean
-	[ "$(state_of j1)" = done ]
-	[ "$(cat "$SPOOL_DIR"/quarantine/dead_j1,*)" = "payload 1" ]
+	equals "$(state_of j1)" done
+	equals "$(cat "$SPOOL_DIR"/quarantine/dead_j1,*)" "payload 1"
 }
 
 @test "a lease file renamed by hand: put back where its sidecar says" {
 	populate
 	mv "$SPOOL_DIR/leased/j3,3" "$SPOOL_DIR/leased/j3,7"
 	run -1 spool-fsck
-	[ "$output" = "j3: moved by hand from leased/ to leased/j3,7: spool-fsck --repair puts it back" ]
+	equals "$output" "j3: moved by hand from leased/ to leased/j3,7: spool-fsck --repair puts it back"
 	run -0 spool-fsck --repair
-	[ "$output" = "j3: moved by hand from leased/ to leased/j3,7: put back" ]
+	equals "$output" "j3: moved by hand from leased/ to leased/j3,7: put back"
 	fsck_clean
-	[ "$(ls "$SPOOL_DIR/leased")" = "j3,3" ]
+	equals "$(ls "$SPOOL_DIR/leased")" "j3,3"
 }
 
 @test "a file with no sidecar, a stray name, and junk at each level" {
@@ -96,7 +96,7 @@ EOT
 	sleep 1000 &
 	echo y >"$SPOOL_DIR/tmp/j8,$!.1"
 	run -1 spool-fsck
-	[ "$output" = "tmp: j9,999999999.1: left by an interrupted enqueue, never published" ]
+	equals "$output" "tmp: j9,999999999.1: left by an interrupted enqueue, never published"
 	run -0 spool-fsck --repair
 	[ ! -e "$SPOOL_DIR/tmp/j9,999999999.1" ]
 	[ -e "$SPOOL_DIR/tmp/j8,$!.1" ]
@@ -111,13 +111,13 @@ EOT
 	fsck_clean
 	echo "2026-11-30T08:00:00.001Z claim j4 2000 1 1 w - - - h:1" >>"$SPOOL_DIR/audit/testhost.log"
 	run -1 spool-fsck
-	[ "$output" = "tokens: token 2000 is named, but the counter says every token is below 1025" ]
+	equals "$output" "tokens: token 2000 is named, but the counter says every token is below 1025"
 	run -0 spool-fsck --repair
-	[ "$output" = "tokens: token 2000 is named, but the counter says every token is below 1025 (raised)" ]
+	equals "$output" "tokens: token 2000 is named, but the counter says every token is below 1025 (raised)"
 	fsck_clean
-	[ "$(cat "$SPOOL_DIR/tokens")" = "next=2001 last=2000 boot=-" ]
+	equals "$(cat "$SPOOL_DIR/tokens")" "next=2001 last=2000 boot=-"
 	run -0 spool-claim --owner w
-	[ "$(cut -f1,2 <<<"$output")" = "$(printf 'j4\t2001')" ]
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'j4\t2001')"
 }
 
 @test "format 1: a token in the audit log above the sidecar's is reported, left to a person" {
@@ -125,7 +125,7 @@ EOT
 	echo 1 >"$SPOOL_DIR/format"
 	echo "2026-11-30T08:00:00.000Z claim j4 9 1 1 w - - - h:1" >>"$SPOOL_DIR/audit/testhost.log"
 	run -1 spool-fsck
-	[ "$output" = "j4: the audit log names token 9, above the sidecar's highest, 0" ]
+	equals "$output" "j4: the audit log names token 9, above the sidecar's highest, 0"
 	run -1 spool-fsck --repair
 }
 
@@ -146,7 +146,7 @@ EOT
 
 @test "bad usage, not a spool" {
 	run -100 --separate-stderr spool-fsck --bogus
-	[ "$stderr" = "usage: spool-fsck [-d DIR] [--repair | --restored] [--verify]" ]
+	equals "$stderr" "usage: spool-fsck [-d DIR] [--repair | --restored] [--verify]"
 	run -100 --separate-stderr spool-fsck -d "$BATS_TEST_TMPDIR"
 	[[ $stderr == *"not a spool"* ]]
 }
@@ -166,7 +166,7 @@ EOT
 	SPOOL_TEST_NOW=1796025603000 SPOOL_TEST_CRASH=finish-moved \
 	    spool-finish j5 "$(lease_token j5)" ok >/dev/null 2>&1 || true
 	run -1 spool-fsck
-	[ "$output" = "j5: no audit line for its ok at 1796025603000 ms" ]
+	equals "$output" "j5: no audit line for its ok at 1796025603000 ms"
 	run -0 spool-fsck --repair
 	fsck_clean
 }

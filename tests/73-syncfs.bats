@@ -43,23 +43,23 @@ syncs() {
 	spool-enqueue --id j0 </dev/null >/dev/null
 	echo syncfs=yes >>"$SPOOL_DIR/config"
 	out=$(syncs spool-enqueue "$BATS_TEST_TMPDIR"/p*)
-	[ "$out" = "1 fdatasync S/audit/testhost.log
+	equals "$out" "1 fdatasync S/audit/testhost.log
 1 fsync S/new
 1 fsync S/new/LEAF
 1 fsync S/new/MID
 1 fsync S/new/TOP
-1 syncfs S" ]
-	[ "$(cat "$BATS_TEST_TMPDIR/st")" = 0 ]
+1 syncfs S"
+	equals "$(cat "$BATS_TEST_TMPDIR/st")" 0
 	[ ! -s "$BATS_TEST_TMPDIR/err" ]
-	[ "$(grep -cE '^[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}$' \
-	    "$BATS_TEST_TMPDIR/out")" = 256 ]
-	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" = 256 ]
-	[ "$(ids_in new | wc -l)" = 257 ]
+	equals "$(grep -cE '^[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}$' \
+	    "$BATS_TEST_TMPDIR/out")" 256
+	equals "$(wc -l <"$BATS_TEST_TMPDIR/out")" 256
+	equals "$(ids_in new | wc -l)" 257
 	fsck_clean
 	# The same batch without the key: a sync for each file.
 	sed -i '/^syncfs=/d' "$SPOOL_DIR/config"
 	out=$(syncs spool-enqueue "$BATS_TEST_TMPDIR"/p*)
-	[ "$out" = "1 fdatasync S/audit/testhost.log
+	equals "$out" "1 fdatasync S/audit/testhost.log
 256 fdatasync S/meta/ID
 256 fdatasync S/tmp/ID
 1 fsync S/meta
@@ -67,9 +67,9 @@ syncs() {
 1 fsync S/new/LEAF
 1 fsync S/new/MID
 1 fsync S/new/TOP
-1 fsync S/tmp" ]
-	[ "$(cat "$BATS_TEST_TMPDIR/st")" = 0 ]
-	[ "$(ids_in new | wc -l)" = 513 ]
+1 fsync S/tmp"
+	equals "$(cat "$BATS_TEST_TMPDIR/st")" 0
+	equals "$(ids_in new | wc -l)" 513
 	fsck_clean
 }
 
@@ -81,8 +81,8 @@ syncs() {
 	echo syncfs=yes >>"$SPOOL_DIR/config"
 	# 30 jobs: 30 payloads, 30 records, tmp/ and meta/: 62 in a wait.
 	on=$(syncs spool-enqueue "$BATS_TEST_TMPDIR"/p{1..30})
-	[ "$(cat "$BATS_TEST_TMPDIR/st")" = 0 ]
-	[ "$on" = "1 fdatasync S/audit/testhost.log
+	equals "$(cat "$BATS_TEST_TMPDIR/st")" 0
+	equals "$on" "1 fdatasync S/audit/testhost.log
 30 fdatasync S/meta/ID
 30 fdatasync S/tmp/ID
 1 fsync S/meta
@@ -90,20 +90,20 @@ syncs() {
 1 fsync S/new/LEAF
 1 fsync S/new/MID
 1 fsync S/new/TOP
-1 fsync S/tmp" ]
+1 fsync S/tmp"
 	sed -i 's/^syncfs=yes$/syncfs=no/' "$SPOOL_DIR/config"
 	off=$(syncs spool-enqueue "$BATS_TEST_TMPDIR"/p{1..30})
-	[ "$off" = "$on" ]
+	equals "$off" "$on"
 	# 31 jobs: 64 in a wait, the first that is one syncfs.
 	sed -i 's/^syncfs=no$/syncfs=yes/' "$SPOOL_DIR/config"
 	on=$(syncs spool-enqueue "$BATS_TEST_TMPDIR"/p{1..31})
-	[ "$on" = "1 fdatasync S/audit/testhost.log
+	equals "$on" "1 fdatasync S/audit/testhost.log
 1 fsync S/new
 1 fsync S/new/LEAF
 1 fsync S/new/MID
 1 fsync S/new/TOP
-1 syncfs S" ]
-	[ "$(ids_in new | wc -l)" = 92 ]
+1 syncfs S"
+	equals "$(ids_in new | wc -l)" 92
 	fsck_clean
 }
 
@@ -113,17 +113,17 @@ syncs() {
 	spool-enqueue "$BATS_TEST_TMPDIR"/p* >/dev/null
 	echo syncfs=yes >>"$SPOOL_DIR/config"
 	out=$(syncs spool-claim -n 100)
-	[ "$(cat "$BATS_TEST_TMPDIR/st")" = 0 ]
-	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" = 100 ]
+	equals "$(cat "$BATS_TEST_TMPDIR/st")" 0
+	equals "$(wc -l <"$BATS_TEST_TMPDIR/out")" 100
 	# 64 records, the log and leased/ in one syncfs; then 36 records,
 	# the log and leased/ (spool-layout.md, "fsyncs per transition").
-	[ "$out" = "1 fdatasync S/audit/testhost.log
+	equals "$out" "1 fdatasync S/audit/testhost.log
 36 fdatasync S/meta/ID
 1 fdatasync S/next-expiry
 1 fdatasync S/tokens
 1 fsync S/leased
-1 syncfs S" ]
-	[ "$(ids_in leased | wc -l)" = 100 ]
+1 syncfs S"
+	equals "$(ids_in leased | wc -l)" 100
 	fsck_clean
 }
 
@@ -138,25 +138,25 @@ syncs() {
 	    SHIM_ROOT="$SPOOL_DIR" SHIM_FAMILY=fsync SHIM_NTH=1 SHIM_ERRNO=EIO \
 	    SHIM_COUNT="$BATS_TEST_TMPDIR/count" LD_PRELOAD="$shim" \
 	    spool-enqueue "$BATS_TEST_TMPDIR"/p*
-	[ "$output" = "" ]
+	equals "$output" ""
 	grep -qx "fired fsync 1 EIO syncfs $(realpath "$SPOOL_DIR")" \
 	    "$BATS_TEST_TMPDIR/count"
 	grep -qx 'fsync 1' "$BATS_TEST_TMPDIR/count"
-	[ "${#stderr_lines[@]}" = 256 ]
+	equals "${#stderr_lines[@]}" 256
 	for f in "$BATS_TEST_TMPDIR"/p*; do
 		printf 'spool-enqueue: %s: Input/output error\n' "$f"
 	done | LC_ALL=C sort >"$BATS_TEST_TMPDIR/want"
-	[ "$(printf '%s\n' "$stderr" | LC_ALL=C sort)" = \
-	    "$(cat "$BATS_TEST_TMPDIR/want")" ]
+	equals "$(printf '%s\n' "$stderr" | LC_ALL=C sort)" \
+	    "$(cat "$BATS_TEST_TMPDIR/want")"
 	# Nothing was published; the records left are void (spool-layout.md,
 	# "Crashes"), which spool-fsck reports and --repair removes.
-	[ "$(ids_in new)" = j0 ]
+	equals "$(ids_in new)" j0
 	run -1 spool-fsck
-	[ "${#lines[@]}" = 256 ]
-	[ "$(printf '%s\n' "${lines[@]}" | grep -cv ': its last transition was cut short before its move$')" = 0 ]
+	equals "${#lines[@]}" 256
+	equals "$(printf '%s\n' "${lines[@]}" | grep -cv ': its last transition was cut short before its move$')" 0
 	spool-fsck --repair >/dev/null
 	fsck_clean
-	[ "$(ids_in new)" = j0 ]
+	equals "$(ids_in new)" j0
 	# A claim whose one wait fails fails whole, in one line.
 	spool-enqueue "$BATS_TEST_TMPDIR"/p{1..99} >/dev/null
 	run -111 --separate-stderr env SPOOL_TEST_NO_URING=1 \
@@ -164,8 +164,8 @@ syncs() {
 	    SHIM_ROOT="$SPOOL_DIR" SHIM_FAMILY=fsync SHIM_NTH=3 SHIM_ERRNO=EIO \
 	    SHIM_COUNT="$BATS_TEST_TMPDIR/count2" LD_PRELOAD="$shim" \
 	    spool-claim -n 100
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-claim: Input/output error" ]
+	equals "$output" ""
+	equals "$stderr" "spool-claim: Input/output error"
 	grep -qx "fired fsync 3 EIO syncfs $(realpath "$SPOOL_DIR")" \
 	    "$BATS_TEST_TMPDIR/count2"
 	fsck_clean
@@ -177,15 +177,15 @@ syncs() {
 		sed -i '/^syncfs=/d' "$SPOOL_DIR/config"
 		echo "syncfs=$v" >>"$SPOOL_DIR/config"
 		run -100 --separate-stderr spool-enqueue --id j1 </dev/null
-		[ "$output" = "" ]
-		[ "$stderr" = "spool-enqueue: $SPOOL_DIR/config:10: malformed (see spool(7), FILES)" ]
+		equals "$output" ""
+		equals "$stderr" "spool-enqueue: $SPOOL_DIR/config:10: malformed (see spool(7), FILES)"
 		[ ! -e "$SPOOL_DIR/meta/j1" ]
 	done
 	for v in yes no; do
 		sed -i '/^syncfs=/d' "$SPOOL_DIR/config"
 		echo "syncfs=$v" >>"$SPOOL_DIR/config"
 		run -0 spool-enqueue --id "j$v" </dev/null
-		[ "$output" = "j$v" ]
+		equals "$output" "j$v"
 	done
 }
 
@@ -195,19 +195,19 @@ syncs() {
 	printf 'multi-host=yes\nskew=1s\nsyncfs=yes\n' >>"$SPOOL_DIR/config"
 	snapshot >"$BATS_TEST_TMPDIR/before"
 	run -100 --separate-stderr spool-enqueue --id j1 </dev/null
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-enqueue: $SPOOL_DIR: $msg" ]
+	equals "$output" ""
+	equals "$stderr" "spool-enqueue: $SPOOL_DIR: $msg"
 	diff -u "$BATS_TEST_TMPDIR/before" <(snapshot)
 	# A file system that is no local disk's (tmpfs).
-	[ "$(stat -f -c %T /dev/shm)" = tmpfs ]
+	equals "$(stat -f -c %T /dev/shm)" tmpfs
 	local shm
 	shm=$(mktemp -d /dev/shm/spool-test.XXXXXX)
 	spool-init -d "$shm/s"
 	echo syncfs=yes >>"$shm/s/config"
 	run -100 --separate-stderr spool-claim -d "$shm/s"
-	[ "$stderr" = "spool-claim: $shm/s: $msg" ]
+	equals "$stderr" "spool-claim: $shm/s: $msg"
 	run -100 --separate-stderr spool-fsck -d "$shm/s"
-	[ "$stderr" = "spool-fsck: $shm/s: $msg" ]
-	[ -z "$(find "$shm/s/meta" "$shm/s/audit" -mindepth 1)" ]
+	equals "$stderr" "spool-fsck: $shm/s: $msg"
+	equals "$(find "$shm/s/meta" "$shm/s/audit" -mindepth 1)" ""
 	rm -rf "$shm"
 }

@@ -356,7 +356,7 @@ sweep() {
 		fi
 	done
 	printf '# %-9s %8d %9d %9d\n' total "$tc" "$tt" "$ts" >&3
-	[ -z "$unused" ]
+	equals "$unused" ""
 	[ "$tt" -eq "$ts" ]
 }
 
@@ -372,7 +372,7 @@ enqueue_until_full() {
 		rc=0
 		"$@" spool-enqueue --id "j$JOBS" "$PD/a" >"$WORK/out" 2>"$WORK/err" || rc=$?
 		[ "$rc" -eq 0 ] || break
-		[ "$(cat "$WORK/out")" = "j$JOBS" ]
+		equals "$(cat "$WORK/out")" "j$JOBS"
 		[ "$JOBS" -lt 500 ] || { echo "the disk never filled" >&2; return 1; }
 	done
 	echo "# full after $((JOBS - 1)) jobs: $(cat "$WORK/err")" >&3
@@ -415,7 +415,7 @@ drain() {
 	where "j$JOBS"
 	if [ "$W" = absent ]; then
 		run -0 spool-enqueue --id "j$JOBS" "$PD/a"
-		[ "$output" = "j$JOBS" ]
+		equals "$output" "j$JOBS"
 	fi
 	export SPOOL_TEST_NOW=$(($(date +%s%3N) + 86400000))
 	for ((n = 1; n <= JOBS; n++)); do
@@ -451,8 +451,8 @@ drain() {
 		# The default reserve (16M) is more than the file system has:
 		# refused at once.
 		run -111 spool-enqueue --id j0 "$PD/a"
-		[ "$output" = "spool-enqueue: free space is below the spool's reserve (see reserve and reserve-inodes in spool(7))" ]
-		[ -z "$(find "$SPOOL_DIR"/new "$SPOOL_DIR"/tmp "$SPOOL_DIR"/meta -type f)" ]
+		equals "$output" "spool-enqueue: free space is below the spool's reserve (see reserve and reserve-inodes in spool(7))"
+		equals "$(find "$SPOOL_DIR"/new "$SPOOL_DIR"/tmp "$SPOOL_DIR"/meta -type f)" ""
 		# Without it, fill the disk but 64 KiB, then enqueue until an
 		# enqueue fails.
 		printf 'reserve=0\nreserve-inodes=0\n' >"$SPOOL_DIR/config"

@@ -73,19 +73,19 @@ ring_case() {
 @test "each sync a wait makes through the ring, failed in turn: exit 111, nothing lost" {
 	ring_allowed
 	out=$(ring_case none absent new spool-enqueue --id j1 "$BATS_TEST_TMPDIR/p1")
-	[ "$out" = "spool-enqueue 9" ]
+	equals "$out" "spool-enqueue 9"
 	out=$(ring_case queued new leased spool-claim --lease 1h)
-	[ "$out" = "spool-claim 3" ]
+	equals "$out" "spool-claim 3"
 	out=$(ring_case leased leased done spool-finish j1 1 ok)
-	[ "$out" = "spool-finish 3" ]
+	equals "$out" "spool-finish 3"
 	out=$(ring_case leased leased new spool-finish j1 1 retry --delay 0)
-	[ "$out" = "spool-finish 6" ]
+	equals "$out" "spool-finish 6"
 	out=$(ring_case queued new dead spool-cancel --by ops --note T-1 j1)
-	[ "$out" = "spool-cancel 3" ]
+	equals "$out" "spool-cancel 3"
 	out=$(ring_case parked dead new spool-redrive --by ops --note T-1 j1)
-	[ "$out" = "spool-redrive 5" ]
+	equals "$out" "spool-redrive 5"
 	out=$(ring_case leased leased leased spool-renew j1 1)
-	[ "$out" = "spool-renew 2" ]
+	equals "$out" "spool-renew 2"
 }
 
 @test "where the kernel refuses io_uring, threads make the same syncs" {
@@ -102,7 +102,7 @@ ring_case() {
 	[ ! -e "$BATS_TEST_TMPDIR/log" ]
 	grep -q 'io_uring_setup(.*= -1 EPERM' "$BATS_TEST_TMPDIR/trace"
 	grep -q '^[0-9]* *clone3(' "$BATS_TEST_TMPDIR/trace"
-	[ "$(state_of j1)" = new ]
+	equals "$(state_of j1)" new
 	fsck_clean
 }
 
@@ -114,7 +114,7 @@ ring_case() {
 	    spool-enqueue --id j1 "$BATS_TEST_TMPDIR/p1" >/dev/null
 	[ "$(grep -c 'io_uring_setup(' "$BATS_TEST_TMPDIR/trace")" -eq 0 ]
 	grep -q '^[0-9]* *clone3(' "$BATS_TEST_TMPDIR/trace"
-	[ "$(state_of j1)" = new ]
+	equals "$(state_of j1)" new
 	# 300 files: two calls of the library (256 files at most each), each
 	# waiting twice; the ring from the third wait on.
 	mkdir "$BATS_TEST_TMPDIR/many"

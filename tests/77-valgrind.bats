@@ -336,7 +336,7 @@ spool-redrive: dry run: would redrive 1 of 2 (1 refused)"
 	vg_status all 0
 	diff -u <(lines flagged p2) <(sort "$V/all.out")
 	[[ $(cat "$V/all.err") =~ ^"spool-redrive: redrove 2 of 2 (0 refused) in "[0-9]+\.[0-9]s$ ]]
-	[ -z "$(ids_in dead)" ]
+	equals "$(ids_in dead)" ""
 	diff -u - <(last_rec flagged ev by note cyc) <<EOT
 ev=redrive
 by=ops
@@ -397,7 +397,7 @@ EOT
 	vg old spool-purge dead --by ops --note INC-4 --older-than 1s --keep 1
 	vg_wait
 	vg_is old 0 "parked2" ""
-	[ "$(ids_in dead)" = q2 ]
+	equals "$(ids_in dead)" q2
 	fsck_clean
 }
 
@@ -416,9 +416,9 @@ EOT
 	vg resume spool-resume --by ops --note INC-6
 	vg_wait
 	vg_is resume 0 "" ""
-	[ "$(audit_events | cut -d' ' -f1,6,9)" = "enqueue - -
+	equals "$(audit_events | cut -d' ' -f1,6,9)" "enqueue - -
 pause ops INC-5
-resume ops INC-6" ]
+resume ops INC-6"
 	claimed 1
 }
 
@@ -449,10 +449,10 @@ resume ops INC-6" ]
 	vg_same show spool-show dead
 	vg_same showjson spool-show --json leased
 	grep -q '^dead ' "$V/lsl.out"
-	[ "$(jq -r '.id + " " + .state' "$V/lsjson.out")" = "leased leased" ]
-	[ "$(tr '\0' '\n' <"$V/ls0.out")" = dead ]
+	equals "$(jq -r '.id + " " + .state' "$V/lsjson.out")" "leased leased"
+	equals "$(tr '\0' '\n' <"$V/ls0.out")" dead
 	grep -qx 'state        dead' "$V/show.out"
-	[ "$(jq -r '.id + " " + .state + " " + .owner' "$V/showjson.out")" = "leased leased w1" ]
+	equals "$(jq -r '.id + " " + .state + " " + .owner' "$V/showjson.out")" "leased leased w1"
 	vg_is shownone 1 "" "spool-show: nosuch: no such job"
 	vg_is lsusage 100 "" "spool-ls: bad state 'nosuchstate' (new, leased, done, dead or dropped)"
 	# A sidecar that is not a record log: named, the rest still listed.
@@ -492,7 +492,7 @@ resume ops INC-6" ]
 	vg_status warn 1
 	vg_status crit 2
 	vg_is usage 100 "" "usage: spool-stat [-d DIR] [--json | --prom] [--warn EXPR] ... [--crit EXPR] ..."
-	[ "$(jq -c '[.new, .leased, .done, .dead]' "$V/json.out")" = "[1,1,1,1]" ]
+	equals "$(jq -c '[.new, .leased, .done, .dead]' "$V/json.out")" "[1,1,1,1]"
 	promtool check metrics <"$V/prom.out"
 	grep -qx "spool_jobs{spool=\"$(realpath "$SPOOL_DIR")\",state=\"dead\"} 1" "$V/prom.out"
 }
@@ -530,7 +530,7 @@ j2: its last transition was cut short before its move (marked void)
 tmp: left,999999999: left by an interrupted enqueue, never published (removed)
 EOT
 	fsck_clean
-	[ "$(states j2)" = "j2 leased" ]
+	equals "$(states j2)" "j2 leased"
 	[ "$(ls "$SPOOL_DIR/quarantine" | wc -l)" -eq 2 ]
 }
 

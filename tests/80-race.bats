@@ -63,13 +63,13 @@ worker() {
 
 	# Every job is delivered and done, exactly once in the spool.
 	[ "$(ids_in done | wc -l)" -eq "$JOBS" ]
-	[ -z "$(ids_in new)$(ids_in leased)$(ids_in dead)" ]
+	equals "$(ids_in new)$(ids_in leased)$(ids_in dead)" ""
 	check_invariants
 	! grep -q BADPAYLOAD "$BATS_TEST_TMPDIR/log"
 
 	# Each job finished ok once, by exactly one token, in the audit log.
 	[ "$(awk '$2 == "ok"' "$SPOOL_DIR"/audit/*.log | wc -l)" -eq "$JOBS" ]
-	[ -z "$(awk '$2 == "ok" { print $3 }' "$SPOOL_DIR"/audit/*.log | sort | uniq -d)" ]
+	equals "$(awk '$2 == "ok" { print $3 }' "$SPOOL_DIR"/audit/*.log | sort | uniq -d)" ""
 
 	# A finish succeeded (0) exactly when its token was the one that
 	# finished the job; it was refused (1) exactly when its lease had been
