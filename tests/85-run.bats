@@ -158,16 +158,16 @@ SPOOL_TRACE=trace-7
 args: one two words
 result ok
 EOF
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	cmp "$T/payload" "$T/stdin"
-	[ "$(state_of order-1842)" = done ]
+	equals "$(state_of order-1842)" done
 	diff -u - <(audit_events) <<EOF
 enqueue order-1842 0 0 1 - - - -
 claim order-1842 1 1 1 w1 - - -
 ok order-1842 1 1 1 w1 - - -
 EOF
 	# The private directory of results is gone with the worker.
-	[ -z "$(find "$TMPDIR" -maxdepth 1 -name 'spool-run.*')" ]
+	equals "$(find "$TMPDIR" -maxdepth 1 -name 'spool-run.*')" ""
 }
 
 @test "every exit status maps to its outcome and class" {
@@ -176,8 +176,8 @@ EOF
 	done
 	enqueue sig 'kill -KILL $$'
 	run -0 --separate-stderr spool-run -j 4 --max-jobs 12 --owner w1 -- "$H"
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
+	equals "$output" ""
+	equals "$stderr" ""
 	diff -u - <(last_recs "ev out cls reason detail" s0 s1 s2 s64 s65 s75 \
 	    s77 s78 s100 s111 s255 sig) <<'EOF'
 s0 ev=ok out=ok cls= reason= detail=
@@ -193,8 +193,8 @@ s111 ev=retry out=retry cls=transient reason= detail=exit%20111
 s255 ev=retry out=retry cls=crashed reason= detail=exit%20255
 sig ev=retry out=retry cls=crashed reason= detail=signal%209
 EOF
-	[ "$(ids_in done)" = s0 ]
-	[ "$(ids_in dead)" = "$(printf '%s\n' s100 s64 s65 s77)" ]
+	equals "$(ids_in done)" s0
+	equals "$(ids_in dead)" "$(printf '%s\n' s100 s64 s65 s77)"
 	check_invariants
 	fsck_clean
 }
@@ -226,7 +226,7 @@ EOF
 	enqueue bad 'echo class=nonsense >"$SPOOL_RESULT"; exit 0'
 	enqueue gone 'rm "$SPOOL_RESULT"; exit 75'
 	run -0 --separate-stderr spool-run --max-jobs 7 --owner w1 -- "$H"
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	diff -u - <(last_recs "ev cls detail" rl dd now cx okc bad gone) <<'EOF'
 rl ev=retry cls=rate-limited detail=exit%2075
 dd ev=retry cls=dependency-down detail=exit%201
@@ -238,23 +238,23 @@ gone ev=retry cls=transient detail=exit%2075
 EOF
 	# Eligible again exactly 30s after the retry, and at once.
 	t=$(last_rec rl t | cut -d= -f2)
-	[ "$(last_rec rl at)" = "at=new:$((t + 30000))" ]
+	equals "$(last_rec rl at)" "at=new:$((t + 30000))"
 	t=$(last_rec now t | cut -d= -f2)
-	[ "$(last_rec now at)" = "at=new:$t" ]
+	equals "$(last_rec now at)" "at=new:$t"
 }
 
 @test "stderr passes through; its tail is the detail, in the sidecar only" {
 	enqueue j1 'head -c 1000 /dev/zero | tr "\0" x >&2; printf "\nfirst line\nsecond line\n" >&2; echo out; exit 3'
 	run -0 --separate-stderr spool-run --once --owner w1 -- "$H"
-	[ "$output" = out ]
+	equals "$output" out
 	diff -u <(head -c 1000 /dev/zero | tr '\0' x; printf '\nfirst line\nsecond line\n') \
 	    <(printf '%s\n' "$stderr")
 	# 200 bytes: the status, then the end of stderr on one line.
 	want="exit 3: $(head -c 169 /dev/zero | tr '\0' x) first line second line"
 	[ "${#want}" -eq 200 ]
-	[ "$(last_rec j1 detail | sed 's/%20/ /g')" = "detail=$want" ]
-	[ -z "$(grep -h 'line' "$SPOOL_DIR"/audit/*.log)" ]
-	[ "$(audit_events | tail -n 1)" = "retry j1 1 1 1 w1 - crashed -" ]
+	equals "$(last_rec j1 detail | sed 's/%20/ /g')" "detail=$want"
+	equals "$(grep -h 'line' "$SPOOL_DIR"/audit/*.log)" ""
+	equals "$(audit_events | tail -n 1)" "retry j1 1 1 1 w1 - crashed -"
 }
 
 @test "--timeout stops the handler with SIGTERM and retries it as timeout; a last attempt parks flagged" {
@@ -262,7 +262,7 @@ EOF
 	enqueue t1 "$code"
 	enqueue t2 "$code" --max-attempts 1
 	run -0 --separate-stderr spool-run -j 2 --max-jobs 2 --timeout 300ms --owner w1 -- "$H"
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	for k in 1 2 3 4; do next_event; done >"$T/seen"
 	diff -u <(printf '%s\n' "start t1" "start t2" "term t1" "term t2") \
 	    <(LC_ALL=C sort "$T/seen")
@@ -286,42 +286,42 @@ EOF
 	child=$(next_event | cut -d' ' -f2)
 	wait_worker 0
 	gone "$child"
-	[ "$(last_rec j1 ev cls detail)" = "$(printf '%s\n' ev=retry cls=timeout \
-	    detail=timed%20out%20after%20200ms)" ]
+	equals "$(last_rec j1 ev cls detail)" "$(printf '%s\n' ev=retry cls=timeout \
+	    detail=timed%20out%20after%20200ms)"
 }
 
 @test "a handler that runs past its lease has it renewed, and nobody takes the job over" {
 	enqueue j1 'sleep 2; spool-claim --owner thief; echo "thief $?" >"$EVENTS"'
 	start_worker --max-jobs 1 --lease 800ms --owner w1 -- "$H"
-	[ "$(next_event)" = "thief 1" ]
+	equals "$(next_event)" "thief 1"
 	wait_worker 0
-	[ "$(state_of j1)" = done ]
-	[ "$(recs j1 renew tok | sort -u)" = 1 ]
-	[ "$(recs j1 renew own | sort -u)" = w1 ]
+	equals "$(state_of j1)" done
+	equals "$(recs j1 renew tok | sort -u)" 1
+	equals "$(recs j1 renew own | sort -u)" w1
 	[ "$(recs j1 renew tok | wc -l)" -ge 2 ]
 	# Each renew moved the expiry later, past the first lease's.
 	recs j1 claim until >"$T/until"
 	recs j1 renew until >>"$T/until"
 	sort -n -c -u "$T/until"
-	[ "$(last_rec j1 ev tok own)" = "$(printf '%s\n' ev=ok tok=1 own=w1)" ]
-	[ -z "$(audit_events | grep '^reclaim')" ]
-	[ "$(cat "$T/out")" = "" ]
-	[ "$(cat "$T/err")" = "" ]
+	equals "$(last_rec j1 ev tok own)" "$(printf '%s\n' ev=ok tok=1 own=w1)"
+	equals "$(audit_events | grep '^reclaim')" ""
+	equals "$(cat "$T/out")" ""
+	equals "$(cat "$T/err")" ""
 }
 
 @test "a renew refused after a takeover stops the handler, and the job is not finished" {
 	enqueue j1 'echo start >"$EVENTS"; trap "echo term >\"\$EVENTS\"; exit 0" TERM; sleep 60 & wait'
 	start_worker --max-jobs 1 --lease 3s --owner w1 -- "$H"
-	[ "$(next_event)" = start ]
+	equals "$(next_event)" start
 	# Another claimer whose clock is past the lease takes the job over.
 	run -0 env SPOOL_TEST_NOW=$(($(date +%s%3N) + 10000)) spool-claim --owner thief
-	[ "$(cut -f1-3 <<<"$output")" = "$(printf 'j1\t2\t2')" ]
-	[ "$(next_event)" = term ]
+	equals "$(cut -f1-3 <<<"$output")" "$(printf 'j1\t2\t2')"
+	equals "$(next_event)" term
 	wait_worker 0
-	[ "$(cat "$T/err")" = "spool-run: j1: lease lost (stale token): handler stopped, job not finished" ]
+	equals "$(cat "$T/err")" "spool-run: j1: lease lost (stale token): handler stopped, job not finished"
 	# The handler's exit 0 did not finish it: the thief holds it still.
-	[ "$(cd "$SPOOL_DIR" && find leased -type f)" = "leased/j1,2" ]
-	[ "$(last_rec j1 ev tok own)" = "$(printf '%s\n' ev=claim tok=2 own=thief)" ]
+	equals "$(cd "$SPOOL_DIR" && find leased -type f)" "leased/j1,2"
+	equals "$(last_rec j1 ev tok own)" "$(printf '%s\n' ev=claim tok=2 own=thief)"
 	diff -u - <(audit_events | grep -v '^renew') <<'EOF'
 enqueue j1 0 0 1 - - - -
 claim j1 1 1 1 w1 - - -
@@ -333,30 +333,30 @@ EOF
 @test "SIGTERM: a handler still running after the grace is stopped and its job released" {
 	enqueue j1 'echo start >"$EVENTS"; trap "echo term >\"\$EVENTS\"; exit 0" TERM; sleep 60 & wait'
 	start_worker --grace 500ms --owner w1 -- "$H"
-	[ "$(next_event)" = start ]
+	equals "$(next_event)" start
 	t0=${EPOCHREALTIME/./}
 	kill -TERM "$WPID"
-	[ "$(next_event)" = term ]
+	equals "$(next_event)" term
 	t1=${EPOCHREALTIME/./}
 	wait_worker 0
 	# It was left alone for the grace (a lower bound: nothing to race).
 	[ $((t1 - t0)) -ge 500000 ]
-	[ "$(state_of j1)" = new ]
+	equals "$(state_of j1)" new
 	diff -u - <(last_rec j1 ev att out detail) <<'EOF'
 ev=release
 att=0
 out=release
 detail=stopped%20after%20the%20grace
 EOF
-	[ "$(audit_events | tail -n 1)" = "release j1 1 0 1 w1 - - -" ]
-	[ "$(cat "$T/err")" = "" ]
+	equals "$(audit_events | tail -n 1)" "release j1 1 0 1 w1 - - -"
+	equals "$(cat "$T/err")" ""
 }
 
 @test "SIGTERM: claimed jobs not yet started are released at once; a running one finishes in the grace" {
 	enqueue a 'echo "start a" >"$EVENTS"; read -r _ <"$GATES/a"'
 	gate a
 	start_worker -j 3 --grace 20s --owner w1 -- "$H"
-	[ "$(next_event)" = "start a" ]
+	equals "$(next_event)" "start a"
 	wait_polling "$WPID"
 	# b and c arrive together; the claim that takes them then waits for
 	# the lease hint's lock, which we hold while SIGTERM arrives.
@@ -371,14 +371,14 @@ EOF
 	exec {LK}<&-
 	open_gate a
 	wait_worker 0
-	[ "$(state_of a)" = done ]
-	[ "$(state_of b)" = new ]
-	[ "$(state_of c)" = new ]
+	equals "$(state_of a)" done
+	equals "$(state_of b)" new
+	equals "$(state_of c)" new
 	# One claim took b and c, tokens 2 and 3 in the order it found them
 	# (due in the same 16 ms, they come in directory order).
 	tb=$(recs b claim tok)
 	tc=$(recs c claim tok)
-	[ "$(printf '%s\n' "$tb" "$tc" | sort -n | paste -sd' ')" = "2 3" ]
+	equals "$(printf '%s\n' "$tb" "$tc" | sort -n | paste -sd' ')" "2 3"
 	diff -u - <(audit_events | head -n 6) <<EOF
 enqueue a 0 0 1 - - - -
 claim a 1 1 1 w1 - - -
@@ -393,10 +393,10 @@ ok a 1 1 1 w1 - - -
 release b $tb 0 1 w1 - - -
 release c $tc 0 1 w1 - - -
 EOF
-	[ "$(last_rec b detail)" = "detail=not%20started:%20the%20worker%20is%20stopping" ]
+	equals "$(last_rec b detail)" "detail=not%20started:%20the%20worker%20is%20stopping"
 	# Neither handler ran.
 	if read -r -t 0 -u "$EVFD"; then echo "a handler ran" >&2; false; fi
-	[ "$(cat "$T/err")" = "" ]
+	equals "$(cat "$T/err")" ""
 	fsck_clean
 }
 
@@ -424,8 +424,8 @@ EOF
 	[ "$(cut -d' ' -f2 "$T/started" | sort -u | wc -l)" -eq 8 ]
 	# Each started once, on its first claim: the eight claims took the
 	# spool's first eight tokens, one each.
-	[ "$(cut -d' ' -f3 "$T/started" | sort -n | paste -sd' ')" = "1 2 3 4 5 6 7 8" ]
-	[ -z "$(audit_events | grep '^reclaim')" ]
+	equals "$(cut -d' ' -f3 "$T/started" | sort -n | paste -sd' ')" "1 2 3 4 5 6 7 8"
+	equals "$(audit_events | grep '^reclaim')" ""
 	fsck_clean
 }
 
@@ -434,15 +434,15 @@ EOF
 	wait_polling "$WPID"
 	# ppoll(fds, nfds, timeout, ...): no timeout, so no timer can wake it.
 	read -r nr fds nfds timeout rest <"/proc/$WPID/syscall"
-	[ "$timeout" = 0x0 ]
+	equals "$timeout" 0x0
 	before=$(grep ctxt_switches "/proc/$WPID/status")
 	sleep 2		# the idle period measured, not a synchronisation
 	after=$(grep ctxt_switches "/proc/$WPID/status")
-	[ "$before" = "$after" ]
+	equals "$before" "$after"
 	enqueue j1 'echo "start $SPOOL_JOB_ID" >"$EVENTS"'
-	[ "$(next_event)" = "start j1" ]
+	equals "$(next_event)" "start j1"
 	wait_worker 0
-	[ "$(state_of j1)" = done ]
+	equals "$(state_of j1)" done
 }
 
 @test "a job due later is started at its eligible time, by the worker's timer" {
@@ -451,7 +451,7 @@ EOF
 	# Its enqueue wakes the worker, which then sleeps until it is due:
 	# nothing else happens in the spool to wake it.
 	enqueue j1 'echo start >"$EVENTS"' --delay 700ms
-	[ "$(next_event)" = start ]
+	equals "$(next_event)" start
 	wait_worker 0
 	eligible=$(head -n 1 "$SPOOL_DIR/meta/j1" | tr ' ' '\n' | sed -n 's/^at=new://p')
 	[ "$(recs j1 claim t)" -ge "$eligible" ]
@@ -463,27 +463,27 @@ EOF
 	start_worker --max-jobs 1 --owner w1 -- "$H"
 	wait_polling "$WPID"
 	read -r nr fds nfds timeout rest <"/proc/$WPID/syscall"
-	[ "$timeout" = 0x0 ]
-	[ "$(state_of j1)" = new ]
+	equals "$timeout" 0x0
+	equals "$(state_of j1)" new
 	spool-resume >/dev/null
-	[ "$(next_event)" = start ]
+	equals "$(next_event)" start
 	wait_worker 0
-	[ "$(state_of j1)" = done ]
+	equals "$(state_of j1)" done
 }
 
 @test "a worker killed with SIGKILL mid-job loses nothing: the job is reclaimed with a higher token" {
 	enqueue j1 'echo "start $SPOOL_TOKEN" >"$EVENTS"; [ "$SPOOL_TOKEN" -gt 1 ] || { echo $$ >>"$PIDS"; sleep 60; }'
 	start_worker --lease 1s --owner w1 -- "$H"
-	[ "$(next_event)" = "start 1" ]
+	equals "$(next_event)" "start 1"
 	kill -KILL "$WPID"
 	wait_worker 137
 	# Its handler, in a process group of its own, is an orphan now.
 	kill -KILL -- "-$(cat "$PIDS")"
-	[ "$(cd "$SPOOL_DIR" && find leased -type f)" = "leased/j1,1" ]
+	equals "$(cd "$SPOOL_DIR" && find leased -type f)" "leased/j1,1"
 	start_worker --max-jobs 1 --owner w2 -- "$H"
-	[ "$(next_event)" = "start 2" ]
+	equals "$(next_event)" "start 2"
 	wait_worker 0
-	[ "$(state_of j1)" = done ]
+	equals "$(state_of j1)" done
 	# On a loaded machine w1 may renew before the kill: the renewal is
 	# its right, and not what this test is about.
 	diff -u - <(audit_events | grep -v '^renew j1 1 1 1 w1 ') <<'EOF'
@@ -499,28 +499,28 @@ EOF
 	enqueue j1 'echo start >"$EVENTS"; read -r _ <"$GATES/j1"'
 	gate j1
 	start_worker --owner w1 -- "$H"
-	[ "$(next_event)" = start ]
+	equals "$(next_event)" start
 	kill -HUP "$WPID"
 	open_gate j1
 	enqueue j2 'echo "second" >"$EVENTS"'
-	[ "$(next_event)" = second ]
+	equals "$(next_event)" second
 	kill -TERM "$WPID"
 	wait_worker 0
-	[ "$(ids_in done)" = "$(printf '%s\n' j1 j2)" ]
-	[ "$(cat "$T/err")" = "" ]
+	equals "$(ids_in done)" "$(printf '%s\n' j1 j2)"
+	equals "$(cat "$T/err")" ""
 }
 
 @test "--once runs one job and exits 0, or exits 1 when nothing is due" {
 	run -1 --separate-stderr spool-run --once -- "$H"
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
+	equals "$output" ""
+	equals "$stderr" ""
 	enqueue j1 'echo one'
 	# (due later, in a leaf of its own: one leaf's jobs come in no set order)
 	enqueue j2 'echo two' --delay 50ms
 	run -0 --separate-stderr spool-run --once -- "$H"
-	[ "$output" = one ]
-	[ "$stderr" = "" ]
-	[ "$(state_of j2)" = new ]
+	equals "$output" one
+	equals "$stderr" ""
+	equals "$(state_of j2)" new
 }
 
 @test "--idle-exit ends a worker once nothing has been due for that long" {
@@ -528,37 +528,37 @@ EOF
 	enqueue j2 'echo two' --delay 50ms
 	enqueue later 'echo later' --delay 1h
 	run -0 --separate-stderr spool-run --idle-exit 300ms -- "$H"
-	[ "$output" = "$(printf '%s\n' one two)" ]
-	[ "$stderr" = "" ]
-	[ "$(ids_in done)" = "$(printf '%s\n' j1 j2)" ]
-	[ "$(state_of later)" = new ]
+	equals "$output" "$(printf '%s\n' one two)"
+	equals "$stderr" ""
+	equals "$(ids_in done)" "$(printf '%s\n' j1 j2)"
+	equals "$(state_of later)" new
 }
 
 @test "bad usage is refused with status 100 before the spool is touched" {
 	enqueue j1 'exit 0'
 	before=$(snapshot)
 	run -100 --separate-stderr spool-run
-	[ "$output" = "" ]
-	[ "$stderr" = "usage: spool-run [-d DIR] [--grace DUR] [--idle-exit DUR] [-j N] [--lease DUR] [--max-jobs N] [--once] [--owner NAME] [--timeout DUR] -- HANDLER [ARG ...]" ]
+	equals "$output" ""
+	equals "$stderr" "usage: spool-run [-d DIR] [--grace DUR] [--idle-exit DUR] [-j N] [--lease DUR] [--max-jobs N] [--once] [--owner NAME] [--timeout DUR] -- HANDLER [ARG ...]"
 	run -100 --separate-stderr spool-run -j 0 -- "$H"
-	[ "$stderr" = "spool-run: -j: bad number '0' (1 to 256)" ]
+	equals "$stderr" "spool-run: -j: bad number '0' (1 to 256)"
 	run -100 --separate-stderr spool-run --timeout 0 -- "$H"
-	[ "$stderr" = "spool-run: --timeout: bad duration '0' (use e.g. 500ms, 30s, 5m, 2h, 7d)" ]
+	equals "$stderr" "spool-run: --timeout: bad duration '0' (use e.g. 500ms, 30s, 5m, 2h, 7d)"
 	run -100 --separate-stderr spool-run --owner 'a b' -- "$H"
 	[[ $stderr = "spool-run: --owner: bad value ("* ]]
 	run -100 --separate-stderr spool-run -- "$T/no-such-handler"
-	[ "$stderr" = "spool-run: $T/no-such-handler: not found, or not executable" ]
+	equals "$stderr" "spool-run: $T/no-such-handler: not found, or not executable"
 	run -100 --separate-stderr spool-run -- no-such-handler-in-path
-	[ "$stderr" = "spool-run: no-such-handler-in-path: not found, or not executable" ]
+	equals "$stderr" "spool-run: no-such-handler-in-path: not found, or not executable"
 	run -100 --separate-stderr spool-run -d "$T/nowhere" -- "$H"
 	[[ $stderr = "spool-run: $T/nowhere: "* ]]
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 }
 
 @test "the handler's own options are its own" {
 	enqueue j1 'exit 0'
 	run -0 --separate-stderr spool-run --once -- echo -j 9 --once
-	[ "$output" = "-j 9 --once" ]
+	equals "$output" "-j 9 --once"
 }
 
 @test "a handler that cannot be started: its job is released and the worker exits 111" {
@@ -567,10 +567,10 @@ EOF
 	chmod a-x "$H"
 	enqueue j1 'exit 0'
 	wait_worker 111
-	[ "$(cat "$T/err")" = "spool-run: $H: Permission denied" ]
-	[ "$(state_of j1)" = new ]
-	[ "$(last_rec j1 ev att detail)" = "$(printf '%s\n' ev=release att=0 \
-	    detail=not%20started:%20the%20handler%20could%20not%20be%20run)" ]
+	equals "$(cat "$T/err")" "spool-run: $H: Permission denied"
+	equals "$(state_of j1)" new
+	equals "$(last_rec j1 ev att detail)" "$(printf '%s\n' ev=release att=0 \
+	    detail=not%20started:%20the%20handler%20could%20not%20be%20run)"
 }
 
 @test "a worker that cannot read leased/ to learn when work is next due exits 111, the spool untouched" {
@@ -585,7 +585,7 @@ EOF
 	run -111 --separate-stderr shimmed SHIM_ROOT="$SPOOL_DIR/leased" \
 	    SHIM_FAMILY=getdents SHIM_NTH=1 SHIM_ERRNO=EIO \
 	    spool-run --idle-exit 300ms -- "$H"
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-run: next due time: Input/output error" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" ""
+	equals "$stderr" "spool-run: next due time: Input/output error"
+	equals "$(snapshot)" "$before"
 }

@@ -34,16 +34,16 @@ KEPT="a lock stayed held too long: a file system's client may keep a killed proc
 	before=$(snapshot)
 	echo 'multi-host=yes' >>"$SPOOL_DIR/config"
 	run -100 --separate-stderr spool-ls
-	[ "$stderr" = "spool-ls: $SPOOL_DIR/config:10: malformed (see spool(7), FILES)" ]
+	equals "$stderr" "spool-ls: $SPOOL_DIR/config:10: malformed (see spool(7), FILES)"
 	echo 'skew=0' >>"$SPOOL_DIR/config"
 	run -100 --separate-stderr spool-ls
-	[ "$stderr" = "spool-ls: $SPOOL_DIR/config:10: malformed (see spool(7), FILES)" ]
+	equals "$stderr" "spool-ls: $SPOOL_DIR/config:10: malformed (see spool(7), FILES)"
 	sed -i '/^multi-host\|^skew/d' "$SPOOL_DIR/config"
 	echo 'multi-host=maybe' >>"$SPOOL_DIR/config"
 	run -100 --separate-stderr spool-ls
-	[ "$stderr" = "spool-ls: $SPOOL_DIR/config:10: malformed (see spool(7), FILES)" ]
+	equals "$stderr" "spool-ls: $SPOOL_DIR/config:10: malformed (see spool(7), FILES)"
 	sed -i '/^multi-host/d' "$SPOOL_DIR/config"
-	[ "$(snapshot)" = "$before" ]
+	equals "$(snapshot)" "$before"
 	[ ! -e "$SPOOL_DIR/hosts" ]
 }
 
@@ -51,16 +51,16 @@ KEPT="a lock stayed held too long: a file system's client may keep a killed proc
 	multi 5s
 	SPOOL_TEST_NOW=$T spool-enqueue --id j1 <<<"job" >/dev/null
 	run -0 env SPOOL_TEST_NOW=$T spool-claim --owner w1 --lease 10s
-	[ "$(cut -f1,2 <<<"$output")" = "$(printf 'j1\t1')" ]
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'j1\t1')"
 	# Ended, but not skew ago: not taken, and not due for spool-run.
 	run -1 env SPOOL_TEST_NOW=$((T + 14999)) spool-claim --owner w2
-	[ "$output" = "" ]
-	[ "$(state_of j1)" = leased ]
+	equals "$output" ""
+	equals "$(state_of j1)" leased
 	run -0 env SPOOL_TEST_NOW=$((T + 15000)) spool-claim --owner w2
-	[ "$(cut -f1,2,3 <<<"$output")" = "$(printf 'j1\t2\t2')" ]
+	equals "$(cut -f1,2,3 <<<"$output")" "$(printf 'j1\t2\t2')"
 	grep -q ' ev=claim .* until=1796000045000 prev=1 cls=lease-expired' \
 	    "$SPOOL_DIR/meta/j1"
-	[ "$(audit_events | tail -n 1)" = "reclaim j1 2 2 1 w2 - lease-expired 1" ]
+	equals "$(audit_events | tail -n 1)" "reclaim j1 2 2 1 w2 - lease-expired 1"
 	fsck_clean
 }
 
@@ -68,7 +68,7 @@ KEPT="a lock stayed held too long: a file system's client may keep a killed proc
 	SPOOL_TEST_NOW=$T spool-enqueue --id j1 <<<"job" >/dev/null
 	SPOOL_TEST_NOW=$T spool-claim --owner w1 --lease 10s >/dev/null
 	run -0 env SPOOL_TEST_NOW=$((T + 10000)) spool-claim --owner w2
-	[ "$(cut -f1,2 <<<"$output")" = "$(printf 'j1\t2')" ]
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'j1\t2')"
 	[ ! -e "$SPOOL_DIR/hosts" ]
 }
 
@@ -76,10 +76,10 @@ KEPT="a lock stayed held too long: a file system's client may keep a killed proc
 	multi 2s
 	run -0 spool-ls
 	SPOOL_HOST=other run -0 spool-ls
-	[ "$(ls "$SPOOL_DIR/hosts")" = "$(printf 'other\ntesthost')" ]
+	equals "$(ls "$SPOOL_DIR/hosts")" "$(printf 'other\ntesthost')"
 	mine=$(cat "$SPOOL_DIR/hosts/testhost")
 	[[ $mine =~ ^machine=[0-9a-f-]+$'\n'?$ ]] || [[ $mine =~ ^machine=hostid-[0-9a-f]+$ ]]
-	[ "$(cat "$SPOOL_DIR/hosts/other")" = "$mine" ]
+	equals "$(cat "$SPOOL_DIR/hosts/other")" "$mine"
 	fsck_clean
 }
 
@@ -90,30 +90,30 @@ KEPT="a lock stayed held too long: a file system's client may keep a killed proc
 	SPOOL_TEST_NOW=$T spool-enqueue --id j1 <<<"job" >/dev/null 2>&1 || true
 	before=$(snapshot)
 	run -100 --separate-stderr spool-enqueue --id j2 <<<"job"
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-enqueue: $SPOOL_DIR: host ID 'testhost' is in use by another machine (see hosts/ in spool-layout.md): set SPOOL_HOST" ]
+	equals "$output" ""
+	equals "$stderr" "spool-enqueue: $SPOOL_DIR: host ID 'testhost' is in use by another machine (see hosts/ in spool-layout.md): set SPOOL_HOST"
 	run -100 --separate-stderr spool-claim
-	[ "$stderr" = "spool-claim: $SPOOL_DIR: host ID 'testhost' is in use by another machine (see hosts/ in spool-layout.md): set SPOOL_HOST" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$stderr" "spool-claim: $SPOOL_DIR: host ID 'testhost' is in use by another machine (see hosts/ in spool-layout.md): set SPOOL_HOST"
+	equals "$(snapshot)" "$before"
 	[ ! -e "$SPOOL_DIR/meta/j2" ]
 	# Another ID works from this machine at once.
 	SPOOL_HOST=mine run -0 spool-enqueue --id j2 <<<"job"
 	# Idle for ten minutes, the ID passes to this machine.
 	touch -d '11 minutes ago' "$SPOOL_DIR/hosts/testhost"
 	run -0 spool-enqueue --id j3 <<<"job"
-	[ "$(cat "$SPOOL_DIR/hosts/testhost")" = "$(cat "$SPOOL_DIR/hosts/mine")" ]
-	[ "$(ids_in new)" = "$(printf 'j2\nj3')" ]
+	equals "$(cat "$SPOOL_DIR/hosts/testhost")" "$(cat "$SPOOL_DIR/hosts/mine")"
+	equals "$(ids_in new)" "$(printf 'j2\nj3')"
 }
 
 @test "spool-stat shows the mode and the clock; --json and --prom too" {
 	multi 5s
 	run -0 env SPOOL_TEST_CLOCK=synced spool-stat
-	[ "${lines[-2]}" = "multi_host                      testhost, skew 5s" ]
-	[ "${lines[-1]}" = "clock                           synchronised, max error 16ms" ]
+	equals "${lines[-2]}" "multi_host                      testhost, skew 5s"
+	equals "${lines[-1]}" "clock                           synchronised, max error 16ms"
 	run -0 env SPOOL_TEST_CLOCK=unsynced spool-stat
-	[ "${lines[-1]}" = "clock                           NOT synchronised: leases need NTP or chrony" ]
+	equals "${lines[-1]}" "clock                           NOT synchronised: leases need NTP or chrony"
 	run -0 env SPOOL_TEST_CLOCK=unsynced spool-stat --json
-	[ "$(jq -c .multi_host <<<"$output")" = '{"host":"testhost","skew_ms":5000,"clock_synchronised":false,"clock_maxerror_ms":16}' ]
+	equals "$(jq -c .multi_host <<<"$output")" '{"host":"testhost","skew_ms":5000,"clock_synchronised":false,"clock_maxerror_ms":16}'
 	run -0 env SPOOL_TEST_CLOCK=synced spool-stat --prom
 	grep -qx 'spool_clock_synchronised{spool="'"$(realpath "$SPOOL_DIR")"'"} 1' <<<"$output"
 	promtool check metrics <<<"$output"
@@ -123,7 +123,7 @@ KEPT="a lock stayed held too long: a file system's client may keep a killed proc
 	run -0 env SPOOL_TEST_CLOCK=unsynced spool-stat
 	[[ ${lines[-1]} = last_action* ]]
 	run -0 spool-stat --json
-	[ "$(jq -c 'has("multi_host")' <<<"$output")" = false ]
+	equals "$(jq -c 'has("multi_host")' <<<"$output")" false
 	run -0 spool-stat --prom
 	! grep -q clock <<<"$output"
 }
@@ -132,12 +132,12 @@ KEPT="a lock stayed held too long: a file system's client may keep a killed proc
 	multi 5s
 	spool-enqueue --id j1 <<<"job" >/dev/null
 	run -0 --separate-stderr env SPOOL_TEST_CLOCK=unsynced spool-run --once -- cat
-	[ "$output" = "job" ]
-	[ "$stderr" = "spool-run: warning: the system clock is not synchronised (adjtimex); on this multi-host spool leases are judged by every host's clock, to within skew=5000ms: run NTP or chrony" ]
+	equals "$output" "job"
+	equals "$stderr" "spool-run: warning: the system clock is not synchronised (adjtimex); on this multi-host spool leases are judged by every host's clock, to within skew=5000ms: run NTP or chrony"
 	spool-enqueue --id j2 <<<"job" >/dev/null
 	run -0 --separate-stderr env SPOOL_TEST_CLOCK=synced spool-run --once -- cat
-	[ "$stderr" = "" ]
-	[ "$(ids_in done)" = "$(printf 'j1\nj2')" ]
+	equals "$stderr" ""
+	equals "$(ids_in done)" "$(printf 'j1\nj2')"
 }
 
 # mounted TYPE OPTIONS: a mount table where the spool's directory is a
@@ -198,7 +198,7 @@ mounted() {
 	run -100 spool-ls
 	rm "$SPOOL_TEST_MOUNTINFO"
 	run -100 --separate-stderr spool-ls
-	[ "$stderr" = "$refused" ]
+	equals "$stderr" "$refused"
 }
 
 @test "the file-system check reads a mount point with a space in it" {
@@ -221,14 +221,14 @@ mounted() {
 	[ -e "$SPOOL_DIR/tmp/j9,99999999.1" ]
 	touch -d '25 hours ago' "$SPOOL_DIR/tmp/j9,99999999.1"
 	run -1 spool-fsck
-	[ "$output" = "tmp: j9,99999999.1: left by an interrupted enqueue, never published" ]
+	equals "$output" "tmp: j9,99999999.1: left by an interrupted enqueue, never published"
 	run -0 spool-fsck --repair
 	[ ! -e "$SPOOL_DIR/tmp/j9,99999999.1" ]
 	# On one host, a PID that is gone says the enqueue is over.
 	sed -i '/^multi-host\|^skew/d' "$SPOOL_DIR/config"
 	echo partial >"$SPOOL_DIR/tmp/j9,99999999.2"
 	run -1 spool-fsck
-	[ "$output" = "tmp: j9,99999999.2: left by an interrupted enqueue, never published" ]
+	equals "$output" "tmp: j9,99999999.2: left by an interrupted enqueue, never published"
 }
 
 @test "multi-host: a lock held on tokens fails a claim after a bounded wait, job untouched" {
@@ -238,12 +238,12 @@ mounted() {
 	hold "$SPOOL_DIR/tokens"
 	before=$(snapshot)
 	SPOOL_TEST_LOCK_WAIT=200 run -111 --separate-stderr timeout 20 spool-claim
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-claim: $KEPT" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" ""
+	equals "$stderr" "spool-claim: $KEPT"
+	equals "$(snapshot)" "$before"
 	kill $(cat "$BATS_TEST_TMPDIR/holders")
 	run -0 spool-claim --owner w1
-	[ "$(cut -f1,2 <<<"$output")" = "$(printf 'j1\t1')" ]
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'j1\t1')"
 	fsck_clean
 }
 
@@ -255,10 +255,10 @@ mounted() {
 	# One wait of 1 s, then every other job fails at once: well within
 	# the 20 s that forty waits would overrun.
 	SPOOL_TEST_LOCK_WAIT=1000 run -111 --separate-stderr timeout 20 spool-claim -n 40
-	[ "$output" = "" ]
-	[ "$stderr" = "spool-claim: $KEPT" ]
-	[ "$(ids_in new | wc -l)" = 40 ]
-	[ -z "$(ids_in leased)" ]
+	equals "$output" ""
+	equals "$stderr" "spool-claim: $KEPT"
+	equals "$(ids_in new | wc -l)" 40
+	equals "$(ids_in leased)" ""
 }
 
 @test "multi-host: a lock let go within the bound is taken; on one host a lock is waited for" {
@@ -270,12 +270,12 @@ mounted() {
 	SPOOL_TEST_NOW=$((t + 100)) spool-enqueue --id j2 <<<"job" >/dev/null
 	hold "$SPOOL_DIR/tokens" 1
 	run -0 spool-claim --owner w1
-	[ "$(cut -f1,2 <<<"$output")" = "$(printf 'j1\t1')" ]
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'j1\t1')"
 	# Without multi-host, no bound: the claim waits for the holder.
 	sed -i '/^multi-host\|^skew/d' "$SPOOL_DIR/config"
 	hold "$SPOOL_DIR/tokens" 1
 	SPOOL_TEST_LOCK_WAIT=0 run -0 spool-claim --owner w1
-	[ "$(cut -f1,2 <<<"$output")" = "$(printf 'j2\t2')" ]
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'j2\t2')"
 	fsck_clean
 }
 
@@ -290,13 +290,13 @@ mounted() {
 	# A multi-host spool opened first: a plain spool's lock is waited for.
 	hold "$plain/meta/j1" 1
 	SPOOL_TEST_LOCK_WAIT=100 run -0 "$handles" "$SPOOL_DIR" "$plain" j1 1
-	[ "$output" = renewed ]
+	equals "$output" renewed
 	# The plain one first: the multi-host spool's wait is still bounded.
 	hold "$SPOOL_DIR/meta/k1"
 	before=$(snapshot)
 	SPOOL_TEST_LOCK_WAIT=100 run -1 "$handles" "$plain" "$SPOOL_DIR" k1 1
-	[ "$output" = "not renewed: Connection timed out" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$output" "not renewed: Connection timed out"
+	equals "$(snapshot)" "$before"
 }
 
 @test "multi-host: a lock held on a sidecar fails its finish after a bounded wait" {
@@ -306,11 +306,11 @@ mounted() {
 	hold "$SPOOL_DIR/meta/j1"
 	before=$(snapshot)
 	SPOOL_TEST_LOCK_WAIT=200 run -111 --separate-stderr timeout 20 spool-finish j1 1 ok
-	[ "$stderr" = "spool-finish: j1: $KEPT" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$stderr" "spool-finish: j1: $KEPT"
+	equals "$(snapshot)" "$before"
 	kill $(cat "$BATS_TEST_TMPDIR/holders")
 	run -0 spool-finish j1 1 ok
-	[ "$(state_of j1)" = done ]
+	equals "$(state_of j1)" done
 }
 
 @test "multi-host: a lock held on hosts/ID stops nothing until the ID is due a touch" {
@@ -323,8 +323,8 @@ mounted() {
 	touch -d '2 minutes ago' "$SPOOL_DIR/hosts/testhost"
 	before=$(snapshot)
 	SPOOL_TEST_LOCK_WAIT=200 run -111 --separate-stderr timeout 20 spool-ls
-	[ "$stderr" = "spool-ls: $SPOOL_DIR: $KEPT" ]
-	[ "$(snapshot)" = "$before" ]
+	equals "$stderr" "spool-ls: $SPOOL_DIR: $KEPT"
+	equals "$(snapshot)" "$before"
 	kill $(cat "$BATS_TEST_TMPDIR/holders")
 	run -0 spool-ls
 	[ "$(stat -c %Y "$SPOOL_DIR/hosts/testhost")" -gt $(($(date +%s) - 60)) ]

@@ -139,7 +139,7 @@ EOF
 	[[ $output != *.symtab* && $output == *.dynsym* ]]
 	"$D/usr/local/bin/spool-init"
 	echo x | "$D/usr/local/bin/spool-enqueue" --id j1
-	[ "$(state_of j1)" = new ]
+	equals "$(state_of j1)" new
 	# The files as shipped: the page of spool-resume is spool-pause's.
 	cmp "$ROOT/man/spool.3" "$D/usr/local/share/man/man3/spool.3"
 	cmp "$ROOT/lib/spool.h" "$D/usr/local/include/spool.h"
@@ -164,21 +164,21 @@ EOF
 	d="$BATS_TEST_TMPDIR/root"
 	vars="PREFIX=/opt/sp BINDIR=/opt/sp/sbin LIBDIR=/opt/sp/lib64 INCLUDEDIR=/opt/sp/inc MANDIR=/opt/sp/man"
 	mk install DESTDIR="$d" $vars STRIP= >/dev/null
-	[ "$(cd "$d" && find . -mindepth 1 ! -type d -printf '%h\n' |
-	    LC_ALL=C sort | uniq -c | awk '{ print $1, $2 }' | tr '\n' ' ')" = \
-	    "1 ./opt/sp/inc 7 ./opt/sp/lib/systemd/system 4 ./opt/sp/lib64 1 ./opt/sp/lib64/pkgconfig 2 ./opt/sp/libexec/spool 16 ./opt/sp/man/man1 1 ./opt/sp/man/man3 1 ./opt/sp/man/man7 16 ./opt/sp/sbin 17 ./opt/sp/share/bash-completion/completions 5 ./opt/sp/share/doc/spool/examples " ]
+	equals "$(cd "$d" && find . -mindepth 1 ! -type d -printf '%h\n' |
+	    LC_ALL=C sort | uniq -c | awk '{ print $1, $2 }' | tr '\n' ' ')" \
+	    "1 ./opt/sp/inc 7 ./opt/sp/lib/systemd/system 4 ./opt/sp/lib64 1 ./opt/sp/lib64/pkgconfig 2 ./opt/sp/libexec/spool 16 ./opt/sp/man/man1 1 ./opt/sp/man/man3 1 ./opt/sp/man/man7 16 ./opt/sp/sbin 17 ./opt/sp/share/bash-completion/completions 5 ./opt/sp/share/doc/spool/examples "
 	# STRIP=: the symbols stay, for a packager's own tools.
 	run -0 readelf -S "$d/opt/sp/sbin/spool-ls"
 	[[ $output == *.symtab* ]]
-	[ "$(sed -n '1,3p' "$d/opt/sp/lib64/pkgconfig/spool.pc")" = \
-	    "$(printf '%s\n' prefix=/opt/sp libdir=/opt/sp/lib64 includedir=/opt/sp/inc)" ]
+	equals "$(sed -n '1,3p' "$d/opt/sp/lib64/pkgconfig/spool.pc")" \
+	    "$(printf '%s\n' prefix=/opt/sp libdir=/opt/sp/lib64 includedir=/opt/sp/inc)"
 	# Every /usr/local path of contrib/ and of the pages, made this one's.
-	[ "$(grep -h '^ExecStart' "$d"/opt/sp/lib/systemd/system/*.service |
-	    grep -o '/[a-z/]*/spool-[a-z]*' | sort -u | tr '\n' ' ')" = \
-	    "/opt/sp/sbin/spool-purge /opt/sp/sbin/spool-run /opt/sp/sbin/spool-stat " ]
+	equals "$(grep -h '^ExecStart' "$d"/opt/sp/lib/systemd/system/*.service |
+	    grep -o '/[a-z/]*/spool-[a-z]*' | sort -u | tr '\n' ' ')" \
+	    "/opt/sp/sbin/spool-purge /opt/sp/sbin/spool-run /opt/sp/sbin/spool-stat "
 	# (but a user's own handler, which stays where the user put it)
-	[ "$(grep -r /usr/local "$d/opt/sp/lib/systemd" "$d/opt/sp/man" |
-	    grep -v ' -- /usr/local/libexec/reports-handler ')" = "" ]
+	equals "$(grep -r /usr/local "$d/opt/sp/lib/systemd" "$d/opt/sp/man" |
+	    grep -v ' -- /usr/local/libexec/reports-handler ')" ""
 	grep -qx 'PATH=/opt/sp/sbin:/usr/bin:/bin' "$d/opt/sp/share/doc/spool/examples/crontab"
 	grep -q '	/opt/sp/sbin/spool-run -d /var/spool/reports ' \
 	    "$d/opt/sp/share/doc/spool/examples/spool-run.cron"
@@ -187,13 +187,13 @@ EOF
 	# The installed handlers are the ones the page names.
 	[ -x "$d/opt/sp/libexec/spool/handler-http.sh" ]
 	mk uninstall DESTDIR="$d" $vars >/dev/null
-	[ "$(find "$d" ! -type d)" = "" ]
+	equals "$(find "$d" ! -type d)" ""
 }
 
 @test "spool(3)'s example, built with pkg-config against the shared library, runs on a spool" {
 	run -0 --separate-stderr pc --cflags --libs
-	[ "${output% }" = "-I$D/usr/local/include -L$D/usr/local/lib -lspool" ]
-	[ "$(pc --modversion)" = "$(cat "$ROOT/VERSION")" ]
+	equals "${output% }" "-I$D/usr/local/include -L$D/usr/local/lib -lspool"
+	equals "$(pc --modversion)" "$(cat "$ROOT/VERSION")"
 	man_example 1 >"$BATS_TEST_TMPDIR/example.c"
 	cc -Wall -Wextra -Werror -o "$BATS_TEST_TMPDIR/example" \
 	    "$BATS_TEST_TMPDIR/example.c" $(pc --cflags --libs)
@@ -204,45 +204,45 @@ EOF
 	s="$BATS_TEST_TMPDIR/s"
 	run -0 --separate-stderr env LD_LIBRARY_PATH="$D/usr/local/lib" \
 	    "$BATS_TEST_TMPDIR/example" "$s"
-	[ "$output" = "$(man_example 2)" ]
-	[ "$stderr" = "" ]
+	equals "$output" "$(man_example 2)"
+	equals "$stderr" ""
 	# It ran on the installed library, and the job is done.
 	run -0 env LD_LIBRARY_PATH="$D/usr/local/lib" ldd "$BATS_TEST_TMPDIR/example"
 	[[ $output == *"libspool.so.0 => $D/usr/local/lib/libspool.so.0 "* ]]
 	SPOOL_DIR=$s
-	[ "$(state_of hello-1)" = done ]
-	[ "$(cat "$s/done/hello-1")" = "hello, world" ]
+	equals "$(state_of hello-1)" done
+	equals "$(cat "$s/done/hello-1")" "hello, world"
 	fsck_clean
 	# A second run: a new cycle of the same job.
 	run -0 env LD_LIBRARY_PATH="$D/usr/local/lib" "$BATS_TEST_TMPDIR/example" "$s"
-	[ "${lines[1]}" = "claimed hello-1, token 2, attempt 1: hello, world" ]
+	equals "${lines[1]}" "claimed hello-1, token 2, attempt 1: hello, world"
 	# An error, the library's way: a file where the spool should be.
 	: >"$BATS_TEST_TMPDIR/file"
 	run -111 --separate-stderr env LD_LIBRARY_PATH="$D/usr/local/lib" \
 	    "$BATS_TEST_TMPDIR/example" "$BATS_TEST_TMPDIR/file"
-	[ "$stderr" = "example: $BATS_TEST_TMPDIR/file: Not a directory" ]
+	equals "$stderr" "example: $BATS_TEST_TMPDIR/file: Not a directory"
 }
 
 @test "spool(3)'s example, built with pkg-config --static, runs on a spool without libspool.so" {
 	run -0 --separate-stderr pc --static --libs
-	[ "${output% }" = "-L$D/usr/local/lib -lspool -luuid -lxxhash -luring" ]
+	equals "${output% }" "-L$D/usr/local/lib -lspool -luuid -lxxhash -luring"
 	man_example 1 >"$BATS_TEST_TMPDIR/example.c"
 	cc -static -o "$BATS_TEST_TMPDIR/example" "$BATS_TEST_TMPDIR/example.c" \
 	    $(pc --static --cflags --libs)
 	run -0 readelf -d "$BATS_TEST_TMPDIR/example"
-	[ "$output" = $'\nThere is no dynamic section in this file.' ]
+	equals "$output" $'\nThere is no dynamic section in this file.'
 	run -0 --separate-stderr "$BATS_TEST_TMPDIR/example" "$BATS_TEST_TMPDIR/s"
-	[ "$output" = "$(man_example 2)" ]
+	equals "$output" "$(man_example 2)"
 	SPOOL_DIR="$BATS_TEST_TMPDIR/s"
-	[ "$(state_of hello-1)" = done ]
+	equals "$(state_of hello-1)" done
 	fsck_clean
 }
 
 @test "the libraries export the functions of spool.h and spool(3) and no other global name" {
 	run -0 --separate-stderr foreign_names "$D/usr/local/lib/libspool.a"
-	[ "$output$stderr" = "" ]
+	equals "$output$stderr" ""
 	run -0 --separate-stderr foreign_names "$D/usr/local/lib/libspool.so.0.1.0"
-	[ "$output$stderr" = "" ]
+	equals "$output$stderr" ""
 	# The API: what the header declares, the page documents, both export.
 	grep -oE '\<spool_[a-z_]+\(' "$ROOT/lib/spool.h" | tr -d '(' |
 	    LC_ALL=C sort -u >"$BATS_TEST_TMPDIR/header"
@@ -292,9 +292,9 @@ EOF
 	# The installed libraries, static and shared, leave them to it.
 	cc -static -o "$BATS_TEST_TMPDIR/mine" "$BATS_TEST_TMPDIR/mine.c" \
 	    $(pc --static --cflags --libs)
-	[ "$("$BATS_TEST_TMPDIR/mine")" = "7 42 1" ]
+	equals "$("$BATS_TEST_TMPDIR/mine")" "7 42 1"
 	cc -o "$BATS_TEST_TMPDIR/mine" "$BATS_TEST_TMPDIR/mine.c" $(pc --cflags --libs)
-	[ "$(LD_LIBRARY_PATH="$D/usr/local/lib" "$BATS_TEST_TMPDIR/mine")" = "7 42 1" ]
+	equals "$(LD_LIBRARY_PATH="$D/usr/local/lib" "$BATS_TEST_TMPDIR/mine")" "7 42 1"
 }
 
 @test "bash-completion finds the installed completion of every command" {
@@ -303,20 +303,20 @@ EOF
 	    for c; do
 		    __load_completion "$c" && complete -p "$c"
 	    done' - $CMDS
-	[ "$stderr" = "" ]
+	equals "$stderr" ""
 	diff -u <(for c in $CMDS; do echo "complete -F _spool $c"; done) - <<<"$output"
 }
 
 @test "VERSION, spool.pc, the shared library's name, debian/changelog and --version agree" {
 	v=$(cat "$ROOT/VERSION")
 	[[ $v =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]
-	[ "$(pc --modversion)" = "$v" ]
+	equals "$(pc --modversion)" "$v"
 	for c in $CMDS; do
-		[ "$("$D/usr/local/bin/$c" --version)" = \
-		    "$c $v (spool format 2; reads format 1 too)" ]
+		equals "$("$D/usr/local/bin/$c" --version)" \
+		    "$c $v (spool format 2; reads format 1 too)"
 	done
 	[ -f "$D/usr/local/lib/libspool.so.$v" ]
-	[ "$(head -n 1 "$ROOT/debian/changelog")" = "spool ($v) unstable; urgency=medium" ]
+	equals "$(head -n 1 "$ROOT/debian/changelog")" "spool ($v) unstable; urgency=medium"
 }
 
 @test "the installed library and commands have no test hooks, and ignore them" {
@@ -324,7 +324,7 @@ EOF
 	    "$D/usr/local/lib/libspool.so.0" "$D/usr/local/bin/spool-enqueue"
 	[ -n "$output" ]
 	run -1 grep -c SPOOL_TEST <<<"$output"
-	[ "$output" = 0 ]
+	equals "$output" 0
 	# A pinned clock and a crash point, set for the installed command:
 	# it enqueues at the real time, and lives.
 	before=$(date +%s%3N)
@@ -337,10 +337,10 @@ EOF
 
 @test "make uninstall removes every file that make install put there" {
 	mk uninstall DESTDIR="$D" >/dev/null
-	[ "$(find "$D" ! -type d)" = "" ]
+	equals "$(find "$D" ! -type d)" ""
 	# spool's own directories go too; the shared ones (bin/, man1/ ...)
 	# stay, as they might hold other files.
-	[ "$(find "$D" -name '*spool*')" = "" ]
+	equals "$(find "$D" -name '*spool*')" ""
 	# And a second uninstall is not an error.
 	mk uninstall DESTDIR="$D" >/dev/null
 }

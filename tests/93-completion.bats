@@ -241,11 +241,11 @@ EOF
 	    "$BATS_TEST_DIRNAME/../man/spool-fsck.1" >"$BATS_TEST_TMPDIR/spool-fsck.1"
 	run -1 diff <(man_options "$BATS_TEST_TMPDIR/spool-fsck.1") \
 	    <(comp_options spool-fsck)
-	[ "$output" = $'3d2\n< spool-fsck --verbose' ]
-	[ "$(man_options "$BATS_TEST_DIRNAME/../man/spool-ls.1" | tr '\n' ' ')" = \
-	    "spool-ls --json spool-ls --older-than spool-ls --reason spool-ls -0 spool-ls -d spool-ls -l " ]
-	[ "$(man_options "$BATS_TEST_DIRNAME/../man/spool-stat.1" | tr '\n' ' ')" = \
-	    "spool-stat --crit spool-stat --json spool-stat --prom spool-stat --warn spool-stat -d " ]
+	equals "$output" $'3d2\n< spool-fsck --verbose'
+	equals "$(man_options "$BATS_TEST_DIRNAME/../man/spool-ls.1" | tr '\n' ' ')" \
+	    "spool-ls --json spool-ls --older-than spool-ls --reason spool-ls -0 spool-ls -d spool-ls -l "
+	equals "$(man_options "$BATS_TEST_DIRNAME/../man/spool-stat.1" | tr '\n' ' ')" \
+	    "spool-stat --crit spool-stat --json spool-stat --prom spool-stat --warn spool-stat -d "
 }
 
 @test "completing IDs reads the state directories, never meta/" {
@@ -255,8 +255,8 @@ EOF
 	    bash -c 'source "$1"; COMP_WORDS=(spool-show ""); COMP_CWORD=1
 	    _spool; printf "%s\n" "${COMPREPLY[@]}"' - "$COMPLETION" \
 	    >"$BATS_TEST_TMPDIR/out"
-	[ "$(LC_ALL=C sort "$BATS_TEST_TMPDIR/out" | tr '\n' ' ')" = \
-	    "d1 l1 l2 n1 n2 p1 p2 " ]
+	equals "$(LC_ALL=C sort "$BATS_TEST_TMPDIR/out" | tr '\n' ' ')" \
+	    "d1 l1 l2 n1 n2 p1 p2 "
 	# The trace shows the reads of the state directories ...
 	grep -q "openat(.*\"$SPOOL_DIR/dead/\"" "$BATS_TEST_TMPDIR/trace"
 	grep -q "openat(.*\"$SPOOL_DIR/new/" "$BATS_TEST_TMPDIR/trace"

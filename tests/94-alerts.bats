@@ -54,16 +54,16 @@ prom_names() {
 
 @test "promtool accepts the alert rules" {
 	run -0 --separate-stderr promtool check rules "$CONTRIB/spool-alerts.yml"
-	[ "$output" = "$(printf '%s\n' "Checking $CONTRIB/spool-alerts.yml" \
-	    "  SUCCESS: 8 rules found")" ]
-	[ "$stderr" = "" ]
+	equals "$output" "$(printf '%s\n' "Checking $CONTRIB/spool-alerts.yml" \
+	    "  SUCCESS: 8 rules found")"
+	equals "$stderr" ""
 }
 
 @test "the alert rules pass their unit tests (promtool test rules)" {
 	cd "$CONTRIB"
 	run -0 promtool test rules spool-alerts.test.yml
-	[ "$output" = "$(printf '%s\n' "Unit Testing:  spool-alerts.test.yml" \
-	    "  SUCCESS")" ]
+	equals "$output" "$(printf '%s\n' "Unit Testing:  spool-alerts.test.yml" \
+	    "  SUCCESS")"
 }
 
 @test "the unit tests fail when a threshold is off" {
@@ -85,7 +85,7 @@ prom_names() {
 	{ prom_names "$BATS_TEST_TMPDIR/prom"; echo node_textfile_mtime_seconds; } |
 	    LC_ALL=C sort >"$BATS_TEST_TMPDIR/known"
 	run -0 --separate-stderr comm -23 "$BATS_TEST_TMPDIR/used" "$BATS_TEST_TMPDIR/known"
-	[ "$output" = "" ]
+	equals "$output" ""
 	# The rules without their annotations (the unit tests check those),
 	# fed the output as a host's series for 20 minutes.
 	awk '/^ *annotations:/ { skip = index($0, "a"); next }
@@ -133,7 +133,7 @@ EOF
 	    "$BATS_TEST_TMPDIR/prom" | wc -l | grep -qx 4
 	cd "$BATS_TEST_TMPDIR"
 	run -0 promtool test rules real.test.yml
-	[ "$output" = "$(printf '%s\n' "Unit Testing:  real.test.yml" "  SUCCESS")" ]
+	equals "$output" "$(printf '%s\n' "Unit Testing:  real.test.yml" "  SUCCESS")"
 }
 
 @test "every query of the Grafana dashboard names only metrics that spool-stat --prom emits" {
@@ -148,10 +148,10 @@ EOF
 	dashboard_queries "$dash" | promql_metrics >"$BATS_TEST_TMPDIR/used"
 	prom_names "$BATS_TEST_TMPDIR/prom" >"$BATS_TEST_TMPDIR/emitted"
 	run -0 --separate-stderr comm -23 "$BATS_TEST_TMPDIR/used" "$BATS_TEST_TMPDIR/emitted"
-	[ "$output" = "" ]
+	equals "$output" ""
 	# It shows every family spool-stat emits.
 	run -0 --separate-stderr comm -13 "$BATS_TEST_TMPDIR/used" "$BATS_TEST_TMPDIR/emitted"
-	[ "$output" = "" ]
+	equals "$output" ""
 	# The panels' queries are PromQL (Grafana's variables put aside):
 	# promtool checks them as recording rules.
 	{
@@ -171,9 +171,9 @@ EOF
 	dashboard_queries "$BATS_TEST_TMPDIR/bad.json" | promql_metrics >"$BATS_TEST_TMPDIR/used"
 	prom_names "$BATS_TEST_TMPDIR/prom" >"$BATS_TEST_TMPDIR/emitted"
 	run -0 comm -23 "$BATS_TEST_TMPDIR/used" "$BATS_TEST_TMPDIR/emitted"
-	[ "$output" = spool_oldest_parked_seconds ]
+	equals "$output" spool_oldest_parked_seconds
 	# And the names in the expressions, read right.
-	[ "$(promql_metrics <<<'sum by (spool, event) (rate(spool_audit_events_total{a="b(c)"}[5m])) > bool 0 and on (x) up')" = \
-	    "$(printf '%s\n' spool_audit_events_total up)" ]
-	[ "$(promql_metrics <<<'label_values(spool_jobs{instance=~"$instance"}, spool)')" = spool_jobs ]
+	equals "$(promql_metrics <<<'sum by (spool, event) (rate(spool_audit_events_total{a="b(c)"}[5m])) > bool 0 and on (x) up')" \
+	    "$(printf '%s\n' spool_audit_events_total up)"
+	equals "$(promql_metrics <<<'label_values(spool_jobs{instance=~"$instance"}, spool)')" spool_jobs
 }

@@ -30,11 +30,11 @@ bare_path() {
 		return 1
 	}
 	# It cleans up after itself.
-	[ "$(ls -A "$BATS_TEST_TMPDIR/tmp")" = "" ]
+	equals "$(ls -A "$BATS_TEST_TMPDIR/tmp")" ""
 	# The deliveries, in the order they ran.  Tokens come from one counter
 	# for the whole spool: 1 to 9, one a delivery.
 	claims=$(grep '^  claimed' <<<"$output" | sed 's/:.*->//')
-	[ "$(awk '{ print $4 }' <<<"$claims" | paste -sd' ')" = "1 2 3 4 5 6 7 8 9" ]
+	equals "$(awk '{ print $4 }' <<<"$claims" | paste -sd' ')" "1 2 3 4 5 6 7 8 9"
 	# First each job once (jobs due in the same 16 ms come in any order),
 	# then order-1844's retries, then the two redriven jobs (in any
 	# order, for the same reason).
@@ -83,9 +83,9 @@ spool-redrive: order-1846: its side effect may have happened: reconcile it, then
 (exit status 1)
 EOF
 	# spool-show: order-1844's three deliveries, each a retry.
-	[ "$(sed -n '/^\$ spool-show order-1844/,/^==/p' <<<"$output" |
-	    awk '$1 == 1 && $4 == "demo-worker" { print $2, $7 }' | tr '\n' ' ')" = \
-	    "1 retry 2 retry 3 retry " ]
+	equals "$(sed -n '/^\$ spool-show order-1844/,/^==/p' <<<"$output" |
+	    awk '$1 == 1 && $4 == "demo-worker" { print $2, $7 }' | tr '\n' ' ')" \
+	    "1 retry 2 retry 3 retry "
 	# At the end: nothing parked, five done of which one dropped.
 	diff -u - <(sed -n '/^== Verify/,$p' <<<"$output" |
 	    grep -E '^(dead|done|dropped|redriven_done) ') <<'EOF'
@@ -105,17 +105,17 @@ EOF
 @test "tests/deps.sh build asks for a compiler, libuuid, libxxhash and liburing alone; plain, for every test tool" {
 	p=$(bare_path cc id)
 	run -0 --separate-stderr env -i PATH="$p" "$ROOT/tests/deps.sh" build
-	[ "$output$stderr" = "" ]
+	equals "$output$stderr" ""
 	# No compiler (and no apt-get to install one with).
 	p=$(bare_path id)
 	run -1 --separate-stderr env -i PATH="$p" "$ROOT/tests/deps.sh" build
-	[ "$stderr" = "$(printf '%s\n' 'missing: gcc libc6-dev' \
-	    'install them with: sudo apt-get install -y gcc libc6-dev')" ]
+	equals "$stderr" "$(printf '%s\n' 'missing: gcc libc6-dev' \
+	    'install them with: sudo apt-get install -y gcc libc6-dev')"
 	ln -s "$(command -v cc)" "$p/cc"
 	run -1 --separate-stderr env -i PATH="$p" "$ROOT/tests/deps.sh"
 	[[ $stderr == "missing: bats strace mandoc jq prometheus "* ]]
 	run -1 --separate-stderr env -i PATH="$p" "$ROOT/tests/deps.sh" deb
 	[[ $stderr == "missing: "*" pkg-config "*"dpkg-dev debhelper lintian"$'\n'* ]]
 	run -100 --separate-stderr "$ROOT/tests/deps.sh" demo
-	[ "$stderr" = "usage: tests/deps.sh [build | check | deb]" ]
+	equals "$stderr" "usage: tests/deps.sh [build | check | deb]"
 }
