@@ -436,12 +436,12 @@ EOT
 @test "the library's structs, zeroed, name only what matters: defaults fill the rest" {
 	printf 'payload\n' >"$BATS_TEST_TMPDIR/p"
 	run -0 "$BATS_TEST_DIRNAME/lib/defaults" "$SPOOL_DIR" "$BATS_TEST_TMPDIR/p"
-	[ "$output" = "enqueue a: 0 ok
+	equals "$output" "enqueue a: 0 ok
 enqueue b: 0 ok
 deadline: 604800000 ms after creation
 claimed 2
 finish a: 0 done
-finish b: 0 dead" ]
+finish b: 0 dead"
 	run -0 spool-show --json a
 	[[ $output == *'"owner":null'* ]]
 	run -0 grep -c " claim a 1 1 1 testhost:[0-9]* " "$SPOOL_DIR/audit/testhost.log"

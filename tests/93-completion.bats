@@ -71,7 +71,7 @@ setup_file() {
 	spool-enqueue --id n2 --delay 1h <<<n2 >/dev/null
 	export TL1 TL2
 	TL1=$(tok l1) TL2=$(tok l2)
-	[ "$(ls "$SPOOL_DIR/leased")" = "$(printf '%s\n' "l1,$TL1" "l2,$TL2")" ]
+	equals "$(ls "$SPOOL_DIR/leased")" "$(printf '%s\n' "l1,$TL1" "l2,$TL2")"
 	[ "$TL2" -eq 7 ]
 	[ ! -e "$SPOOL_DIR/meta/g1" ]
 }
