@@ -22,6 +22,9 @@ if [ "$mode" != build ]; then
 	# The power-cut explorer (tests/powercut/explore).
 	[ -x /usr/bin/python3 ] || missing="$missing python3"
 	command -v mandoc >/dev/null 2>&1 || missing="$missing mandoc"
+	# groff renders the pages for man-db's man(1) (tests/97-manpages.bats):
+	# the whole package, which gropdf shows, not groff-base alone.
+	command -v gropdf >/dev/null 2>&1 || missing="$missing groff"
 	command -v jq >/dev/null 2>&1 || missing="$missing jq"
 	command -v promtool >/dev/null 2>&1 || missing="$missing prometheus"
 	command -v inotifywait >/dev/null 2>&1 || missing="$missing inotify-tools"
