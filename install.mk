@@ -10,7 +10,7 @@
 #	LIBDIR		libspool.a, libspool.so.VERSION and its links
 #	PKGCONFIGDIR	spool.pc
 #	INCLUDEDIR	spool.h
-#	MANDIR		spool-*(1), spool(3), spool(7)
+#	MANDIR		spool-*(1), libspool(3), spool(7)
 #	LIBEXECDIR/spool	contrib/'s spool-run handlers
 #	UNITDIR		the systemd units and timers; nothing enables them
 #	DOCDIR/examples	the crontabs, the alert rules, the dashboard, the demo
@@ -18,8 +18,8 @@
 # The units, crontabs and man pages name the commands and handlers by the
 # paths of this install (they say /usr/local in the source).
 
-# The soname's number: 0 while the interface may still change (spool(3),
-# "ABI").
+# The soname's number: 0 while the interface may still change
+# (libspool(3), "ABI").
 SOMAJOR = 0
 SONAME = libspool.so.$(SOMAJOR)
 SHLIB = lib/libspool.so.$(SPOOL_VERSION)
@@ -96,6 +96,9 @@ install: all libs
 	# spool-resume has no page of its own: spool-pause.1 documents both.
 	ln -sf spool-pause.1 $(DESTDIR)$(MANDIR)/man1/spool-resume.1
 	$(INSTALL) -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/
+	# 0.1.0 installed the library's page as spool.3, which man spool
+	# would open before spool(7).
+	rm -f $(DESTDIR)$(MANDIR)/man3/spool.3
 	$(INSTALL) -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/
 	$(INSTALL) -m 755 $(HANDLERS) $(DESTDIR)$(LIBEXECDIR)/spool/
 	for f in $(UNITS) contrib/crontab contrib/spool-run.cron; do \
@@ -118,7 +121,7 @@ uninstall:
 	    $(SONAME) libspool.so.$(SPOOL_VERSION))
 	rm -f $(DESTDIR)$(PKGCONFIGDIR)/spool.pc $(DESTDIR)$(INCLUDEDIR)/spool.h
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1)) spool-resume.1)
-	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(MAN3)))
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(MAN3)) spool.3)
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(MAN7)))
 	rm -f $(addprefix $(DESTDIR)$(LIBEXECDIR)/spool/,$(notdir $(HANDLERS)))
 	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(notdir $(UNITS)))

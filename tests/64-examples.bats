@@ -3,7 +3,7 @@
 # tests/examples.bash) and its output compared, on a spool made to be the
 # one the page describes, with the clock pinned to the page's times.  A
 # display that is not run says why beside it.  spool(7)'s incident is
-# tests/69-incident.bats; spool(3)'s program is built and run by
+# tests/69-incident.bats; libspool(3)'s program is built and run by
 # tests/92-install.bats.
 
 load helpers
@@ -458,7 +458,7 @@ EOT
 		}
 		case $name in
 		# Built against the installed library and run there.
-		'spool(3)') grep -q "^@test \"spool(3)'s example" \
+		'libspool(3)') grep -q "^@test \"libspool(3)'s example" \
 		    "$BATS_TEST_DIRNAME/92-install.bats" ;;
 		*) grep -qF "@test \"$name: EXAMPLES\"" "$BATS_TEST_FILENAME" ;;
 		esac || { echo "no test runs the EXAMPLES of $name" >&2; return 1; }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
 # make install and make uninstall (install.mk): every file in its place
 # under DESTDIR and the directories given; programs built against the
-# install with pkg-config, shared and static (spool(3)'s example); the
-# libraries export the API's names alone; the completion is found where
-# bash-completion looks; uninstall leaves nothing.
+# install with pkg-config, shared and static (libspool(3)'s example);
+# the libraries export the API's names alone; the completion is found
+# where bash-completion looks; uninstall leaves nothing.
 
 load helpers
 load examples
@@ -40,10 +40,10 @@ pc() {
 	    pkg-config "$@" spool
 }
 
-# The Nth literal display of spool(3)'s EXAMPLES: 1 the program, 2 what
-# it prints.
+# The Nth literal display of libspool(3)'s EXAMPLES: 1 the program, 2
+# what it prints.
 man_example() {
-	ex_blocks "$ROOT/man/spool.3" EXAMPLES | awk -F'\t' -v n="$1" '$1 == n' |
+	ex_blocks "$ROOT/man/libspool.3" EXAMPLES | awk -F'\t' -v n="$1" '$1 == n' |
 	    cut -f2-
 }
 
@@ -127,7 +127,7 @@ l 777 usr/local/share/man/man1/spool-resume.1 -> spool-pause.1
 f 644 usr/local/share/man/man1/spool-run.1
 f 644 usr/local/share/man/man1/spool-show.1
 f 644 usr/local/share/man/man1/spool-stat.1
-f 644 usr/local/share/man/man3/spool.3
+f 644 usr/local/share/man/man3/libspool.3
 f 644 usr/local/share/man/man7/spool.7
 EOF
 	# Stripped: no symbol table, and they still run.
@@ -141,7 +141,7 @@ EOF
 	echo x | "$D/usr/local/bin/spool-enqueue" --id j1
 	equals "$(state_of j1)" new
 	# The files as shipped: the page of spool-resume is spool-pause's.
-	cmp "$ROOT/man/spool.3" "$D/usr/local/share/man/man3/spool.3"
+	cmp "$ROOT/man/libspool.3" "$D/usr/local/share/man/man3/libspool.3"
 	cmp "$ROOT/lib/spool.h" "$D/usr/local/include/spool.h"
 	cmp "$ROOT/contrib/spool-run@.service" "$D/usr/local/lib/systemd/system/spool-run@.service"
 	cmp "$ROOT/completion/spool.bash" "$D/usr/local/share/bash-completion/completions/spool"
@@ -190,7 +190,7 @@ EOF
 	equals "$(find "$d" ! -type d)" ""
 }
 
-@test "spool(3)'s example, built with pkg-config against the shared library, runs on a spool" {
+@test "libspool(3)'s example, built with pkg-config against the shared library, runs on a spool" {
 	run -0 --separate-stderr pc --cflags --libs
 	equals "${output% }" "-I$D/usr/local/include -L$D/usr/local/lib -lspool"
 	equals "$(pc --modversion)" "$(cat "$ROOT/VERSION")"
@@ -223,7 +223,7 @@ EOF
 	equals "$stderr" "example: $BATS_TEST_TMPDIR/file: Not a directory"
 }
 
-@test "spool(3)'s example, built with pkg-config --static, runs on a spool without libspool.so" {
+@test "libspool(3)'s example, built with pkg-config --static, runs on a spool without libspool.so" {
 	run -0 --separate-stderr pc --static --libs
 	equals "${output% }" "-L$D/usr/local/lib -lspool -luuid -lxxhash -luring"
 	man_example 1 >"$BATS_TEST_TMPDIR/example.c"
@@ -238,7 +238,7 @@ EOF
 	fsck_clean
 }
 
-@test "the libraries export the functions of spool.h and spool(3) and no other global name" {
+@test "the libraries export the functions of spool.h and libspool(3) and no other global name" {
 	run -0 --separate-stderr foreign_names "$D/usr/local/lib/libspool.a"
 	equals "$output$stderr" ""
 	run -0 --separate-stderr foreign_names "$D/usr/local/lib/libspool.so.0.1.0"
@@ -247,10 +247,10 @@ EOF
 	grep -oE '\<spool_[a-z_]+\(' "$ROOT/lib/spool.h" | tr -d '(' |
 	    LC_ALL=C sort -u >"$BATS_TEST_TMPDIR/header"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/header")" -ge 40 ]
-	sed -n '/^\.Sh SYNOPSIS/,/^\.Sh DESCRIPTION/p' "$ROOT/man/spool.3" |
+	sed -n '/^\.Sh SYNOPSIS/,/^\.Sh DESCRIPTION/p' "$ROOT/man/libspool.3" |
 	    sed -n 's/^\.F[no] \(spool_[a-z_]*\).*/\1/p' | LC_ALL=C sort -u |
 	    diff -u "$BATS_TEST_TMPDIR/header" -
-	sed -n 's/^\.Nm \(spool_[a-z_]*\).*/\1/p' "$ROOT/man/spool.3" | LC_ALL=C sort -u |
+	sed -n 's/^\.Nm \(spool_[a-z_]*\).*/\1/p' "$ROOT/man/libspool.3" | LC_ALL=C sort -u |
 	    diff -u "$BATS_TEST_TMPDIR/header" -
 	nm -D --defined-only "$D/usr/local/lib/libspool.so.0.1.0" |
 	    awk '$2 == "T" { print $3 }' | LC_ALL=C sort | diff -u "$BATS_TEST_TMPDIR/header" -
@@ -333,6 +333,17 @@ EOF
 	run -0 "$D/usr/local/bin/spool-show" --json hooked
 	created=$(sed 's/.*"created":\([0-9]*\).*/\1/' <<<"$output")
 	[ "$created" -ge "$before" ]
+}
+
+@test "make install removes the library's page of 0.1.0, spool.3, and uninstall too" {
+	local d="$BATS_TEST_TMPDIR/root" m=usr/local/share/man/man3
+	mkdir -p "$d/$m"
+	echo old >"$d/$m/spool.3"
+	mk install DESTDIR="$d" >/dev/null
+	[ "$(ls "$d/$m")" = libspool.3 ]
+	echo old >"$d/$m/spool.3"
+	mk uninstall DESTDIR="$d" >/dev/null
+	[ "$(ls -A "$d/$m")" = "" ]
 }
 
 @test "make uninstall removes every file that make install put there" {

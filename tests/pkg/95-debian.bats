@@ -94,10 +94,10 @@ setup() {
 	[[ $output == *'spool-redrive: order-1846: its side effect may have happened: reconcile it, then redrive with --reconciled'* ]]
 	[ "$(grep -c '^  claimed' <<<"$output")" -eq 9 ]
 	[ "$(ls -A "$BATS_TEST_TMPDIR/tmp")" = "" ]
-	# spool(3)'s example against libspool-dev, shared and static.
+	# libspool(3)'s example against libspool-dev, shared and static.
 	awk '/^\.Sh/ { ex = ($2 == "EXAMPLES") }
 	    ex && /^\.Bd -literal/ { k++; on = (k == 1); next }
-	    /^\.Ed/ { on = 0 } on' "$ROOT/man/spool.3" |
+	    /^\.Ed/ { on = 0 } on' "$ROOT/man/libspool.3" |
 	    sed 's/\\e/\\/g; s/\\&//g' >"$BATS_TEST_TMPDIR/example.c"
 	[ "$(echo $(pkg-config --libs spool))" = -lspool ]
 	cc -o "$BATS_TEST_TMPDIR/example" "$BATS_TEST_TMPDIR/example.c" $(pkg-config --cflags --libs spool)
@@ -124,7 +124,7 @@ setup() {
 	[ "$(getent passwd | cut -d: -f1 | sort)" = "$users" ]
 	# Completion and manual pages where their tools look.
 	[ -L /usr/share/bash-completion/completions/spool-redrive ]
-	[ -f /usr/share/man/man3/spool.3.gz ]
+	[ -f /usr/share/man/man3/libspool.3.gz ]
 	[ "$(readlink /usr/share/man/man1/spool-resume.1.gz)" = spool-pause.1.gz ]
 	run -0 dpkg --purge $PKGS
 	run -1 dpkg-query -W -f '${Status}\n' $PKGS
