@@ -51,6 +51,7 @@ const char *usage_text = "spool-run [-d DIR] [--grace DUR] [--idle-exit DUR] "
 #define RECHECK_MS	1000	/* due, yet nothing could be claimed: look again */
 #define CLOCK_NAG_MS	600000	/* an unsynchronised clock is named this often */
 #define TAIL_MAX	300	/* bytes of the handler's stderr kept */
+#define LINE_MAX_OUT	1024	/* a longer line of a handler's is cut */
 #define RESULT_MAX	256	/* longest $SPOOL_RESULT read */
 
 extern char **environ;
@@ -67,6 +68,9 @@ struct slot {
 	int errfd;		/* read end of its stderr pipe, or -1 */
 	char tail[TAIL_MAX];	/* the last bytes of its stderr */
 	size_t ntail;
+	char line[LINE_MAX_OUT];	/* its line not yet ended */
+	size_t nline;
+	int64_t started;	/* monotonic ms: the handler's start */
 	int64_t lease_ms;	/* the lease's length, for the renewals */
 	int64_t expires;	/* our lease runs out then unless renewed */
 	int64_t renew_at, timeout_at, kill_at;	/* monotonic ms, or NEVER */
@@ -78,7 +82,7 @@ static struct {
 	char *dir;		/* the spool, absolute, for SPOOL_DIR */
 	struct spool_claim_opts copts;
 	char **handler;
-	int64_t timeout_ms, grace_ms, idle_ms;
+	int64_t timeout_ms, grace_ms, idle_ms;	/* timeout_ms -1: config's */
 	long max_jobs, taken;	/* max_jobs 0: no limit */
 	int once;
 	struct slot *slots;
@@ -340,7 +344,7 @@ make_detail(const struct slot *s, const char *why, char *buf, size_t len)
 }
 
 static void
-pass_through(const char *p, size_t n)
+write_err(const char *p, size_t n)
 {
 	ssize_t r;
 
@@ -353,6 +357,61 @@ pass_through(const char *p, size_t n)
 		p += r;
 		n -= (size_t)r;
 	}
+}
+
+/*
+ * One line of a handler's, on ours, after its job's ID: "ID: text".  It
+ * goes in one write(2), so that the lines of several handlers interleave
+ * whole, one event a line, as journald and syslog read them.
+ */
+static void
+emit_line(const struct slot *s, const char *p, size_t n)
+{
+	char buf[SPOOL_ID_MAX + 3 + LINE_MAX_OUT + 1];
+	int k;
+
+	k = snprintf(buf, sizeof(buf), "%s: ", s->lease.id);
+	memcpy(buf + k, p, n);
+	buf[k + n] = '\n';
+	write_err(buf, (size_t)k + n + 1);
+}
+
+/*
+ * What a handler wrote, on ours, a line at a time; a line it has not
+ * ended yet waits for its end, or for LINE_MAX_OUT bytes.
+ */
+static void
+relay(struct slot *s, const char *p, size_t n)
+{
+	const char *nl;
+	size_t take;
+
+	while (n > 0) {
+		nl = memchr(p, '\n', n);
+		take = nl != NULL ? (size_t)(nl - p) : n;
+		if (take > sizeof(s->line) - s->nline)
+			take = sizeof(s->line) - s->nline;
+		memcpy(s->line + s->nline, p, take);
+		s->nline += take;
+		p += take;
+		n -= take;
+		if (n > 0 && *p == '\n') {
+			p++;
+			n--;
+		} else if (s->nline < sizeof(s->line))
+			break;	/* the line goes on in the next read */
+		emit_line(s, s->line, s->nline);
+		s->nline = 0;
+	}
+}
+
+/* The handler's last line, if it did not end it. */
+static void
+relay_end(struct slot *s)
+{
+	if (s->nline > 0)
+		emit_line(s, s->line, s->nline);
+	s->nline = 0;
 }
 
 static void
@@ -386,7 +445,7 @@ read_stderr(struct slot *s, int reads)
 
 	while (s->errfd != -1 && reads-- > 0) {
 		if ((r = read(s->errfd, buf, sizeof(buf))) > 0) {
-			pass_through(buf, (size_t)r);
+			relay(s, buf, (size_t)r);
 			keep_tail(s, buf, (size_t)r);
 			continue;
 		}
@@ -439,6 +498,46 @@ release(struct slot *s, const char *detail)
 	finish(s, &f);
 }
 
+/*
+ * One line for each delivery that ran, when it ends: its time, the job,
+ * what the handler did (exit N, or signal N), how long it ran, the outcome
+ * asked and where the job went.  stopped= says why the worker stopped it:
+ * its timeout, the end of the grace, or a lease lost.  f is NULL when the
+ * delivery was not the worker's to finish.
+ */
+static void
+log_end(const struct slot *s, int wstatus, const struct spool_finish *f)
+{
+	static const char *const stopped[] = {
+		[STOP_NONE] = "", [STOP_TIMEOUT] = " stopped=timeout",
+		[STOP_SHUTDOWN] = " stopped=shutdown", [STOP_LOST] = " stopped=lost"
+	};
+	char when[32], how[24], where[48];
+	int64_t ran = mono_ms() - s->started;
+
+	(void)spool_format_time(when, sizeof(when), wall_ms());
+	if (WIFSIGNALED(wstatus))
+		(void)snprintf(how, sizeof(how), "signal=%d", WTERMSIG(wstatus));
+	else
+		(void)snprintf(how, sizeof(how), "exit=%d", WEXITSTATUS(wstatus));
+	if (f == NULL)
+		(void)snprintf(where, sizeof(where), "-");
+	else if (f->res.status == 0)
+		(void)snprintf(where, sizeof(where), "%s%s%s",
+		    spool_state_name(f->res.state), f->res.reason != 0 ?
+		    " reason=" : "", f->res.reason != 0 ?
+		    spool_reason_name(f->res.reason) : "");
+	else
+		(void)snprintf(where, sizeof(where), "%s", f->res.status == 1 ?
+		    "refused" : "failed");
+	say("%s %s token=%" PRIu64 " attempt=%d %s duration=%" PRId64 ".%03"
+	    PRId64 "s outcome=%s class=%s state=%s%s", when, s->lease.id,
+	    s->lease.token, s->lease.attempt, how, ran / 1000, ran % 1000,
+	    f != NULL ? spool_outcome_name(f->outcome) : "-",
+	    f != NULL && f->class != SPOOL_CLASS_NONE ?
+	    spool_class_name(f->class) : "-", where, stopped[s->stop]);
+}
+
 /* The handler of s has been reaped with wstatus: end its delivery. */
 static void
 end_job(struct slot *s, int wstatus)
@@ -449,6 +548,7 @@ end_job(struct slot *s, int wstatus)
 	int class, r;
 
 	read_stderr(s, 16);	/* what it wrote just before it ended */
+	relay_end(s);
 	memset(&f, 0, sizeof(f));
 	f.delay_ms = -1;
 	r = read_result(s, &class, &delay, why, sizeof(why));
@@ -458,7 +558,9 @@ end_job(struct slot *s, int wstatus)
 	case STOP_SHUTDOWN:
 		make_detail(s, "stopped after the grace", detail,
 		    sizeof(detail));
-		release(s, detail);
+		f.outcome = SPOOL_RELEASE;
+		f.detail = detail;
+		finish(s, &f);
 		break;
 	case STOP_TIMEOUT:
 		(void)snprintf(why, sizeof(why), "timed out after %" PRId64
@@ -486,6 +588,7 @@ end_job(struct slot *s, int wstatus)
 		finish(s, &f);
 		break;
 	}
+	log_end(s, wstatus, s->stop == STOP_LOST ? NULL : &f);
 	if (s->errfd != -1)
 		(void)close(s->errfd);	/* held open by what it left behind */
 	free_slot(s);
@@ -721,6 +824,7 @@ start_job(struct slot *s)
 	(void)fcntl(errpipe[0], F_SETFL, O_NONBLOCK);	/* cannot fail */
 	s->state = RUNNING;
 	s->errfd = errpipe[0];
+	s->started = now;
 	s->renew_at = now + renew_interval(s);
 	s->timeout_at = w.timeout_ms > 0 ? after(now, w.timeout_ms) : NEVER;
 	s->kill_at = NEVER;
@@ -848,6 +952,9 @@ claim_jobs(void)
 		return;
 	}
 	if (r == 0 && w.once) {
+		/* A paused spool is not an empty one: say it, as spool-claim. */
+		if (spool_paused(w.sp) == 1)
+			say("spool paused");
 		w.status = worst(w.status, EXIT_NO);
 		w.stopping = 1;
 		return;
@@ -1026,6 +1133,8 @@ setup(const char *dirarg)
 
 	w.sp = open_spool(dirarg);
 	spool_settings(w.sp, &w.set);
+	if (w.timeout_ms == -1)
+		w.timeout_ms = w.set.timeout_ms;	/* config's timeout */
 	w.clock_said = NEVER;
 	if ((w.dir = realpath(dirarg, NULL)) == NULL)
 		die(EXIT_TEMP, "%s: %s", dirarg, strerror(errno));
@@ -1059,6 +1168,37 @@ setup(const char *dirarg)
 	free(audit);
 }
 
+/*
+ * spool-run's options end at the handler: "spool-run -j 4 h --once" hands
+ * --once to h, and runs for ever.  Where no "--" said that this is meant,
+ * a word after the handler that is one of spool-run's options is named.
+ */
+static void
+warn_options(char **args, const struct option *longopts)
+{
+	const struct option *o;
+	size_t len;
+
+	for (; *args != NULL; args++) {
+		if (strcmp(*args, "-d") == 0 || strcmp(*args, "-j") == 0) {
+			o = NULL;
+			goto warn;
+		}
+		if (strncmp(*args, "--", 2) != 0)
+			continue;
+		len = strcspn(*args + 2, "=");
+		for (o = longopts; o->name != NULL; o++)
+			if (strlen(o->name) == len &&
+			    strncmp(o->name, *args + 2, len) == 0)
+				goto warn;
+		continue;
+warn:
+		say("warning: '%s' after the handler is the handler's, not "
+		    "spool-run's: put spool-run's options before the handler, "
+		    "or write -- before the handler to say it is meant", *args);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1080,6 +1220,7 @@ main(int argc, char **argv)
 	w.nslots = 1;
 	w.grace_ms = 30000;
 	w.idle_ms = -1;
+	w.timeout_ms = -1;
 	/* '+': the handler's own options are not ours. */
 	while ((c = cmd_getopt(argc, argv, "+d:j:", longopts)) != -1) {
 		switch (c) {
@@ -1111,7 +1252,7 @@ main(int argc, char **argv)
 			    spool_valid_owner);
 			break;
 		case 't':
-			w.timeout_ms = opt_duration("--timeout", optarg, 0);
+			w.timeout_ms = opt_duration("--timeout", optarg, 1);
 			break;
 		default:
 			usage();
@@ -1120,6 +1261,8 @@ main(int argc, char **argv)
 	if (optind == argc)
 		usage();
 	w.handler = argv + optind;
+	if (strcmp(argv[optind - 1], "--") != 0)
+		warn_options(w.handler + 1, longopts);
 	if (w.once)
 		w.max_jobs = 1;
 	if (!find_handler(w.handler[0]))

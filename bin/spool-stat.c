@@ -55,6 +55,7 @@ struct stats {
 	int64_t now;
 	long state[SPOOL_DEAD + 1];	/* files whose sidecar agrees */
 	long ready, dropped, damaged, cycles2, quarantined;
+	long overdue;	/* leases held longer than the spool's timeout */
 	unsigned long hand_edits;	/* audit lines by "hand": adoptions */
 	long reason[NREASON], class[NCLASS];	/* of parked jobs */
 	long redriven[4];		/* by outcomes[] */
@@ -174,6 +175,9 @@ visit(void *arg, const char *id, const char *file,
 		break;
 	case SPOOL_LEASED:
 		st->first_lease = min64(st->first_lease, in->since);
+		/* Renewed past the timeout: a handler that hangs? */
+		st->overdue += st->set.timeout_ms > 0 &&
+		    st->now - in->since > st->set.timeout_ms;
 		break;
 	case SPOOL_DONE:
 		st->dropped += in->dropped;
@@ -234,6 +238,7 @@ gather(struct spool *sp, struct stats *st)
 	memset(st, 0, sizeof(*st));
 	st->now = spool_now();
 	st->first_ready = st->first_dead = st->first_lease = INT64_MAX;
+	spool_settings(sp, &st->set);
 	if (spool_list_jobs(sp, SPOOL_ABSENT, 0, visit, &w) == -1)
 		fail(EXIT_TEMP, "meta/: %s", strerror(errno));
 	if (spool_census(sp, st->state, &c) == -1)
@@ -242,7 +247,6 @@ gather(struct spool *sp, struct stats *st)
 	st->quarantined = c.quarantined;
 	if ((st->paused = spool_paused(sp)) == -1)
 		fail(EXIT_TEMP, "paused: %s", strerror(errno));
-	spool_settings(sp, &st->set);
 	st->clock_synced = spool_clock(&st->clock_maxerror);
 	if (spool_audit_scan(sp, audit_line, st) == -1)
 		fail(EXIT_TEMP, "audit/: %s", strerror(errno));
@@ -283,6 +287,7 @@ metrics(const struct stats *st, struct metric *m)
 	add(m, &n, "lag", 1, age_of(st, st->first_ready));
 	add(m, &n, "oldest_dead", 1, age_of(st, st->first_dead));
 	add(m, &n, "oldest_lease", 1, age_of(st, st->first_lease));
+	add(m, &n, "overdue", 0, st->overdue);
 	for (i = 0; i < 4; i++) {
 		(void)snprintf(name, sizeof(name), "redriven_%s", outcomes[i]);
 		add(m, &n, name, 0, st->redriven[i]);
@@ -301,7 +306,7 @@ metrics(const struct stats *st, struct metric *m)
 	return n;
 }
 /* paused .. redriven_dropped, then one a reason and one a class. */
-#define NFLAT	18
+#define NFLAT	19
 #define NMETRIC	(NFLAT + NREASON - 1 + NCLASS)
 
 static void
@@ -324,6 +329,11 @@ print_plain(const struct stats *st, const struct metric *m, size_t n)
 		    spool_event_name(st->last.event), dash(st->last.actor),
 		    fmt_time(when, sizeof(when), st->last.time),
 		    age(buf, sizeof(buf), st->now - st->last.time));
+	if (st->set.timeout_ms > 0)
+		printf("%-31s %s\n", "timeout", age(buf, sizeof(buf),
+		    st->set.timeout_ms));
+	else
+		printf("%-31s none\n", "timeout");
 	if (!st->set.multi_host)
 		return;
 	printf("%-31s %s, skew %s\n", "multi_host", st->set.host,
@@ -344,6 +354,7 @@ print_json(const struct stats *st, const struct metric *m)
 	jbegin(NULL, '{');
 	jnum("now", st->now);
 	jbool("paused", st->paused);
+	jnum("timeout_ms", st->set.timeout_ms);
 	/* The flat metrics; by reason and class come as objects. */
 	for (i = 1; i < NFLAT; i++)
 		jnum(m[i].name, m[i].value);
@@ -438,6 +449,9 @@ print_prom(const struct stats *st, const char *dir)
 	    "Files spool-fsck --repair moved to quarantine/: look at each.");
 	printf("spool_quarantined_files{spool=\"%s\"} %ld\n", sv,
 	    st->quarantined);
+	family("spool_overdue_leases", "gauge", "Leases held longer than "
+	    "the spool's timeout: a handler that hangs, renewing its lease?");
+	printf("spool_overdue_leases{spool=\"%s\"} %ld\n", sv, st->overdue);
 	family("spool_hand_edits_total", "counter", "Moves made by hand in "
 	    "the spool that spool-fsck --repair adopted, in the audit logs "
 	    "kept.");

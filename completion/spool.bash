@@ -112,7 +112,7 @@ _spool_reasons='permanent exhausted deadline side-effect cancelled'
 # "METRICS").
 _spool_metrics='paused new ready leased done dropped dead damaged quarantined
     hand_edits cycles2
-    lag oldest_dead oldest_lease redriven_queued redriven_done
+    lag oldest_dead oldest_lease overdue redriven_queued redriven_done
     redriven_parked redriven_dropped dead_permanent dead_exhausted
     dead_deadline dead_side_effect dead_cancelled dead_class_none
     dead_class_transient dead_class_rate_limited dead_class_dependency_down

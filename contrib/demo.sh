@@ -77,9 +77,10 @@ SH
 chmod +x "$HANDLER"
 sed -n '/^case/,/^esac/p' "$HANDLER"
 export WORLD
-# Runs jobs until nothing has been due for half a second.
+# Runs jobs until nothing has been due for half a second.  Its log, one
+# line a delivery, is shown with the handler's lines.
 worker() {
-	run spool-run --owner demo-worker --idle-exit 500ms -- "$HANDLER"
+	run spool-run --owner demo-worker --idle-exit 500ms -- "$HANDLER" 2>&1
 }
 worker
 

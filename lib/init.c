@@ -34,6 +34,8 @@ static const char default_config[] =
     "deadline=7d\n"
     "backoff=1s\n"
     "backoff-max=1h\n"
+    "# spool-run stops a handler that runs longer (0: never).\n"
+    "timeout=1h\n"
     "# Free space and inodes kept for draining: enqueue stops below them.\n"
     "reserve=16M\n"
     "reserve-inodes=1000\n";

@@ -60,6 +60,7 @@ struct spool {
 	char *path;		/* absolute path of the top directory */
 	int group;		/* shared by a group: setgid, group-writable */
 	int64_t lease_ms, deadline_ms, backoff_ms, backoff_max_ms;
+	int64_t timeout_ms;	/* config timeout: spool-run's; 0: none */
 	int max_attempts;
 	uint64_t reserve_bytes, reserve_inodes;	/* kept free for draining */
 	int multi_host;		/* config multi-host=yes */

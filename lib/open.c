@@ -54,6 +54,7 @@ parse_config(struct spool *sp, char *text, int *bad)
 	sp->deadline_ms = 7LL * 86400000;
 	sp->backoff_ms = 1000;
 	sp->backoff_max_ms = 3600000;
+	sp->timeout_ms = 3600000;
 	sp->skew_ms = -1;
 	for (line = text; line != NULL && *line != '\0'; line = next) {
 		if ((next = strchr(line, '\n')) != NULL)
@@ -106,6 +107,8 @@ parse_config(struct spool *sp, char *text, int *bad)
 			sp->backoff_max_ms = v;
 		else if (strcmp(line, "skew") == 0)
 			sp->skew_ms = v;
+		else if (strcmp(line, "timeout") == 0)
+			sp->timeout_ms = v;
 		else
 			return -1;
 	}
@@ -380,6 +383,7 @@ spool_settings(struct spool *sp, struct spool_settings *s)
 	s->multi_host = sp->multi_host;
 	s->skew_ms = sp->skew_ms;
 	s->host = sp->host;
+	s->timeout_ms = sp->timeout_ms;
 }
 
 int

@@ -175,6 +175,8 @@ struct spool_settings {
 	int multi_host;
 	int64_t skew_ms;	/* a lease is taken over skew after it ends */
 	const char *host;
+	int64_t timeout_ms;	/* a handler's longest run (spool-run); 0:
+				   none */
 };
 void spool_settings(struct spool *sp, struct spool_settings *s);
 

@@ -72,17 +72,21 @@ busy() {
 plain() {
 	local names="paused new ready leased done dropped dead damaged
 	    quarantined hand_edits cycles2
-	    lag oldest_dead oldest_lease redriven_queued redriven_done
+	    lag oldest_dead oldest_lease overdue redriven_queued redriven_done
 	    redriven_parked redriven_dropped dead_permanent dead_exhausted
 	    dead_deadline dead_side_effect dead_cancelled dead_class_none
 	    dead_class_transient dead_class_rate_limited
 	    dead_class_dependency_down dead_class_invalid_input
 	    dead_class_permission dead_class_cancelled
 	    dead_class_unknown_side_effect dead_class_crashed dead_class_timeout
-	    dead_class_lease_expired last_action" name kv v
+	    dead_class_lease_expired last_action timeout" name kv v
 	for name in $names; do
 		v=0
-		case $name in lag | oldest_*) v=0s ;; last_action) v=- ;; esac
+		case $name in
+		lag | oldest_*) v=0s ;;
+		last_action) v=- ;;
+		timeout) v=1h00m ;;
+		esac
 		for kv; do
 			[ "${kv%%=*}" = "$name" ] && v=${kv#*=}
 		done
@@ -107,7 +111,7 @@ plain() {
 	run -0 --separate-stderr at_ms $T spool-stat --json
 	equals "$stderr" ""
 	diff -u - <(printf '%s\n' "$output") <<EOF
-{"now":$T,"paused":false,"new":0,"ready":0,"leased":0,"done":0,"dropped":0,"dead":0,"damaged":0,"quarantined":0,"hand_edits":0,"cycles2":0,"lag":0,"oldest_dead":0,"oldest_lease":0,"redriven_queued":0,"redriven_done":0,"redriven_parked":0,"redriven_dropped":0,"dead_by_reason":{"permanent":0,"exhausted":0,"deadline":0,"side-effect":0,"cancelled":0},"dead_by_class":{"none":0,"transient":0,"rate-limited":0,"dependency-down":0,"invalid-input":0,"permission":0,"cancelled":0,"unknown-side-effect":0,"crashed":0,"timeout":0,"lease-expired":0},"audit_events":{"enqueue":0,"claim":0,"reclaim":0,"renew":0,"ok":0,"retry":0,"release":0,"park":0,"supersede":0,"redrive":0,"drop":0,"cancel":0,"purge":0,"pause":0,"resume":0,"restore":0,"rebuild":0},"last_action":null}
+{"now":$T,"paused":false,"timeout_ms":3600000,"new":0,"ready":0,"leased":0,"done":0,"dropped":0,"dead":0,"damaged":0,"quarantined":0,"hand_edits":0,"cycles2":0,"lag":0,"oldest_dead":0,"oldest_lease":0,"overdue":0,"redriven_queued":0,"redriven_done":0,"redriven_parked":0,"redriven_dropped":0,"dead_by_reason":{"permanent":0,"exhausted":0,"deadline":0,"side-effect":0,"cancelled":0},"dead_by_class":{"none":0,"transient":0,"rate-limited":0,"dependency-down":0,"invalid-input":0,"permission":0,"cancelled":0,"unknown-side-effect":0,"crashed":0,"timeout":0,"lease-expired":0},"audit_events":{"enqueue":0,"claim":0,"reclaim":0,"renew":0,"ok":0,"retry":0,"release":0,"park":0,"supersede":0,"redrive":0,"drop":0,"cancel":0,"purge":0,"pause":0,"resume":0,"restore":0,"rebuild":0},"last_action":null}
 EOF
 	jq -e . <<<"$output" >/dev/null
 }
@@ -135,6 +139,9 @@ spool_damaged_jobs{$s} 0
 # HELP spool_quarantined_files Files spool-fsck --repair moved to quarantine/: look at each.
 # TYPE spool_quarantined_files gauge
 spool_quarantined_files{$s} 0
+# HELP spool_overdue_leases Leases held longer than the spool's timeout: a handler that hangs, renewing its lease?
+# TYPE spool_overdue_leases gauge
+spool_overdue_leases{$s} 0
 # HELP spool_hand_edits_total Moves made by hand in the spool that spool-fsck --repair adopted, in the audit logs kept.
 # TYPE spool_hand_edits_total counter
 spool_hand_edits_total{$s} 0
@@ -206,17 +213,19 @@ EOF
 
 @test "a busy spool: counts, ages, reasons, classes, redrives, the last action" {
 	busy
+	# The lease, held 1m59s, is overdue past a timeout of a minute.
+	sed -i 's/^timeout=.*/timeout=1m/' "$SPOOL_DIR/config"
 	run -0 --separate-stderr at_ms $((T + 200000)) spool-stat
 	equals "$stderr" ""
 	diff -u <(plain paused=1 new=3 ready=2 leased=1 done=4 dropped=2 dead=5 \
-	    cycles2=4 lag=1m27s oldest_dead=3m18s oldest_lease=1m59s \
+	    cycles2=4 lag=1m27s oldest_dead=3m18s oldest_lease=1m59s overdue=1 \
 	    redriven_queued=1 redriven_done=1 redriven_parked=1 \
 	    redriven_dropped=1 dead_permanent=2 dead_exhausted=1 \
 	    dead_side_effect=1 dead_cancelled=1 dead_class_none=1 \
 	    dead_class_dependency_down=1 dead_class_invalid_input=1 \
 	    dead_class_cancelled=1 dead_class_unknown_side_effect=1 \
-	    "last_action=pause by ops at 2026-11-30T00:55:50.000Z (50s ago)") \
-	    <(printf '%s\n' "$output")
+	    "last_action=pause by ops at 2026-11-30T00:55:50.000Z (50s ago)" \
+	    timeout=1m00s) <(printf '%s\n' "$output")
 	# The counts agree with the directories.
 	for state in new leased done dead; do
 		equals "$(grep "^$state " <<<"$output" | awk '{ print $2 }')" \
@@ -225,7 +234,7 @@ EOF
 	run -0 --separate-stderr at_ms $((T + 200000)) spool-stat --json
 	equals "$stderr" ""
 	jq -e . <<<"$output" >/dev/null
-	equals "$(jq -c '[.paused, .new, .ready, .leased, .done, .dropped, .dead, .cycles2, .lag, .oldest_dead, .oldest_lease]' <<<"$output")" "[true,3,2,1,4,2,5,4,87000,198000,119000]"
+	equals "$(jq -c '[.paused, .timeout_ms, .new, .ready, .leased, .done, .dropped, .dead, .cycles2, .lag, .oldest_dead, .oldest_lease, .overdue]' <<<"$output")" "[true,60000,3,2,1,4,2,5,4,87000,198000,119000,1]"
 	equals "$(jq -c '.dead_by_reason' <<<"$output")" '{"permanent":2,"exhausted":1,"deadline":0,"side-effect":1,"cancelled":1}'
 	equals "$(jq -c '.dead_by_class | with_entries(select(.value > 0))' <<<"$output")" '{"none":1,"dependency-down":1,"invalid-input":1,"cancelled":1,"unknown-side-effect":1}'
 	equals "$(jq -c '.last_action' <<<"$output")" "{\"event\":\"pause\",\"by\":\"ops\",\"time\":$((T + 150000))}"

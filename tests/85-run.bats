@@ -52,6 +52,13 @@ start_worker() {
 	WPID=$!
 }
 
+# runlog: spool-run's lines on stdin, with the time as T and the duration
+# as D; other lines as they are.
+runlog() {
+	sed -E 's/^spool-run: [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{3}Z /spool-run: T /
+	    s/ duration=[0-9]+\.[0-9]{3}s / duration=D /'
+}
+
 # wait_worker STATUS: the worker ends with STATUS.
 wait_worker() {
 	local rc=0
@@ -158,7 +165,8 @@ SPOOL_TRACE=trace-7
 args: one two words
 result ok
 EOF
-	equals "$stderr" ""
+	equals "$(runlog <<<"$stderr")" \
+	    "spool-run: T order-1842 token=1 attempt=1 exit=0 duration=D outcome=ok class=- state=done"
 	cmp "$T/payload" "$T/stdin"
 	equals "$(state_of order-1842)" done
 	diff -u - <(audit_events) <<EOF
@@ -177,7 +185,21 @@ EOF
 	enqueue sig 'kill -KILL $$'
 	run -0 --separate-stderr spool-run -j 4 --max-jobs 12 --owner w1 -- "$H"
 	equals "$output" ""
-	equals "$stderr" ""
+	# One line a delivery, in the order they ended.
+	diff -u - <(runlog <<<"$stderr" | sed 's/ token=[0-9]*//' | LC_ALL=C sort) <<'EOF'
+spool-run: T s0 attempt=1 exit=0 duration=D outcome=ok class=- state=done
+spool-run: T s1 attempt=1 exit=1 duration=D outcome=retry class=crashed state=new
+spool-run: T s100 attempt=1 exit=100 duration=D outcome=permanent class=- state=dead reason=permanent
+spool-run: T s111 attempt=1 exit=111 duration=D outcome=retry class=transient state=new
+spool-run: T s2 attempt=1 exit=2 duration=D outcome=retry class=crashed state=new
+spool-run: T s255 attempt=1 exit=255 duration=D outcome=retry class=crashed state=new
+spool-run: T s64 attempt=1 exit=64 duration=D outcome=permanent class=invalid-input state=dead reason=permanent
+spool-run: T s65 attempt=1 exit=65 duration=D outcome=permanent class=invalid-input state=dead reason=permanent
+spool-run: T s75 attempt=1 exit=75 duration=D outcome=retry class=transient state=new
+spool-run: T s77 attempt=1 exit=77 duration=D outcome=permanent class=permission state=dead reason=permanent
+spool-run: T s78 attempt=1 exit=78 duration=D outcome=retry class=dependency-down state=new
+spool-run: T sig attempt=1 signal=9 duration=D outcome=retry class=crashed state=new
+EOF
 	diff -u - <(last_recs "ev out cls reason detail" s0 s1 s2 s64 s65 s75 \
 	    s77 s78 s100 s111 s255 sig) <<'EOF'
 s0 ev=ok out=ok cls= reason= detail=
@@ -226,7 +248,15 @@ EOF
 	enqueue bad 'echo class=nonsense >"$SPOOL_RESULT"; exit 0'
 	enqueue gone 'rm "$SPOOL_RESULT"; exit 75'
 	run -0 --separate-stderr spool-run --max-jobs 7 --owner w1 -- "$H"
-	equals "$stderr" ""
+	diff -u - <(runlog <<<"$stderr") <<'EOF'
+spool-run: T rl token=1 attempt=1 exit=75 duration=D outcome=retry class=rate-limited state=new
+spool-run: T dd token=2 attempt=1 exit=1 duration=D outcome=retry class=dependency-down state=new
+spool-run: T now token=3 attempt=1 exit=111 duration=D outcome=retry class=transient state=new
+spool-run: T cx token=4 attempt=1 exit=100 duration=D outcome=permanent class=cancelled state=dead reason=permanent
+spool-run: T okc token=5 attempt=1 exit=0 duration=D outcome=ok class=- state=done
+spool-run: T bad token=6 attempt=1 exit=0 duration=D outcome=retry class=crashed state=new
+spool-run: T gone token=7 attempt=1 exit=75 duration=D outcome=retry class=transient state=new
+EOF
 	diff -u - <(last_recs "ev cls detail" rl dd now cx okc bad gone) <<'EOF'
 rl ev=retry cls=rate-limited detail=exit%2075
 dd ev=retry cls=dependency-down detail=exit%201
@@ -243,12 +273,19 @@ EOF
 	equals "$(last_rec now at)" "at=new:$t"
 }
 
-@test "stderr passes through; its tail is the detail, in the sidecar only" {
-	enqueue j1 'head -c 1000 /dev/zero | tr "\0" x >&2; printf "\nfirst line\nsecond line\n" >&2; echo out; exit 3'
+@test "stderr passes through a line at a time after the job's ID; its tail is the detail, in the sidecar only" {
+	enqueue j1 'head -c 1500 /dev/zero | tr "\0" x >&2; printf "\nfirst line\nsecond line\n" >&2; echo out; exit 3'
 	run -0 --separate-stderr spool-run --once --owner w1 -- "$H"
 	equals "$output" out
-	diff -u <(head -c 1000 /dev/zero | tr '\0' x; printf '\nfirst line\nsecond line\n') \
-	    <(printf '%s\n' "$stderr")
+	# A line longer than 1024 bytes is cut there.
+	x() { head -c "$1" /dev/zero | tr '\0' x; }
+	diff -u - <(runlog <<<"$stderr") <<EOF
+j1: $(x 1024)
+j1: $(x 476)
+j1: first line
+j1: second line
+spool-run: T j1 token=1 attempt=1 exit=3 duration=D outcome=retry class=crashed state=new
+EOF
 	# 200 bytes: the status, then the end of stderr on one line.
 	want="exit 3: $(head -c 169 /dev/zero | tr '\0' x) first line second line"
 	[ "${#want}" -eq 200 ]
@@ -262,7 +299,10 @@ EOF
 	enqueue t1 "$code"
 	enqueue t2 "$code" --max-attempts 1
 	run -0 --separate-stderr spool-run -j 2 --max-jobs 2 --timeout 300ms --owner w1 -- "$H"
-	equals "$stderr" ""
+	diff -u - <(runlog <<<"$stderr" | LC_ALL=C sort) <<'EOF'
+spool-run: T t1 token=1 attempt=1 exit=143 duration=D outcome=retry class=timeout state=new stopped=timeout
+spool-run: T t2 token=2 attempt=1 exit=143 duration=D outcome=retry class=timeout state=dead reason=exhausted stopped=timeout
+EOF
 	for k in 1 2 3 4; do next_event; done >"$T/seen"
 	diff -u <(printf '%s\n' "start t1" "start t2" "term t1" "term t2") \
 	    <(LC_ALL=C sort "$T/seen")
@@ -306,7 +346,7 @@ EOF
 	equals "$(last_rec j1 ev tok own)" "$(printf '%s\n' ev=ok tok=1 own=w1)"
 	equals "$(audit_events | grep '^reclaim')" ""
 	equals "$(cat "$T/out")" ""
-	equals "$(cat "$T/err")" ""
+	equals "$(runlog <"$T/err")" "spool-run: T j1 token=1 attempt=1 exit=0 duration=D outcome=ok class=- state=done"
 }
 
 @test "a renew refused after a takeover stops the handler, and the job is not finished" {
@@ -318,7 +358,8 @@ EOF
 	equals "$(cut -f1-3 <<<"$output")" "$(printf 'j1\t2\t2')"
 	equals "$(next_event)" term
 	wait_worker 0
-	equals "$(cat "$T/err")" "spool-run: j1: lease lost (stale token): handler stopped, job not finished"
+	equals "$(runlog <"$T/err")" "$(printf '%s\n' "spool-run: j1: lease lost (stale token): handler stopped, job not finished" \
+	    "spool-run: T j1 token=1 attempt=1 exit=0 duration=D outcome=- class=- state=- stopped=lost")"
 	# The handler's exit 0 did not finish it: the thief holds it still.
 	equals "$(cd "$SPOOL_DIR" && find leased -type f)" "leased/j1,2"
 	equals "$(last_rec j1 ev tok own)" "$(printf '%s\n' ev=claim tok=2 own=thief)"
@@ -349,7 +390,7 @@ out=release
 detail=stopped%20after%20the%20grace
 EOF
 	equals "$(audit_events | tail -n 1)" "release j1 1 0 1 w1 - - -"
-	equals "$(cat "$T/err")" ""
+	equals "$(runlog <"$T/err")" "spool-run: T j1 token=1 attempt=1 exit=0 duration=D outcome=release class=- state=new stopped=shutdown"
 }
 
 @test "SIGTERM: claimed jobs not yet started are released at once; a running one finishes in the grace" {
@@ -396,7 +437,7 @@ EOF
 	equals "$(last_rec b detail)" "detail=not%20started:%20the%20worker%20is%20stopping"
 	# Neither handler ran.
 	if read -r -t 0 -u "$EVFD"; then echo "a handler ran" >&2; false; fi
-	equals "$(cat "$T/err")" ""
+	equals "$(runlog <"$T/err")" "spool-run: T a token=1 attempt=1 exit=0 duration=D outcome=ok class=- state=done"
 	fsck_clean
 }
 
@@ -507,19 +548,26 @@ EOF
 	kill -TERM "$WPID"
 	wait_worker 0
 	equals "$(ids_in done)" "$(printf '%s\n' j1 j2)"
-	equals "$(cat "$T/err")" ""
+	equals "$(runlog <"$T/err")" "$(printf '%s\n' \
+	    "spool-run: T j1 token=1 attempt=1 exit=0 duration=D outcome=ok class=- state=done" \
+	    "spool-run: T j2 token=2 attempt=1 exit=0 duration=D outcome=ok class=- state=done")"
 }
 
-@test "--once runs one job and exits 0, or exits 1 when nothing is due" {
+@test "--once runs one job and exits 0, or exits 1 when nothing is due, saying so if paused" {
 	run -1 --separate-stderr spool-run --once -- "$H"
 	equals "$output" ""
 	equals "$stderr" ""
 	enqueue j1 'echo one'
 	# (due later, in a leaf of its own: one leaf's jobs come in no set order)
 	enqueue j2 'echo two' --delay 50ms
+	spool-pause --by ops --note T-1
+	run -1 --separate-stderr spool-run --once -- "$H"
+	equals "$output" ""
+	equals "$stderr" "spool-run: spool paused"
+	spool-resume --by ops --note T-1
 	run -0 --separate-stderr spool-run --once -- "$H"
 	equals "$output" one
-	equals "$stderr" ""
+	equals "$(runlog <<<"$stderr")" "spool-run: T j1 token=1 attempt=1 exit=0 duration=D outcome=ok class=- state=done"
 	equals "$(state_of j2)" new
 }
 
@@ -529,7 +577,9 @@ EOF
 	enqueue later 'echo later' --delay 1h
 	run -0 --separate-stderr spool-run --idle-exit 300ms -- "$H"
 	equals "$output" "$(printf '%s\n' one two)"
-	equals "$stderr" ""
+	equals "$(runlog <<<"$stderr")" "$(printf '%s\n' \
+	    "spool-run: T j1 token=1 attempt=1 exit=0 duration=D outcome=ok class=- state=done" \
+	    "spool-run: T j2 token=2 attempt=1 exit=0 duration=D outcome=ok class=- state=done")"
 	equals "$(ids_in done)" "$(printf '%s\n' j1 j2)"
 	equals "$(state_of later)" new
 }
@@ -542,8 +592,8 @@ EOF
 	equals "$stderr" "usage: spool-run [-d DIR] [--grace DUR] [--idle-exit DUR] [-j N] [--lease DUR] [--max-jobs N] [--once] [--owner NAME] [--timeout DUR] -- HANDLER [ARG ...]"
 	run -100 --separate-stderr spool-run -j 0 -- "$H"
 	equals "$stderr" "spool-run: -j: bad number '0' (1 to 256)"
-	run -100 --separate-stderr spool-run --timeout 0 -- "$H"
-	equals "$stderr" "spool-run: --timeout: bad duration '0' (use e.g. 500ms, 30s, 5m, 2h, 7d)"
+	run -100 --separate-stderr spool-run --timeout 5x -- "$H"
+	equals "$stderr" "spool-run: --timeout: bad duration '5x' (use e.g. 500ms, 30s, 5m, 2h, 7d, 0)"
 	run -100 --separate-stderr spool-run --owner 'a b' -- "$H"
 	[[ $stderr = "spool-run: --owner: bad value ("* ]]
 	run -100 --separate-stderr spool-run -- "$T/no-such-handler"
@@ -555,10 +605,31 @@ EOF
 	equals "$(snapshot)" "$before"
 }
 
-@test "the handler's own options are its own" {
+@test "the handler's own options are its own; without --, spool-run's own names get a warning" {
 	enqueue j1 'exit 0'
+	enqueue j2 'exit 0'
 	run -0 --separate-stderr spool-run --once -- echo -j 9 --once
 	equals "$output" "-j 9 --once"
+	equals "$(runlog <<<"$stderr")" "spool-run: T j1 token=1 attempt=1 exit=0 duration=D outcome=ok class=- state=done"
+	run -0 --separate-stderr spool-run --once echo -j 9 --once --x
+	equals "$output" "-j 9 --once --x"
+	diff -u - <(runlog <<<"$stderr") <<'EOF'
+spool-run: warning: '-j' after the handler is the handler's, not spool-run's: put spool-run's options before the handler, or write -- before the handler to say it is meant
+spool-run: warning: '--once' after the handler is the handler's, not spool-run's: put spool-run's options before the handler, or write -- before the handler to say it is meant
+spool-run: T j2 token=2 attempt=1 exit=0 duration=D outcome=ok class=- state=done
+EOF
+}
+
+@test "the spool's timeout stops a handler when --timeout is not given; --timeout 0 is none" {
+	sed -i 's/^timeout=.*/timeout=300ms/' "$SPOOL_DIR/config"
+	enqueue t1 'sleep 60 & wait'
+	run -0 --separate-stderr spool-run --once --owner w1 -- "$H"
+	equals "$(runlog <<<"$stderr")" "spool-run: T t1 token=1 attempt=1 signal=15 duration=D outcome=retry class=timeout state=new stopped=timeout"
+	equals "$(last_rec t1 detail)" "detail=timed%20out%20after%20300ms"
+	# --timeout 0: the handler runs until it ends.
+	enqueue t2 'sleep 0.6'
+	run -0 --separate-stderr spool-run --once --timeout 0 --owner w1 -- "$H"
+	equals "$(runlog <<<"$stderr")" "spool-run: T t2 token=2 attempt=1 exit=0 duration=D outcome=ok class=- state=done"
 }
 
 @test "a handler that cannot be started: its job is released and the worker exits 111" {

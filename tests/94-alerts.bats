@@ -55,7 +55,7 @@ prom_names() {
 @test "promtool accepts the alert rules" {
 	run -0 --separate-stderr promtool check rules "$CONTRIB/spool-alerts.yml"
 	equals "$output" "$(printf '%s\n' "Checking $CONTRIB/spool-alerts.yml" \
-	    "  SUCCESS: 8 rules found")"
+	    "  SUCCESS: 9 rules found")"
 	equals "$stderr" ""
 }
 
@@ -81,7 +81,7 @@ prom_names() {
 	# collector's own.
 	sed -n 's/^ *expr: //p' "$CONTRIB/spool-alerts.yml" | promql_metrics \
 	    >"$BATS_TEST_TMPDIR/used"
-	[ "$(wc -l <"$BATS_TEST_TMPDIR/used")" -eq 8 ]
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/used")" -eq 9 ]
 	{ prom_names "$BATS_TEST_TMPDIR/prom"; echo node_textfile_mtime_seconds; } |
 	    LC_ALL=C sort >"$BATS_TEST_TMPDIR/known"
 	run -0 --separate-stderr comm -23 "$BATS_TEST_TMPDIR/used" "$BATS_TEST_TMPDIR/known"
@@ -125,6 +125,9 @@ prom_names() {
         exp_alerts: []
       - eval_time: 15m
         alertname: SpoolPausedLong
+        exp_alerts: []
+      - eval_time: 15m
+        alertname: SpoolLeasesOverdue
         exp_alerts: []
 EOF
 	} >"$BATS_TEST_TMPDIR/real.test.yml"

@@ -36,13 +36,15 @@ ex_blocks() {
 }
 
 # What may differ between runs: the writers' process IDs, the time a paced
-# run took, the name mktemp(1) chose; and what a test's EX_SED, a sed(1)
-# script, says may (generated IDs).
+# run took, spool-run's times and durations, the name mktemp(1) chose; and
+# what a test's EX_SED, a sed(1) script, says may (generated IDs).
 ex_normal() {
 	local text
 	text=$(cat)
 	[ -z "$text" ] || printf '%s\n' "${text//"$EX_TMP/"//tmp/}" |
 	    sed -E 's/\<vm:[0-9]+\>/vm:PID/g; s/ in [0-9]+\.[0-9]s$/ in N.Ns/
+		s/^spool-run: [0-9T:.-]{23}Z /spool-run: TIME /
+		s/ duration=[0-9]+\.[0-9]{3}s / duration=N.NNNs /
 		s|/tmp/tmp\.[A-Za-z0-9]{10}\>|/tmp/tmp.XXXXXXXXXX|g
 		'"${EX_SED:-}"
 }
