@@ -131,24 +131,32 @@ cmd_getopt(int argc, char **argv, const char *optstring,
 }
 
 /*
- * The operand that getopt took for an unknown option because it begins
- * with '-' and a digit, as a negative token does ("spool-finish a -1 ok");
- * NULL if the unknown option was not one.  No command has a digit option
- * but spool-ls's -0.
+ * getopt took an operand for an unknown option because it begins with '-'
+ * and a digit, as a negative token does ("spool-finish a -1 ok"): refuse
+ * it as a bad token, after its job's ID, as the other errors of a token
+ * are.  Returns if the unknown option was not one.  No command has a digit
+ * option but spool-ls's -0.
  */
-const char *
-negative_operand(char **argv)
+void
+negative_token(char **argv)
 {
-	const char *a;
+	const char *a, *id = NULL;
+	int k;
 
 	if (optopt < '0' || optopt > '9' || optind < 1)
-		return NULL;
+		return;
 	/* A lone "-1" is passed; "-12" is not yet, at its first digit. */
-	a = argv[optind - 1];
+	k = optind - 1;
+	a = argv[k];
 	if (a[0] != '-' || a[strlen(a) - 1] != optopt)
-		a = argv[optind];
-	return a != NULL && a[0] == '-' && a[1] >= '0' && a[1] <= '9' ? a :
-	    NULL;
+		a = argv[++k];
+	if (a == NULL || a[0] != '-' || a[1] < '0' || a[1] > '9')
+		return;
+	/* getopt has not yet moved the operands before it: the ID. */
+	if (k > 1 && argv[k - 1][0] != '-' && spool_valid_id(argv[k - 1]))
+		id = argv[k - 1];
+	die(EXIT_PERM, "%s%sbad token '%.40s' (a number from 1 to 2^63-1)",
+	    id != NULL ? id : "", id != NULL ? ": " : "", a);
 }
 
 const char *

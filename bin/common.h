@@ -30,7 +30,7 @@ void usage(void) __attribute__((noreturn));
 struct option;
 int cmd_getopt(int argc, char **argv, const char *optstring,
     const struct option *longopts);
-const char *negative_operand(char **argv);
+void negative_token(char **argv);
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *errtext(int err);
 int open_failure(const char *dir, int err, char *msg, size_t len);

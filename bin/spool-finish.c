@@ -143,7 +143,7 @@ main(int argc, char **argv)
 	};
 	struct opts o = { .class = SPOOL_CLASS_NONE, .delay = -1 };
 	struct spool_finish f;
-	const char *dir = NULL, *a;
+	const char *dir = NULL;
 	struct spool *sp;
 	int c, status;
 
@@ -164,9 +164,7 @@ main(int argc, char **argv)
 			o.delay = opt_duration("--delay", optarg, 1);
 			break;
 		default:
-			if ((a = negative_operand(argv)) != NULL)
-				die(EXIT_PERM, "bad token '%.40s' (a number "
-				    "from 1 to 2^63-1)", a);
+			negative_token(argv);
 			usage();
 		}
 	}

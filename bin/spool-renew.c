@@ -15,7 +15,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct spool_result res;
-	const char *dir = NULL, *a, *id;
+	const char *dir = NULL, *id;
 	int64_t lease = 0;
 	struct spool *sp;
 	uint64_t token;
@@ -31,9 +31,7 @@ main(int argc, char **argv)
 			lease = opt_duration("--lease", optarg, 0);
 			break;
 		default:
-			if ((a = negative_operand(argv)) != NULL)
-				die(EXIT_PERM, "bad token '%.40s' (a number "
-				    "from 1 to 2^63-1)", a);
+			negative_token(argv);
 			usage();
 		}
 	}
@@ -43,7 +41,8 @@ main(int argc, char **argv)
 	if (!spool_valid_id(id))
 		die(EXIT_PERM, "%.140s: bad ID", id);
 	if (spool_parse_token(argv[optind + 1], &token) == -1)
-		die(EXIT_PERM, "%s: bad token (a number from 1 to 2^63-1)", id);
+		die(EXIT_PERM, "%s: bad token '%.40s' (a number from 1 to "
+		    "2^63-1)", id, argv[optind + 1]);
 	sp = open_spool(spool_dir(dir));
 	if (spool_renew(sp, id, token, lease, &res) == -1 && res.status == 0)
 		die(EXIT_TEMP, "%s: %s", id, errtext(errno));

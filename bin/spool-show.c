@@ -219,6 +219,10 @@ show_text(const struct spool_job_info *in, const struct audit *a,
 	printf("\n");
 	print_history(in);
 	printf("\n");
+	/* The audit lines as they are, under their fields' names. */
+	if (a->n > 0)
+		printf("TIME EVENT ID TOKEN ATTEMPT CYCLE ACTOR REASON CLASS "
+		    "NOTE WRITER\n");
 	for (i = 0; i < a->n; i++)
 		printf("%s\n", a->lines[i].text);
 }

@@ -253,7 +253,7 @@ no_case_failed() {
 	jobs_in_every_state
 	for t in 0 00 -1 abc 18446744073709551616 9223372036854775808 1e3 \
 	    " 1" "1 " "" +1 0x1 $'1\n2'; do
-		refused 100 "spool-renew: j2: bad token $TOKENS" \
+		refused 100 "spool-renew: j2: bad token '${t//$'\n'/*}' $TOKENS" \
 		    spool-renew -- j2 "$t"
 		refused 100 "spool-finish: j2: bad token '${t//$'\n'/*}' $TOKENS" \
 		    spool-finish -- j2 "$t" ok

@@ -293,6 +293,7 @@ CYC  ATT  TOKEN  OWNER  CLAIMED                   ENDED                     END 
 1    3    3      w3     2026-11-30T00:53:40.000Z  2026-11-30T00:53:41.000Z  permanent  invalid-input  amount missing
 2    1    4      w4     2026-11-30T00:53:51.000Z  -                         -          -              -
 
+TIME EVENT ID TOKEN ATTEMPT CYCLE ACTOR REASON CLASS NOTE WRITER
 2026-11-30T00:53:20.000Z enqueue order-1842 0 0 1 - - - - testhost:PID
 2026-11-30T00:53:21.000Z claim order-1842 1 1 1 w1 - - - testhost:PID
 2026-11-30T00:53:22.000Z retry order-1842 1 1 1 w1 - transient - testhost:PID
