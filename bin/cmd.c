@@ -312,6 +312,23 @@ opt_name(const char *opt, const char *arg, const char *what,
 	return v;
 }
 
+/*
+ * Who and why: both given, or with need unset neither.  Otherwise say
+ * which is missing, rather than print the usage, which does not say.
+ * what, if not NULL, begins the message: the form it is missing from.
+ */
+void
+who_and_why(const struct spool_operator *op, const char *what, int need)
+{
+	if ((op->by != NULL && op->note != NULL) ||
+	    (!need && op->by == NULL && op->note == NULL))
+		return;
+	die(EXIT_PERM, "%s%s--by WHO and --note TICKET %s; missing: %s",
+	    what != NULL ? what : "", what != NULL ? ": " : "",
+	    need ? "are needed" : "go together", op->by == NULL ?
+	    op->note == NULL ? "--by and --note" : "--by" : "--note");
+}
+
 static const char *
 where(int state)
 {

@@ -42,6 +42,8 @@ const char *opt_word(const char *opt, const char *arg,
     int (*valid)(const char *));
 int opt_name(const char *opt, const char *arg, const char *what,
     int (*from_name)(const char *));
+void who_and_why(const struct spool_operator *op, const char *what,
+    int need);
 const char *default_owner(char *buf, size_t len);
 int report(const char *id, const struct spool_result *res);
 int damaged(const char *id);

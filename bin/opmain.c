@@ -81,8 +81,9 @@ act_main(int argc, char **argv, item_action action)
 
 	cmd_init(argv, 1);
 	dir = operator_options(argc, argv, &op, 1);
-	if (op.by == NULL || op.note == NULL || optind == argc)
+	if (optind == argc)
 		usage();
+	who_and_why(&op, NULL, 1);
 	(void)ids_on_stdin(argv + optind, argc - optind);
 	a.sp = open_spool(spool_dir(dir));
 	named_in_batches(argv + optind, argc - optind, 0, act, &a, &status);
@@ -105,8 +106,9 @@ pause_main(int argc, char **argv, int on)
 
 	cmd_init(argv, 0);
 	dir = operator_options(argc, argv, &op, 0);
-	if (optind != argc || (op.by == NULL) != (op.note == NULL))
+	if (optind != argc)
 		usage();
+	who_and_why(&op, NULL, 0);
 	sp = open_spool(spool_dir(dir));
 	if ((paused = spool_paused(sp)) == -1 || (paused != on &&
 	    spool_pause(sp, op.by != NULL ? &op : NULL, on) == -1))

@@ -119,21 +119,6 @@ purge(void *arg, struct spool_item *items, size_t n)
 	return 0;
 }
 
-/*
- * Who and why, both given (need: or else neither): otherwise say which is
- * missing, rather than the usage, which has four forms.
- */
-static void
-who_and_why(const struct spool_operator *op, const char *what, int need)
-{
-	if ((op->by != NULL && op->note != NULL) ||
-	    (!need && op->by == NULL && op->note == NULL))
-		return;
-	die(EXIT_PERM, "%s: --by WHO and --note TICKET %s; missing: %s", what,
-	    need ? "are needed" : "go together", op->by == NULL ?
-	    op->note == NULL ? "--by and --note" : "--by" : "--note");
-}
-
 int
 main(int argc, char **argv)
 {

@@ -310,8 +310,9 @@ main(int argc, char **argv)
 		if (b.all ? optind < argc || ids_nul : !stdin_ids || filters)
 			usage();
 	}
-	if (op.by == NULL || op.note == NULL || (optind == argc && !b.all))
+	if (optind == argc && !b.all)
 		usage();
+	who_and_why(&op, NULL, 1);
 	read_ids(&l, argv + optind, argc - optind, &status);
 	r.sp = open_spool(spool_dir(dir));
 	if (b.all)

@@ -199,10 +199,10 @@ EOT
 	before=$(snapshot)
 	run -100 --separate-stderr spool-redrive --by ops j1
 	equals "$output" ""
-	equals "$stderr" "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] ID ..."
+	equals "$stderr" "spool-redrive: --by WHO and --note TICKET are needed; missing: --note"
 	run -100 --separate-stderr spool-redrive --note INC-1 j1
 	equals "$output" ""
-	equals "$stderr" "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] ID ..."
+	equals "$stderr" "spool-redrive: --by WHO and --note TICKET are needed; missing: --by"
 	run -100 --separate-stderr spool-redrive --by ops --note 'disk full on db-3' j1
 	equals "$output" ""
 	[[ $stderr = "spool-redrive: --note: bad value ("* ]]

@@ -131,7 +131,7 @@ no_case_failed() {
 	fi
 }
 
-@test "an unknown option, a missing or stray argument prints one usage line" {
+@test "an unknown option, a missing or stray argument prints one usage line; a missing --by or --note is named" {
 	jobs_in_every_state
 	for cmd in $COMMANDS; do
 		args_for "$cmd"
@@ -170,8 +170,10 @@ no_case_failed() {
 	u=$(usage_line spool-redrive)
 	refused 100 "$u" spool-redrive
 	refused 100 "$u" spool-redrive --by ops --note INC-1
-	refused 100 "$u" spool-redrive --note INC-1 j3
-	refused 100 "$u" spool-redrive --by ops j3
+	refused 100 "spool-redrive: --by WHO and --note TICKET are needed; missing: --by" \
+	    spool-redrive --note INC-1 j3
+	refused 100 "spool-redrive: --by WHO and --note TICKET are needed; missing: --note" \
+	    spool-redrive --by ops j3
 	refused 100 "$u" spool-redrive --note INC-1 j3 --by
 	refused 100 "$u" spool-redrive --by ops j3 --note
 	refused 100 "$u" spool-redrive --reconciled=yes --by ops --note INC-1 j3

@@ -213,13 +213,37 @@ EOT
 	equals "$stderr" "$bulk_usage"
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --reason permanent -
 	equals "$stderr" "$bulk_usage"
-	run -100 --separate-stderr spool-redrive --note INC-1 --all
+	run -100 --separate-stderr spool-redrive --note INC-1 --all a
 	equals "$stderr" "$bulk_usage"
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all --rate 0/s
 	equals "$stderr" "spool-redrive: --rate: bad number '0' (1 to 10000)"
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all --rate 5/m
 	equals "$stderr" "spool-redrive: --rate: bad rate '5/m' (jobs a second, as 10/s)"
 	equals "$output" ""
+	equals "$(snapshot)" "$before"
+}
+
+@test "redrive, drop and cancel say which of --by and --note is missing" {
+	park a
+	at_ms $T spool-enqueue --id q <<<"payload of q" >/dev/null
+	before=$(snapshot)
+	for cmd in spool-redrive spool-drop spool-cancel; do
+		id=a
+		[ $cmd != spool-cancel ] || id=q
+		run -100 --separate-stderr $cmd $id
+		equals "$output" ""
+		equals "$stderr" "$cmd: --by WHO and --note TICKET are needed; missing: --by and --note"
+		run -100 --separate-stderr $cmd --note INC-1 $id
+		equals "$stderr" "$cmd: --by WHO and --note TICKET are needed; missing: --by"
+		run -100 --separate-stderr $cmd --by ops - <<<"$id"
+		equals "$stderr" "$cmd: --by WHO and --note TICKET are needed; missing: --note"
+	done
+	run -100 --separate-stderr spool-redrive --by ops --all
+	equals "$output" ""
+	equals "$stderr" "spool-redrive: --by WHO and --note TICKET are needed; missing: --note"
+	# With nothing to act on, the usage says what is wanted.
+	run -100 --separate-stderr spool-redrive
+	equals "$stderr" "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] ID ..."
 	equals "$(snapshot)" "$before"
 }
 
@@ -335,6 +359,8 @@ EOT
 	park b
 	before=$(snapshot)
 	run -100 --separate-stderr spool-drop --by ops a
+	equals "$stderr" "spool-drop: --by WHO and --note TICKET are needed; missing: --note"
+	run -100 --separate-stderr spool-drop --by ops --note INC-1
 	equals "$stderr" "usage: spool-drop [-d DIR] --by WHO --note TICKET ID ... | [-0] -"
 	run -100 --separate-stderr spool-drop --by ops --note 'see mail' a
 	[[ $stderr = "spool-drop: --note: bad value ("* ]]
@@ -618,7 +644,10 @@ pause - 0 0 0 ops - - CHG-311
 resume - 0 0 0 ops - - CHG-311
 EOT
 	run -100 --separate-stderr spool-pause --by ops
-	equals "$stderr" "usage: spool-pause [-d DIR] [--by WHO --note TICKET]"
+	equals "$stderr" "spool-pause: --by WHO and --note TICKET go together; missing: --note"
+	run -100 --separate-stderr spool-resume --note CHG-311
+	equals "$stderr" "spool-resume: --by WHO and --note TICKET go together; missing: --by"
+	[ ! -e "$SPOOL_DIR/paused" ]
 	run -100 --separate-stderr spool-resume extra
 	equals "$stderr" "usage: spool-resume [-d DIR] [--by WHO --note TICKET]"
 }

@@ -326,7 +326,7 @@ EOT
 	vg_wait
 	vg_is ids 1 "p1" "spool-redrive: ok: not parked: the job is in done/
 spool-redrive: flagged: its side effect may have happened: reconcile it, then redrive with --reconciled"
-	vg_is usage 100 "" "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] ID ..."
+	vg_is usage 100 "" "spool-redrive: --by WHO and --note TICKET are needed; missing: --by and --note"
 	vg dry spool-redrive --by ops --note INC-2 --dry-run --all
 	vg_wait
 	vg_is dry 1 "p2" "spool-redrive: flagged: its side effect may have happened: reconcile it, then redrive with --reconciled
@@ -368,9 +368,9 @@ EOT
 	vg purgeusage spool-purge new queued
 	vg_wait
 	vg_is drop 1 "parked" "spool-drop: queued: not parked: the job is in new/"
-	vg_is dropusage 100 "" "usage: spool-drop [-d DIR] --by WHO --note TICKET ID ... | [-0] -"
+	vg_is dropusage 100 "" "spool-drop: --by WHO and --note TICKET are needed; missing: --by and --note"
 	vg_is cancel 1 "q2" "spool-cancel: done: not queued: the job is in done/"
-	vg_is cancelusage 100 "" "usage: spool-cancel [-d DIR] --by WHO --note TICKET ID ... | [-0] -"
+	vg_is cancelusage 100 "" "spool-cancel: --by WHO and --note TICKET are needed; missing: --note"
 	vg_is purge 1 "d2" "spool-purge: parked2: not done: the job is in dead/"
 	vg_is purgedead 0 "parked3" ""
 	vg_is purgeusage 100 "" "usage: spool-purge [-d DIR] [--dry-run] done | dropped --older-than DUR [--keep N]
@@ -408,7 +408,7 @@ EOT
 	vg resumeusage spool-resume extra
 	vg_wait
 	vg_is pause 0 "" ""
-	vg_is pauseusage 100 "" "usage: spool-pause [-d DIR] [--by WHO --note TICKET]"
+	vg_is pauseusage 100 "" "spool-pause: --by WHO and --note TICKET go together; missing: --note"
 	vg_is resumeusage 100 "" "usage: spool-resume [-d DIR] [--by WHO --note TICKET]"
 	vg paused spool-claim --owner w1
 	vg_wait
