@@ -20,7 +20,7 @@
 
 /* Both forms for --help; a usage error shows the form it tried. */
 #define NAMED_USAGE "spool-redrive [-d DIR] --by WHO --note TICKET " \
-    "[--reconciled] [--edited] ID ..."
+    "[--reconciled] [--edited] [--dry-run] ID ..."
 #define BULK_USAGE "spool-redrive [-d DIR] --by WHO --note TICKET " \
     "[--reconciled] [--edited] [--dry-run] [--rate N/s] [-0] - | --all " \
     "[--reason R] [--class C] [--older-than DUR]"
@@ -305,7 +305,7 @@ main(int argc, char **argv)
 	stdin_ids = argc - optind == 1 && strcmp(argv[optind], "-") == 0;
 	/* The usage shown is that of the form the command line tried. */
 	usage_text = NAMED_USAGE;
-	if (b.all || stdin_ids || b.dry_run || filters || b.paced || ids_nul) {
+	if (b.all || stdin_ids || filters || b.paced || ids_nul) {
 		usage_text = BULK_USAGE;
 		if (b.all ? optind < argc || ids_nul : !stdin_ids || filters)
 			usage();
@@ -317,8 +317,11 @@ main(int argc, char **argv)
 	r.sp = open_spool(spool_dir(dir));
 	if (b.all)
 		select_all(r.sp, &b, &l, &status);
-	/* Named jobs: one batch, no pacing, no summary. */
-	if (b.all || stdin_ids)
+	/*
+	 * Named jobs: one batch, no pacing, no summary; but a dry run of
+	 * them is previewed one by one and summed up as a bulk one is.
+	 */
+	if (b.all || stdin_ids || b.dry_run)
 		status = worst(status, bulk(r.sp, &op, &b, &l));
 	else
 		status = worst(status, in_batches(&l, 0, redrive, &r));

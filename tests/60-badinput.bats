@@ -72,7 +72,7 @@ usage_line() {
 	    "[--detail TEXT] [--delay DUR] ID TOKEN" \
 	    "ok|retry|permanent|release | -" ;;
 	spool-redrive) echo "usage: spool-redrive [-d DIR] --by WHO" \
-	    "--note TICKET [--reconciled] [--edited] ID ..." ;;
+	    "--note TICKET [--reconciled] [--edited] [--dry-run] ID ..." ;;
 	esac
 }
 

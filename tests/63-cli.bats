@@ -41,7 +41,7 @@ forms() {
 @test "spool-redrive --help shows the bulk form: -, -0, --all, --rate, --dry-run" {
 	run -0 --separate-stderr spool-redrive --help
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
-usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] ID ...
+usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] [--dry-run] ID ...
        spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] [--dry-run] [--rate N/s] [-0] - | --all [--reason R] [--class C] [--older-than DUR]
 EOF
 }

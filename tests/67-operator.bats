@@ -122,6 +122,23 @@ b
 EOT
 	equals "$stderr" "spool-redrive: dry run: would redrive 2 of 2 (0 refused)"
 	equals "$(snapshot)" "$before"
+	# Named IDs, as a redrive of them would go.
+	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --dry-run c b nope ../x
+	equals "$output" c
+	diff -u - <(printf '%s\n' "$stderr") <<EOT
+spool-redrive: ../x: bad ID
+spool-redrive: b: its side effect may have happened: reconcile it, then redrive with --reconciled
+spool-redrive: nope: no such job
+spool-redrive: dry run: would redrive 1 of 4 (3 refused)
+EOT
+	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --reconciled --dry-run a b
+	diff -u - <(printf '%s\n' "$output") <<EOT
+a
+b
+EOT
+	equals "$stderr" "spool-redrive: dry run: would redrive 2 of 2 (0 refused)"
+	equals "$(snapshot)" "$before"
+	equals "$(audited redrive)" ""
 }
 
 @test "--all --reason, --class and --older-than select only what matches" {
@@ -243,7 +260,7 @@ EOT
 	equals "$stderr" "spool-redrive: --by WHO and --note TICKET are needed; missing: --note"
 	# With nothing to act on, the usage says what is wanted.
 	run -100 --separate-stderr spool-redrive
-	equals "$stderr" "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] ID ..."
+	equals "$stderr" "usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] [--dry-run] ID ..."
 	equals "$(snapshot)" "$before"
 }
 
