@@ -299,17 +299,42 @@ opt_word(const char *opt, const char *arg, int (*valid)(const char *))
 	return arg;
 }
 
-/* A name of one of the library's closed sets: a class, a reason. */
+/* The library's closed sets of names that options take. */
+const struct names class_names = {
+	"class", NCLASS, spool_class_from_name, spool_class_name
+};
+const struct names reason_names = {
+	"reason", NREASON, spool_reason_from_name, spool_reason_name
+};
+
+/*
+ * A name of one of those sets.  An unknown one gets the name it was
+ * likely meant for, spelled as spool-stat's metrics spell it
+ * (rate_limited) or in capitals; else the whole set, which is short.
+ */
 int
-opt_name(const char *opt, const char *arg, const char *what,
-    int (*from_name)(const char *))
+opt_name(const char *opt, const char *arg, const struct names *set)
 {
+	char near[64], list[512];
+	size_t i, len = 0;
 	int v;
 
-	if ((v = from_name(arg)) == -1)
-		die(EXIT_PERM, "%s: unknown %s '%.40s' (see spool(7))", opt,
-		    what, arg);
-	return v;
+	if ((v = set->from_name(arg)) != -1)
+		return v;
+	for (i = 0; arg[i] != '\0' && i + 1 < sizeof(near); i++)
+		near[i] = arg[i] == '_' ? '-' : arg[i] >= 'A' && arg[i] <= 'Z' ?
+		    (char)(arg[i] - 'A' + 'a') : arg[i];
+	near[i] = '\0';
+	if (arg[i] == '\0' && (v = set->from_name(near)) != -1)
+		die(EXIT_PERM, "%s: unknown %s '%.40s': did you mean '%s'?",
+		    opt, set->what, arg, set->name(v));
+	list[0] = '\0';
+	for (v = 1; v < set->n; v++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+		    v == 1 ? "" : v + 1 == set->n ? " or " : ", ",
+		    set->name(v));
+	die(EXIT_PERM, "%s: unknown %s '%.40s' (%s)", opt, set->what, arg,
+	    list);
 }
 
 /*

@@ -40,8 +40,17 @@ int64_t opt_duration(const char *opt, const char *arg, int zero_ok);
 long opt_number(const char *opt, const char *arg, long min, long max);
 const char *opt_word(const char *opt, const char *arg,
     int (*valid)(const char *));
-int opt_name(const char *opt, const char *arg, const char *what,
-    int (*from_name)(const char *));
+/* The library's closed sets of names: classes 1 .. NCLASS - 1, reasons. */
+#define NCLASS	(SPOOL_CLASS_LEASE_EXPIRED + 1)
+#define NREASON	(SPOOL_REASON_CANCELLED + 1)
+struct names {
+	const char *what;
+	int n;
+	int (*from_name)(const char *);
+	const char *(*name)(int);
+};
+extern const struct names class_names, reason_names;
+int opt_name(const char *opt, const char *arg, const struct names *set);
 void who_and_why(const struct spool_operator *op, const char *what,
     int need);
 const char *default_owner(char *buf, size_t len);

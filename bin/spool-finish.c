@@ -154,8 +154,8 @@ main(int argc, char **argv)
 			dir = optarg;
 			break;
 		case 'c':
-			o.class = opt_name("--class", optarg, "class",
-			    spool_class_from_name);
+			o.class = opt_name("--class", optarg,
+			    &class_names);
 			break;
 		case 't':
 			o.detail = optarg;

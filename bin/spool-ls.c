@@ -256,10 +256,7 @@ main(int argc, char **argv)
 			l.older = opt_duration("--older-than", optarg, 1);
 			break;
 		case 'r':
-			if ((l.reason = spool_reason_from_name(optarg)) == -1)
-				die(EXIT_PERM, "--reason: bad reason '%.40s' "
-				    "(permanent, exhausted, deadline, side-effect "
-				    "or cancelled)", optarg);
+			l.reason = opt_name("--reason", optarg, &reason_names);
 			break;
 		default:
 			usage();

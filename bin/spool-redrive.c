@@ -268,8 +268,8 @@ main(int argc, char **argv)
 			op.by = opt_word("--by", optarg, spool_valid_note);
 			break;
 		case 'c':
-			b.class = opt_name("--class", optarg, "class",
-			    spool_class_from_name);
+			b.class = opt_name("--class", optarg,
+			    &class_names);
 			filters = 1;
 			break;
 		case 'D':
@@ -290,8 +290,8 @@ main(int argc, char **argv)
 			b.paced = 1;
 			break;
 		case 'w':
-			b.reason = opt_name("--reason", optarg, "reason",
-			    spool_reason_from_name);
+			b.reason = opt_name("--reason", optarg,
+			    &reason_names);
 			filters = 1;
 			break;
 		case 'r':

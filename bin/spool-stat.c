@@ -34,9 +34,6 @@ static const char *const check_words[] = {
 };
 static int checking;
 
-#define NREASON	(SPOOL_REASON_CANCELLED + 1)
-#define NCLASS	(SPOOL_CLASS_LEASE_EXPIRED + 1)
-
 /* The audit events counted, in the order they are shown. */
 static const enum spool_event counted[] = {
 	SPOOL_EV_ENQUEUE, SPOOL_EV_CLAIM, SPOOL_EV_RECLAIM, SPOOL_EV_RENEW,

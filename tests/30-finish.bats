@@ -334,7 +334,10 @@ EOT
 	equals "$stderr" "spool-finish: ../j1: bad ID"
 	run -100 --separate-stderr spool-finish --class bogus j1 1 retry
 	equals "$output" ""
-	equals "$stderr" "spool-finish: --class: unknown class 'bogus' (see spool(7))"
+	equals "$stderr" "spool-finish: --class: unknown class 'bogus' (transient, rate-limited, dependency-down, invalid-input, permission, cancelled, unknown-side-effect, crashed, timeout or lease-expired)"
+	run -100 --separate-stderr spool-finish --class rate_limited j1 1 retry
+	equals "$output" ""
+	equals "$stderr" "spool-finish: --class: unknown class 'rate_limited': did you mean 'rate-limited'?"
 	equals "$(snapshot)" "$before"
 	equals "$(state_of j1)" leased
 }

@@ -270,9 +270,14 @@ no_case_failed() {
 		refused 100 "spool-finish: j2: bad outcome '${o//$'\n'/*}' $OUTCOMES" \
 		    spool-finish -- j2 3 "$o"
 	done
-	for c in "" Transient "transient " fatal ok permanent lease_expired \
-	    - none side-effect $'timeout\nx'; do
-		refused 100 "spool-finish: --class: unknown class '${c//$'\n'/*}' (see spool(7))" \
+	for c in "" "transient " fatal ok permanent - none side-effect \
+	    $'timeout\nx'; do
+		refused 100 "spool-finish: --class: unknown class '${c//$'\n'/*}' (transient, rate-limited, dependency-down, invalid-input, permission, cancelled, unknown-side-effect, crashed, timeout or lease-expired)" \
+		    spool-finish --class "$c" j2 3 retry
+	done
+	# A class as spool-stat's metrics spell it, or in capitals.
+	for c in Transient lease_expired RATE_LIMITED; do
+		refused 100 "spool-finish: --class: unknown class '$c': did you mean '$(tr A-Z_ a-z- <<<"$c")'?" \
 		    spool-finish --class "$c" j2 3 retry
 	done
 	# Each class of spool(7) is known: refused for ok and release only.

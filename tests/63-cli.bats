@@ -35,7 +35,7 @@ forms() {
 	# But as an option's value it is not one.
 	run -100 --separate-stderr spool-ls --reason --help
 	equals "$output" ""
-	equals "$stderr" "spool-ls: --reason: bad reason '--help' (permanent, exhausted, deadline, side-effect or cancelled)"
+	equals "$stderr" "spool-ls: --reason: unknown reason '--help' (permanent, exhausted, deadline, side-effect or cancelled)"
 }
 
 @test "spool-redrive --help shows the bulk form: -, -0, --all, --rate, --dry-run" {

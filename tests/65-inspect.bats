@@ -250,7 +250,7 @@ EOF
 	equals "$output" ""
 	equals "$stderr" "spool-ls: bad state 'limbo' (new, leased, done, dead or dropped)"
 	run -100 --separate-stderr spool-ls --reason tired
-	equals "$stderr" "spool-ls: --reason: bad reason 'tired' (permanent, exhausted, deadline, side-effect or cancelled)"
+	equals "$stderr" "spool-ls: --reason: unknown reason 'tired' (permanent, exhausted, deadline, side-effect or cancelled)"
 	run -100 --separate-stderr spool-ls --reason exhausted new
 	equals "$stderr" "spool-ls: --reason is for dead, done and dropped jobs"
 	run -100 --separate-stderr spool-ls --older-than soon

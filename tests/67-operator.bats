@@ -172,7 +172,12 @@ p3
 x1
 EOT
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all --reason nonsense
-	equals "$stderr" "spool-redrive: --reason: unknown reason 'nonsense' (see spool(7))"
+	equals "$stderr" "spool-redrive: --reason: unknown reason 'nonsense' (permanent, exhausted, deadline, side-effect or cancelled)"
+	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all --class rate_limited
+	equals "$output" ""
+	equals "$stderr" "spool-redrive: --class: unknown class 'rate_limited': did you mean 'rate-limited'?"
+	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all --reason Side_Effect
+	equals "$stderr" "spool-redrive: --reason: unknown reason 'Side_Effect': did you mean 'side-effect'?"
 }
 
 @test "on an empty spool, bulk redrive and purge do nothing and say so" {
