@@ -1,5 +1,5 @@
 /*
- * spool-ls: list the jobs in one state, for a pipe or a person.  What it
+ * spool-ls: list the jobs in some states, for a pipe or a person.  What it
  * shows of a job comes from its sidecar, read once and never changed
  * (spool-layout.md, "Readers"), so a listing waits for no transition.  Each
  * file's sidecar is read as the directory is: a job shown is where its
@@ -19,16 +19,41 @@
 #include "common.h"
 
 const char *usage_text = "spool-ls [-d DIR] [-0 | -l | --json] "
-    "[--older-than DUR] [--reason R] [STATE]";
+    "[--older-than DUR] [--reason R] [--class C] [STATE ...]";
 
 enum form { PLAIN, NUL, LONG, JSON };
 
-/* The -l columns; DETAIL is last so that its spaces do not misalign. */
-static const char *const heads[] = {
-	"ID", "DELIV", "DISP", "SE", "REASON", "CLASS", "AGE", "CYC", "BY",
-	"DETAIL"
+/* The -l columns. */
+enum col {
+	ID, DELIV, DISP, SE, REASON, CLASS, DUE, OWNER, EXPIRES, AGE, CYC, BY,
+	DETAIL, NCOL
 };
-#define NCOL	(sizeof(heads) / sizeof(heads[0]))
+static const char *const heads[NCOL] = {
+	"ID", "DELIV", "DISP", "SE", "REASON", "CLASS", "DUE", "OWNER",
+	"EXPIRES", "AGE", "CYC", "BY", "DETAIL"
+};
+
+/*
+ * The columns of each state, as fit it; DETAIL is last so that its spaces
+ * do not misalign.  A list ends at its first ID after the first.
+ */
+static const enum col cols[][NCOL] = {
+	[SPOOL_NEW] = { ID, DELIV, DISP, DUE, CLASS, AGE, CYC, BY, DETAIL },
+	[SPOOL_LEASED] = { ID, DELIV, DISP, OWNER, EXPIRES, AGE, CYC, BY },
+	[SPOOL_DONE] = { ID, DELIV, DISP, AGE, CYC, BY, DETAIL },
+	[SPOOL_DEAD] = { ID, DELIV, DISP, SE, REASON, CLASS, AGE, CYC, BY,
+	    DETAIL },
+};
+
+static size_t
+ncols(enum spool_state state)
+{
+	size_t n = 1;
+
+	while (n < NCOL && cols[state][n] != ID)
+		n++;
+	return n;
+}
 
 static void
 print_json(const struct spool_job_info *in, int64_t now)
@@ -50,6 +75,8 @@ struct row {
 };
 
 struct table {
+	const enum col *col;	/* the state's columns */
+	size_t ncol;
 	struct row *rows;
 	size_t nrows, cap;
 	size_t w[NCOL];
@@ -74,26 +101,45 @@ number(char *buf, size_t len, const char *prefix, int n)
 	return p;
 }
 
+/* "in 4m12s", "now", or "12s ago": when t comes, from now. */
+static const char *
+when(char *buf, size_t len, int64_t t, int64_t now)
+{
+	char age[32];
+
+	if (t == now)
+		return "now";
+	(void)fmt_age(age, sizeof(age), t > now ? t - now : now - t);
+	(void)snprintf(buf, len, t > now ? "in %s" : "%s ago", age);
+	return buf;
+}
+
 static void
 add_row(struct table *t, const struct spool_job_info *in, int64_t now)
 {
-	char deliv[16], cyc[16], agebuf[32];
-	const char *cells[NCOL];
+	char deliv[16], cyc[16], agebuf[32], due[40], expires[40];
+	const char *all[NCOL], *cells[NCOL];
 	size_t i, len[NCOL], total = 0;
 	struct row *r;
 	char *p;
 
-	cells[0] = in->id;
-	cells[1] = number(deliv, sizeof(deliv), "#", deliveries(in));
-	cells[2] = dash(disposition(in));
-	cells[3] = in->side_effect ? "yes" : "-";
-	cells[4] = in->reason ? spool_reason_name(in->reason) : "-";
-	cells[5] = in->class ? spool_class_name(in->class) : "-";
-	cells[6] = fmt_age(agebuf, sizeof(agebuf), now - in->since);
-	cells[7] = number(cyc, sizeof(cyc), "", in->cycles);
-	cells[8] = dash(in->by);
-	cells[9] = dash(in->detail);
-	for (i = 0; i < NCOL; i++) {
+	all[ID] = in->id;
+	all[DELIV] = number(deliv, sizeof(deliv), "#", deliveries(in));
+	all[DISP] = in->payload_resized ? "damaged" : dash(disposition(in));
+	all[SE] = in->side_effect ? "yes" : "-";
+	all[REASON] = in->reason ? spool_reason_name(in->reason) : "-";
+	all[CLASS] = in->class ? spool_class_name(in->class) : "-";
+	all[DUE] = in->eligible <= now ? "now" :
+	    when(due, sizeof(due), in->eligible, now);
+	all[OWNER] = dash(in->owner);
+	all[EXPIRES] = when(expires, sizeof(expires), in->lease_until, now);
+	all[AGE] = fmt_age(agebuf, sizeof(agebuf), now - in->since);
+	all[CYC] = number(cyc, sizeof(cyc), "", in->cycles);
+	all[BY] = dash(in->by);
+	all[DETAIL] = dash(in->detail);
+	for (i = 0; i < t->ncol; i++)
+		cells[i] = all[t->col[i]];
+	for (i = 0; i < t->ncol; i++) {
 		total += (len[i] = strlen(cells[i])) + 1;
 		if (len[i] > t->w[i])
 			t->w[i] = len[i];
@@ -110,7 +156,7 @@ add_row(struct table *t, const struct spool_job_info *in, int64_t now)
 	for (i = 0, r->key = 0; i < 8; i++)
 		r->key = r->key << 8 | (i < len[0] ?
 		    (unsigned char)in->id[i] : 0);
-	for (i = 0; i < NCOL; i++) {
+	for (i = 0; i < t->ncol; i++) {
 		memcpy(p, cells[i], len[i] + 1);
 		p += len[i] + 1;
 	}
@@ -137,9 +183,9 @@ print_row(const struct table *t, const char *cell, char **line, size_t *cap)
 	size_t c, len, pad, n = 0;
 	char *p;
 
-	for (c = 0; c < NCOL; c++) {
+	for (c = 0; c < t->ncol; c++) {
 		len = strlen(cell);
-		pad = c + 1 < NCOL ? t->w[c] + 2 - len : 1;
+		pad = c + 1 < t->ncol ? t->w[c] + 2 - len : 1;
 		if (n + len + pad > *cap) {
 			*cap = (n + len + pad) * 2;
 			if ((p = realloc(*line, *cap)) == NULL)
@@ -161,10 +207,10 @@ print_table(struct table *t)
 	char head[256], *p = head, *line = NULL;
 	size_t c, i, cap = 0;
 
-	for (c = 0; c < NCOL; c++) {
-		if (strlen(heads[c]) > t->w[c])
-			t->w[c] = strlen(heads[c]);
-		p = stpcpy(p, heads[c]) + 1;
+	for (c = 0; c < t->ncol; c++) {
+		if (strlen(heads[t->col[c]]) > t->w[c])
+			t->w[c] = strlen(heads[t->col[c]]);
+		p = stpcpy(p, heads[t->col[c]]) + 1;
 	}
 	if (t->nrows > 0)
 		qsort(t->rows, t->nrows, sizeof(*t->rows), by_id);
@@ -175,6 +221,7 @@ print_table(struct table *t)
 	}
 	free(t->rows);
 	free(line);
+	memset(t, 0, sizeof(*t));
 }
 
 /* What to list, and how; the rows of -l. */
@@ -182,7 +229,7 @@ struct ls {
 	struct spool *sp;
 	enum spool_state state;
 	enum form form;
-	int dropped, reason, status;
+	int dropped, reason, class, status;
 	int64_t older, now;
 	struct table table;
 };
@@ -204,6 +251,7 @@ show(void *arg, const char *id, const char *file,
 	if (info->state != l->state || strcmp(info->file, file) != 0 ||
 	    (l->dropped && !info->dropped) ||
 	    (l->reason != 0 && info->reason != l->reason) ||
+	    (l->class != 0 && info->class != l->class) ||
 	    (l->older >= 0 && l->now - info->since < l->older))
 		return 0;
 	switch (l->form) {
@@ -222,20 +270,59 @@ show(void *arg, const char *id, const char *file,
 	return 0;
 }
 
+/* A STATE operand: its state, and whether only dropped jobs of it. */
+static enum spool_state
+state_of(const char *arg, int *dropped)
+{
+	static const char *const names[] = {
+		[SPOOL_NEW] = "new", [SPOOL_LEASED] = "leased",
+		[SPOOL_DONE] = "done", [SPOOL_DEAD] = "dead"
+	};
+	int i;
+
+	*dropped = strcmp(arg, "dropped") == 0;
+	if (*dropped)
+		return SPOOL_DONE;
+	for (i = SPOOL_NEW; i <= SPOOL_DEAD; i++)
+		if (strcmp(arg, names[i]) == 0)
+			return (enum spool_state)i;
+	die(EXIT_PERM, "bad state '%.40s' (new, leased, done, dead or dropped)",
+	    arg);
+}
+
+/* The jobs of one state; with -l and several states, a title first. */
+static void
+list_state(struct ls *l, int titled)
+{
+	if (l->form == LONG) {
+		l->table.col = cols[l->state];
+		l->table.ncol = ncols(l->state);
+		if (titled)
+			printf("%s:\n", l->dropped ? "dropped" :
+			    spool_state_name(l->state));
+	}
+	if (spool_list_jobs(l->sp, l->state, l->form == LONG ||
+	    l->form == JSON, show, l) == -1)
+		die(EXIT_TEMP, "%s/: %s", spool_state_name(l->state),
+		    strerror(errno));
+	if (l->form == LONG)
+		print_table(&l->table);
+}
+
 int
 main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "class", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "older-than", required_argument, NULL, 'o' },
 		{ "reason", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct ls l = { .state = SPOOL_DEAD, .form = PLAIN, .status = EXIT_DONE,
-	    .older = -1 };
+	struct ls l = { .form = PLAIN, .status = EXIT_DONE, .older = -1 };
 	enum form f;
 	const char *dir = NULL;
-	int c;
+	int c, i, dropped;
 
 	cmd_init(argv, 1);
 	while ((c = cmd_getopt(argc, argv, "0d:l", longopts)) != -1) {
@@ -248,6 +335,9 @@ main(int argc, char **argv)
 			if (l.form != PLAIN && l.form != f)
 				usage();
 			l.form = f;
+			break;
+		case 'c':
+			l.class = opt_name("--class", optarg, &class_names);
 			break;
 		case 'd':
 			dir = optarg;
@@ -262,33 +352,23 @@ main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (argc - optind > 1)
-		usage();
-	if (optind < argc) {
-		if (strcmp(argv[optind], "dropped") == 0) {
-			l.state = SPOOL_DONE;
-			l.dropped = 1;
-		} else if (strcmp(argv[optind], "new") == 0)
-			l.state = SPOOL_NEW;
-		else if (strcmp(argv[optind], "leased") == 0)
-			l.state = SPOOL_LEASED;
-		else if (strcmp(argv[optind], "done") == 0)
-			l.state = SPOOL_DONE;
-		else if (strcmp(argv[optind], "dead") != 0)
-			die(EXIT_PERM, "bad state '%.40s' (new, leased, done, "
-			    "dead or dropped)", argv[optind]);
-	}
-	if (l.reason != 0 && (l.state == SPOOL_NEW ||
-	    l.state == SPOOL_LEASED))
-		die(EXIT_PERM, "--reason is for dead, done and dropped jobs");
+	/* Every operand is checked before the spool is opened. */
+	for (i = optind; i < argc; i++)
+		if (state_of(argv[i], &dropped) < SPOOL_DONE && l.reason != 0)
+			die(EXIT_PERM, "--reason is for dead, done and dropped "
+			    "jobs");
 	l.sp = open_spool(spool_dir(dir));
 	l.now = spool_now();
-	if (spool_list_jobs(l.sp, l.state, l.form == LONG || l.form == JSON,
-	    show, &l) == -1)
-		die(EXIT_TEMP, "%s/: %s", spool_state_name(l.state),
-		    strerror(errno));
-	if (l.form == LONG)
-		print_table(&l.table);
+	if (optind == argc) {
+		l.state = SPOOL_DEAD;
+		list_state(&l, 0);
+	}
+	for (i = optind; i < argc; i++) {
+		if (i > optind && l.form == LONG)
+			(void)putchar('\n');
+		l.state = state_of(argv[i], &l.dropped);
+		list_state(&l, argc - optind > 1);
+	}
 	spool_close(l.sp);
 	return finish_stdout(l.status);
 }

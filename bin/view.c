@@ -117,4 +117,5 @@ jjob(const struct spool_job_info *in, int64_t now)
 		jstr("payload_size", NULL);
 		jstr("payload_xxh3", NULL);
 	}
+	jbool("damaged", in->payload_resized);
 }

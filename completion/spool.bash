@@ -80,7 +80,7 @@ _spool_options()
 		_spool_arg='-d --group'
 		_spool_flag='--upgrade' ;;
 	spool-ls)
-		_spool_arg='-d --older-than --reason'
+		_spool_arg='-d --older-than --reason --class'
 		_spool_flag='-0 -l --json' ;;
 	spool-purge)
 		_spool_arg='-d --older-than --keep --by --note'
@@ -245,8 +245,7 @@ _spool()
 			    _spool_words 'ok retry permanent release' "$cur" ;;
 		esac ;;
 	spool-ls)
-		((${#args[@]} == 0)) &&
-		    _spool_words 'new leased done dead dropped' "$cur" ;;
+		_spool_words 'new leased done dead dropped' "$cur" ;;
 	spool-purge)
 		case ${#args[@]} in
 		0)	_spool_words 'done dropped dead' "$cur" ;;

@@ -210,11 +210,75 @@ zz              #0     parked  -    cancelled    cancelled            1h01m  1  
 EOF
 	run -0 at_ms $((T + 31500)) spool-ls -l leased
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
-ID          DELIV  DISP      SE  REASON  CLASS  AGE    CYC  BY   DETAIL
-order-1842  #1     redriven  -   -       -      500ms  2    ops  -
+ID          DELIV  DISP      OWNER  EXPIRES  AGE    CYC  BY
+order-1842  #1     redriven  w4     in 59s   500ms  2    ops
 EOF
 	run -0 at_ms $((T + 31500)) spool-ls -l new
-	equals "$output" "ID  DELIV  DISP  SE  REASON  CLASS  AGE  CYC  BY  DETAIL"
+	equals "$output" "ID  DELIV  DISP  DUE  CLASS  AGE  CYC  BY  DETAIL"
+}
+
+@test "-l: each state its columns; several states, a table each; --class" {
+	story
+	park p1 rate-limited
+	# A retry waits in new/ with its class; a job due later; a lease that
+	# ran out.
+	at_ms $T spool-enqueue --id r1 <<<"r1" >/dev/null
+	at_ms $((T + 40000)) spool-claim --owner w5 >/dev/null
+	at_ms $((T + 41000)) spool-finish --class rate-limited --delay 5m \
+	    --detail '429' r1 "$(lease_token r1)" retry >/dev/null
+	at_ms $((T + 42000)) spool-enqueue --id later --delay 1h <<<"l" >/dev/null
+	at_ms $((T + 43000)) spool-enqueue --id gone <<<"g" >/dev/null
+	at_ms $((T + 44000)) spool-claim --owner w6 --lease 10s >/dev/null
+	run -0 --separate-stderr at_ms $((T + 60000)) spool-ls -l new leased dead
+	equals "$stderr" ""
+	diff -u - <(printf '%s\n' "$output") <<'EOF'
+new:
+ID     DELIV  DISP  DUE        CLASS         AGE  CYC  BY  DETAIL
+later  #0     -     in 59m42s  -             18s  1    -   -
+r1     #1     -     in 4m41s   rate-limited  19s  1    -   429
+
+leased:
+ID          DELIV  DISP      OWNER  EXPIRES  AGE  CYC  BY
+gone        #1     -         w6     6s ago   16s  1    -
+order-1842  #1     redriven  w4     in 31s   29s  2    ops
+
+dead:
+ID  DELIV  DISP    SE  REASON     CLASS         AGE  CYC  BY  DETAIL
+p1  #1     parked  -   permanent  rate-limited  58s  1    -   -
+EOF
+	# The plain forms run the states together, in the order given.
+	run -0 spool-ls dead leased
+	equals "$(sed -n 1p <<<"$output")" p1
+	equals "$(sed 1d <<<"$output" | LC_ALL=C sort)" "$(printf '%s\n' gone order-1842)"
+	run -0 spool-ls --class rate-limited new dead
+	equals "$output" "$(printf '%s\n' r1 p1)"
+	run -0 spool-ls --class rate-limited leased
+	equals "$output" ""
+	run -0 spool-ls --json --class rate-limited new
+	equals "$(jq -r '.id + " " + .class' <<<"$output")" "r1 rate-limited"
+	# A class as spool-stat spells it gets the name it was meant for.
+	run -100 --separate-stderr spool-ls --class rate_limited
+	equals "$stderr" "spool-ls: --class: unknown class 'rate_limited': did you mean 'rate-limited'?"
+	run -100 --separate-stderr spool-ls --reason permanent dead new
+	equals "$stderr" "spool-ls: --reason is for dead, done and dropped jobs"
+	run -100 --separate-stderr spool-ls dead limbo
+	equals "$stderr" "spool-ls: bad state 'limbo' (new, leased, done, dead or dropped)"
+}
+
+@test "-l and --json mark a job whose payload a hand edited as damaged" {
+	park p1 transient
+	park p2 transient
+	printf 'edited by hand\n' >"$SPOOL_DIR/dead/p2"
+	run -0 --separate-stderr at_ms $((T + 60000)) spool-ls -l
+	equals "$stderr" ""
+	diff -u - <(printf '%s\n' "$output") <<'EOF'
+ID  DELIV  DISP     SE  REASON     CLASS      AGE  CYC  BY  DETAIL
+p1  #1     parked   -   permanent  transient  58s  1    -   -
+p2  #1     damaged  -   permanent  transient  58s  1    -   -
+EOF
+	run -0 spool-ls --json
+	equals "$(jq -r '.id + " " + (.damaged | tostring)' <<<"$output" | LC_ALL=C sort)" \
+	    "$(printf '%s\n' "p1 false" "p2 true")"
 }
 
 @test "--json: one object a line, stable keys, strings escaped" {
@@ -227,21 +291,21 @@ EOF
 	run -0 --separate-stderr at_ms $((T + 40000)) spool-ls --json
 	equals "$stderr" ""
 	[ "$(wc -l <<<"$output")" -eq 2 ]
-	keys='["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","payload_size","payload_xxh3"]'
+	keys='["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","payload_size","payload_xxh3","damaged"]'
 	while IFS= read -r line; do
 		jq -e . <<<"$line" >/dev/null
 		equals "$(jq -c keys_unsorted <<<"$line")" "$keys"
 	done <<<"$output"
 	diff -u - <(jq -sc 'sort_by(.id)[]' <<<"$output") <<EOF
-{"id":"odd","state":"dead","disposition":"parked","since":$((T + 6000)),"age_ms":34000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"token":6,"attempts":1,"max_attempts":1,"deliveries":1,"cycles":1,"reason":"exhausted","class":"transient","detail":"say \\"no\\" \\\\n \\\\\\\\ {}","side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null,"payload_size":2,"payload_xxh3":"$(printf 'x\n' | xxh_of -)"}
-{"id":"plain","state":"dead","disposition":"parked","since":$((T + 2000)),"age_ms":38000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"token":5,"attempts":1,"max_attempts":5,"deliveries":1,"cycles":1,"reason":"permanent","class":"transient","detail":null,"side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null,"payload_size":17,"payload_xxh3":"$(printf 'payload of plain\n' | xxh_of -)"}
+{"id":"odd","state":"dead","disposition":"parked","since":$((T + 6000)),"age_ms":34000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"token":6,"attempts":1,"max_attempts":1,"deliveries":1,"cycles":1,"reason":"exhausted","class":"transient","detail":"say \\"no\\" \\\\n \\\\\\\\ {}","side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null,"payload_size":2,"payload_xxh3":"$(printf 'x\n' | xxh_of -)","damaged":false}
+{"id":"plain","state":"dead","disposition":"parked","since":$((T + 2000)),"age_ms":38000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"token":5,"attempts":1,"max_attempts":5,"deliveries":1,"cycles":1,"reason":"permanent","class":"transient","detail":null,"side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null,"payload_size":17,"payload_xxh3":"$(printf 'payload of plain\n' | xxh_of -)","damaged":false}
 EOF
 	# The detail comes back byte for byte.
 	equals "$(jq -r 'select(.id == "odd") | .detail' <<<"$output")" 'say "no" \n \\ {}'
 	run -0 at_ms $((T + 40000)) spool-ls --json leased
 	jq -e . <<<"$output" >/dev/null
 	diff -u - <(jq -c . <<<"$output") <<EOF
-{"id":"order-1842","state":"leased","disposition":"redriven","since":$((T + 31000)),"age_ms":9000,"created":$T,"deadline":$((T + 30000 + 604800000)),"eligible":null,"lease_until":$((T + 91000)),"owner":"w4","trace":"tr-77","token":4,"attempts":1,"max_attempts":3,"deliveries":1,"cycles":2,"reason":null,"class":null,"detail":null,"side_effect":false,"redriven":true,"dropped":false,"by":"ops","note":"INC-4411","acted":$((T + 30000)),"payload_size":11,"payload_xxh3":"$(printf 'order=1842\n' | xxh_of -)"}
+{"id":"order-1842","state":"leased","disposition":"redriven","since":$((T + 31000)),"age_ms":9000,"created":$T,"deadline":$((T + 30000 + 604800000)),"eligible":null,"lease_until":$((T + 91000)),"owner":"w4","trace":"tr-77","token":4,"attempts":1,"max_attempts":3,"deliveries":1,"cycles":2,"reason":null,"class":null,"detail":null,"side_effect":false,"redriven":true,"dropped":false,"by":"ops","note":"INC-4411","acted":$((T + 30000)),"payload_size":11,"payload_xxh3":"$(printf 'order=1842\n' | xxh_of -)","damaged":false}
 EOF
 }
 
@@ -255,7 +319,7 @@ EOF
 	equals "$stderr" "spool-ls: --reason is for dead, done and dropped jobs"
 	run -100 --separate-stderr spool-ls --older-than soon
 	equals "$stderr" "spool-ls: --older-than: bad duration 'soon' (use e.g. 500ms, 30s, 5m, 2h, 7d, 0)"
-	for bad in "-l --json" "-0 -l" "-0 --json" "dead new"; do
+	for bad in "-l --json" "-0 -l" "-0 --json"; do
 		run -100 --separate-stderr spool-ls $bad
 		equals "$output" ""
 		equals "$stderr" "usage: $(synopsis spool-ls)"
@@ -312,7 +376,7 @@ EOF
 	equals "$stderr" ""
 	[ "$(wc -l <<<"$output")" -eq 1 ]
 	jq -e . <<<"$output" >/dev/null
-	equals "$(jq -c 'keys_unsorted' <<<"$output")" '["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","payload_size","payload_xxh3","history","audit"]'
+	equals "$(jq -c 'keys_unsorted' <<<"$output")" '["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","payload_size","payload_xxh3","damaged","history","audit"]'
 	diff -u - <(jq -c '.history[]' <<<"$output") <<EOF
 {"cycle":1,"attempt":1,"token":1,"owner":"w1","claimed":$((T + 1000)),"ended":$((T + 2000)),"end":"retry","class":"transient","detail":"HTTP 503 \\"busy\\" \\\\ retry"}
 {"cycle":1,"attempt":2,"token":2,"owner":"w2","claimed":$((T + 3000)),"ended":$((T + 20000)),"end":"expired","class":"lease-expired","detail":null}
