@@ -233,11 +233,14 @@ mounted() {
 
 @test "multi-host: a lock held on tokens fails a claim after a bounded wait, job untouched" {
 	multi 2s
-	run -1 spool-claim	# makes next-expiry
-	spool-enqueue --id j1 <<<"job" >/dev/null
+	# At one time: a claim a second or more after the hint was written
+	# reads leased/ again and writes it anew (lib/claim.c, RESCAN_MS).
+	SPOOL_TEST_NOW=$T run -1 spool-claim	# makes next-expiry
+	SPOOL_TEST_NOW=$T spool-enqueue --id j1 <<<"job" >/dev/null
 	hold "$SPOOL_DIR/tokens"
 	before=$(snapshot)
-	SPOOL_TEST_LOCK_WAIT=200 run -111 --separate-stderr timeout 20 spool-claim
+	SPOOL_TEST_NOW=$T SPOOL_TEST_LOCK_WAIT=200 run -111 --separate-stderr \
+	    timeout 20 spool-claim
 	equals "$output" ""
 	equals "$stderr" "spool-claim: $KEPT"
 	equals "$(snapshot)" "$before"
