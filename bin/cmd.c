@@ -5,6 +5,8 @@
  * carries only results; the library never prints, so this does.
  */
 #define _GNU_SOURCE
+#include <sys/statvfs.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -157,6 +159,57 @@ negative_token(char **argv)
 		id = argv[k - 1];
 	die(EXIT_PERM, "%s%sbad token '%.40s' (a number from 1 to 2^63-1)",
 	    id != NULL ? id : "", id != NULL ? ": " : "", a);
+}
+
+/* n bytes as a person reads them: 512, 1.9K, 16M, 2.0G. */
+static void
+fmt_size(char *buf, size_t len, uint64_t n)
+{
+	static const char units[] = "KMGTPE";
+	double v = (double)n;
+	int u = -1;
+
+	while (v >= 1024 && units[u + 1] != '\0') {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		(void)snprintf(buf, len, "%" PRIu64, n);
+	else
+		(void)snprintf(buf, len, v < 10 ? "%.1f%c" : "%.0f%c", v,
+		    units[u]);
+}
+
+/*
+ * Is the file system of the spool at dir below the reserve its config
+ * keeps for draining?  1 if it is, with the figures in buf ("1.9M free,
+ * reserve 16M"); 0 if not; -1 if statvfs(3) fails.
+ */
+int
+below_reserve(struct spool *sp, const char *dir, char *buf, size_t len)
+{
+	struct spool_settings set;
+	struct statvfs vfs;
+	char freebuf[16], resbuf[16];
+	uint64_t avail;
+	int n = 0;
+
+	spool_settings(sp, &set);
+	if (statvfs(dir, &vfs) == -1)
+		return -1;
+	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	buf[0] = '\0';
+	if (avail < set.reserve_bytes) {
+		fmt_size(freebuf, sizeof(freebuf), avail);
+		fmt_size(resbuf, sizeof(resbuf), set.reserve_bytes);
+		n = snprintf(buf, len, "%s free, reserve %s", freebuf, resbuf);
+	}
+	if (vfs.f_files != 0 && vfs.f_favail < set.reserve_inodes && n >= 0 &&
+	    (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, "%s%" PRIu64 " inodes "
+		    "free, reserve %" PRIu64, n > 0 ? "; " : "",
+		    (uint64_t)vfs.f_favail, set.reserve_inodes);
+	return buf[0] != '\0';
 }
 
 const char *

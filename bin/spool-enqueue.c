@@ -111,12 +111,17 @@ main(int argc, char **argv)
 		 */
 		if (spool_enqueue(sp, jobs, opened) == -1) {
 			int e = errno;
+			char figures[128] = "";
 
 			free(which);
 			free(jobs);
-			die(EXIT_TEMP, "%s", e == EDQUOT ? "free space is "
-			    "below the spool's reserve (see reserve and "
-			    "reserve-inodes in spool(7))" : errtext(e));
+			if (e != EDQUOT)
+				die(EXIT_TEMP, "%s", errtext(e));
+			(void)below_reserve(sp, spool_dir(dir), figures,
+			    sizeof(figures));
+			die(EXIT_TEMP, "free space is below the spool's reserve"
+			    "%s%s (see reserve and reserve-inodes in spool(7))",
+			    figures[0] != '\0' ? ": " : "", figures);
 		}
 		progress_hide();
 		for (k = 0; k < opened; k++) {

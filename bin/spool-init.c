@@ -7,6 +7,26 @@
 
 const char *usage_text = "spool-init [-d DIR] [--group GROUP | --upgrade]";
 
+/*
+ * A file system smaller than the spool's reserve (a small tmpfs) would
+ * refuse the first enqueue: say so now, with the figures.
+ */
+static void
+warn_small(const char *dir)
+{
+	struct spool *sp;
+	char figures[128];
+
+	if ((sp = spool_open(dir)) == NULL)
+		return;
+	if (below_reserve(sp, dir, figures, sizeof(figures)) == 1)
+		say("warning: %s: %s: enqueues will be refused until it "
+		    "has more room; lower reserve and reserve-inodes in "
+		    "%s/config to use it as it is (see spool(7))", dir,
+		    figures, dir);
+	spool_close(sp);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -44,8 +64,10 @@ main(int argc, char **argv)
 		c = open_failure(dir, errno, msg, sizeof(msg));
 		die(c, "%s", msg);
 	}
-	if (spool_init(dir, group) == 0)
+	if (spool_init(dir, group) == 0) {
+		warn_small(dir);
 		return EXIT_DONE;
+	}
 	switch (errno) {
 	case EEXIST:
 		die(EXIT_PERM, "%s: exists and is not a spool", dir);

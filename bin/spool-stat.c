@@ -24,7 +24,7 @@
 
 #include "common.h"
 
-const char *usage_text = "spool-stat [-d DIR] [--json | --prom] "
+const char *usage_text = "spool-stat [-d DIR] [-a | --ages | --json | --prom] "
     "[--warn EXPR] ... [--crit EXPR] ...";
 
 /* The monitoring-plugin statuses, used only with --warn or --crit. */
@@ -45,6 +45,15 @@ static const enum spool_event counted[] = {
 #define NCOUNTED	(sizeof(counted) / sizeof(counted[0]))
 #define NEVENT	(SPOOL_EV_REBUILD + 1)
 
+/*
+ * --ages, as Postfix's qshape: jobs by state (parked ones by reason too)
+ * and by how long they have been there, in minutes, each column up to its
+ * bound and the last beyond it.
+ */
+static const int age_bounds[] = { 5, 10, 20, 40, 80, 160, 320, 640, 1280 };
+#define NAGE	((int)(sizeof(age_bounds) / sizeof(age_bounds[0])) + 1)
+#define NROW	(SPOOL_DEAD + NREASON - 1)	/* states, then reasons */
+
 /* What became of jobs whose current cycle began with a redrive. */
 static const char *const outcomes[] = { "queued", "done", "parked", "dropped" };
 
@@ -56,6 +65,7 @@ struct stats {
 	unsigned long hand_edits;	/* audit lines by "hand": adoptions */
 	long reason[NREASON], class[NCLASS];	/* of parked jobs */
 	long redriven[4];		/* by outcomes[] */
+	long ages[NROW][NAGE];		/* --ages: row, age column */
 	int64_t first_ready;		/* earliest eligible time, ready jobs */
 	int64_t first_dead, first_lease;	/* earliest since */
 	int paused;
@@ -139,6 +149,20 @@ underscored(char *buf, size_t len, const char *s)
 	return buf;
 }
 
+/* A job in its row and age column of --ages. */
+static void
+count_age(struct stats *st, const struct spool_job_info *in)
+{
+	int64_t minutes = (st->now - in->since) / 60000;
+	int col = 0;
+
+	while (col < NAGE - 1 && minutes >= age_bounds[col])
+		col++;
+	st->ages[in->state - SPOOL_NEW][col]++;
+	if (in->state == SPOOL_DEAD && in->reason > 0 && in->reason < NREASON)
+		st->ages[SPOOL_DEAD + in->reason - 1][col]++;
+}
+
 static int
 visit(void *arg, const char *id, const char *file,
     const struct spool_job_info *in)
@@ -159,6 +183,7 @@ visit(void *arg, const char *id, const char *file,
 		return -1;
 	}
 	st->state[in->state]++;
+	count_age(st, in);
 	if (in->payload_resized)
 		st->damaged++;	/* in its place, but not the bytes enqueued */
 	if (in->cycles >= 2)
@@ -307,12 +332,15 @@ metrics(const struct stats *st, struct metric *m)
 #define NMETRIC	(NFLAT + NREASON - 1 + NCLASS)
 
 static void
-print_plain(const struct stats *st, const struct metric *m, size_t n)
+print_plain(const struct stats *st, const struct metric *m, size_t n,
+    int all)
 {
 	char buf[32], when[40];
 	size_t i;
 
 	for (i = 0; i < n; i++) {
+		if (m[i].value == 0 && !all)
+			continue;	/* what is not there: -a shows it */
 		if (m[i].duration)
 			printf("%-31s %s\n", m[i].name,
 			    age(buf, sizeof(buf), m[i].value));
@@ -341,6 +369,34 @@ print_plain(const struct stats *st, const struct metric *m, size_t n)
 	else
 		printf("%-31s NOT synchronised: leases need NTP or chrony\n",
 		    "clock");
+}
+
+/* The --ages table: a header, then a row a state and a parked reason. */
+static void
+print_ages(const struct stats *st)
+{
+	char name[32];
+	long total;
+	int r, c;
+
+	printf("%-22s %6s", "STATE", "TOTAL");
+	for (c = 0; c < NAGE - 1; c++)
+		printf(" %5dm", age_bounds[c]);
+	printf(" %5dm+\n", age_bounds[NAGE - 2]);
+	for (r = 0; r < NROW; r++) {
+		if (r < SPOOL_DEAD)
+			(void)snprintf(name, sizeof(name), "%s",
+			    spool_state_name(r + SPOOL_NEW));
+		else
+			(void)snprintf(name, sizeof(name), "dead %s",
+			    spool_reason_name(r - SPOOL_DEAD + 1));
+		for (c = 0, total = 0; c < NAGE; c++)
+			total += st->ages[r][c];
+		printf("%-22s %6ld", name, total);
+		for (c = 0; c < NAGE; c++)
+			printf(" %6ld", st->ages[r][c]);
+		printf("\n");
+	}
 }
 
 static void
@@ -639,6 +695,7 @@ int
 main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "ages", no_argument, NULL, 'g' },
 		{ "crit", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "prom", no_argument, NULL, 'p' },
@@ -657,15 +714,17 @@ main(int argc, char **argv)
 
 	cmd_init(argv, 1);
 	/* A bad option is reported after the loop: UNKNOWN if checking. */
-	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "ad:", longopts)) != -1) {
 		switch (c) {
-		case 'd':
-			dir = optarg;
-			break;
+		case 'a':
+		case 'g':
 		case 'j':
 		case 'p':
 			bad |= form != 0 && form != c;
 			form = c;
+			break;
+		case 'd':
+			dir = optarg;
 			break;
 		case 'c':
 		case 'w':
@@ -707,8 +766,10 @@ main(int argc, char **argv)
 		print_json(&st, m);
 	else if (form == 'p')
 		print_prom(&st, dir);
+	else if (form == 'g')
+		print_ages(&st);
 	else
-		print_plain(&st, m, nm);
+		print_plain(&st, m, nm, form == 'a');
 	spool_close(sp);
 	return finish_stdout(EXIT_DONE);
 }

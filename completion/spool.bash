@@ -98,7 +98,7 @@ _spool_options()
 		_spool_flag='--json' ;;
 	spool-stat)
 		_spool_arg='-d --warn --crit'
-		_spool_flag='--json --prom' ;;
+		_spool_flag='-a --ages --json --prom' ;;
 	*)
 		_spool_arg= ;;
 	esac

@@ -384,6 +384,8 @@ spool_settings(struct spool *sp, struct spool_settings *s)
 	s->skew_ms = sp->skew_ms;
 	s->host = sp->host;
 	s->timeout_ms = sp->timeout_ms;
+	s->reserve_bytes = sp->reserve_bytes;
+	s->reserve_inodes = sp->reserve_inodes;
 }
 
 int

@@ -177,6 +177,7 @@ struct spool_settings {
 	const char *host;
 	int64_t timeout_ms;	/* a handler's longest run (spool-run); 0:
 				   none */
+	uint64_t reserve_bytes, reserve_inodes;	/* kept for draining */
 };
 void spool_settings(struct spool *sp, struct spool_settings *s);
 

@@ -100,12 +100,17 @@ plain() {
 	equals "$stderr" "usage: $(synopsis spool-stat)"
 	run -100 --separate-stderr spool-stat --json --prom
 	equals "$stderr" "usage: $(synopsis spool-stat)"
+	run -100 --separate-stderr spool-stat -a --json
+	equals "$stderr" "usage: $(synopsis spool-stat)"
 	run -100 --separate-stderr spool-stat extra
 	equals "$stderr" "usage: $(synopsis spool-stat)"
 }
 
-@test "an empty spool: every metric 0, exactly" {
+@test "an empty spool: every metric 0, exactly; plain shows none of them, -a all" {
 	run -0 --separate-stderr spool-stat
+	equals "$stderr" ""
+	equals "$output" "$(printf '%-31s %s\n' last_action - timeout 1h00m)"
+	run -0 --separate-stderr spool-stat -a
 	equals "$stderr" ""
 	diff -u <(plain) <(printf '%s\n' "$output")
 	run -0 --separate-stderr at_ms $T spool-stat --json
@@ -215,7 +220,7 @@ EOF
 	busy
 	# The lease, held 1m59s, is overdue past a timeout of a minute.
 	sed -i 's/^timeout=.*/timeout=1m/' "$SPOOL_DIR/config"
-	run -0 --separate-stderr at_ms $((T + 200000)) spool-stat
+	run -0 --separate-stderr at_ms $((T + 200000)) spool-stat -a
 	equals "$stderr" ""
 	diff -u <(plain paused=1 new=3 ready=2 leased=1 done=4 dropped=2 dead=5 \
 	    cycles2=4 lag=1m27s oldest_dead=3m18s oldest_lease=1m59s overdue=1 \
@@ -226,6 +231,11 @@ EOF
 	    dead_class_cancelled=1 dead_class_unknown_side_effect=1 \
 	    "last_action=pause by ops at 2026-11-30T00:55:50.000Z (50s ago)" \
 	    timeout=1m00s) <(printf '%s\n' "$output")
+	# Without -a, the same lines but those of 0.
+	run -0 --separate-stderr at_ms $((T + 200000)) spool-stat
+	diff -u <(at_ms $((T + 200000)) spool-stat -a | grep -Ev ' (0|0s)$') \
+	    <(printf '%s\n' "$output")
+	equals "$(wc -l <<<"$output")" 27
 	# The counts agree with the directories.
 	for state in new leased done dead; do
 		equals "$(grep "^$state " <<<"$output" | awk '{ print $2 }')" \
@@ -388,6 +398,7 @@ EOF
 	grep -qx 'dead                            10000' <<<"$output"
 	grep -qx 'dead_permanent                  10000' <<<"$output"
 	grep -qx 'dead_class_invalid_input        10000' <<<"$output"
+	run -0 spool-stat -a
 	grep -qx 'new                             0' <<<"$output"
 	run -2 spool-stat --crit 'dead>9999'
 	equals "${output%% |*}" "SPOOL CRITICAL - dead=10000 (>9999)"
@@ -441,4 +452,30 @@ EOF
 	equals "$output" ""
 	equals "$(ls "$BATS_TEST_TMPDIR/textfile")" spool.prom
 	promtool check metrics <"$BATS_TEST_TMPDIR/textfile/spool.prom"
+}
+
+@test "--ages: jobs by state and parked reason, and by how long they have been there" {
+	park p1 invalid-input $T		# parked at T + 2s
+	at_ms $T spool-enqueue --id n1 <<<"n1" >/dev/null
+	at_ms $((T + 3600000)) spool-enqueue --id n2 <<<"n2" >/dev/null
+	at_ms $((T + 7000000)) spool-enqueue --id n3 <<<"n3" >/dev/null
+	at_ms $((T + 7100000)) spool-claim --owner w1 >/dev/null	# n1
+	# At T + 2h: p1 119m58s parked, n2 60m queued, n3 3m20s, n1 leased
+	# 1m40s; 5 minutes is in the first column, 80 in the fifth.
+	run -0 --separate-stderr at_ms $((T + 7200000)) spool-stat --ages
+	equals "$stderr" ""
+	diff -u - <(printf '%s\n' "$output") <<'EOT'
+STATE                   TOTAL     5m    10m    20m    40m    80m   160m   320m   640m  1280m  1280m+
+new                         2      1      0      0      0      1      0      0      0      0      0
+leased                      1      1      0      0      0      0      0      0      0      0      0
+done                        0      0      0      0      0      0      0      0      0      0      0
+dead                        1      0      0      0      0      0      1      0      0      0      0
+dead permanent              1      0      0      0      0      0      1      0      0      0      0
+dead exhausted              0      0      0      0      0      0      0      0      0      0      0
+dead deadline               0      0      0      0      0      0      0      0      0      0      0
+dead side-effect            0      0      0      0      0      0      0      0      0      0      0
+dead cancelled              0      0      0      0      0      0      0      0      0      0      0
+EOT
+	run -100 --separate-stderr spool-stat --ages --json
+	equals "$stderr" "usage: $(synopsis spool-stat)"
 }

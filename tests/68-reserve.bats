@@ -2,7 +2,8 @@
 # The disk reserve: below the free space or the free inodes kept in config,
 # enqueue is refused as a temporary failure, while claim, finish, redrive
 # and drop go on, so that a full disk never stops the drain.  The spool is
-# on a tmpfs of 4 MB and 200 inodes, which only root can mount.
+# on a tmpfs of 4 MB and 200 inodes, which only root can mount.  spool-init
+# warns on a file system smaller than the reserve.
 
 load helpers
 
@@ -50,7 +51,11 @@ fill_inodes() {
 	[ "$(stat -f -c %d "$MNT")" -lt 50 ]
 }
 
-reserve_msg="spool-enqueue: free space is below the spool's reserve (see reserve and reserve-inodes in spool(7))"
+# The refusal, with the figures: "512K free, reserve 1.0M", "39 inodes
+# free, reserve 50".
+reserve_re() {
+	printf '%s' "^spool-enqueue: free space is below the spool's reserve: $1 \\(see reserve and reserve-inodes in spool\\(7\\)\\)\$"
+}
 
 # Jobs a and b parked, c and d queued.  (Jobs due in the same millisecond
 # may be claimed in any order, so c and d come after the claim.)
@@ -77,7 +82,7 @@ EOT
 	before=$(snapshot)
 	run -111 --separate-stderr spool-enqueue --id f <<<"job f"
 	equals "$output" ""
-	equals "$stderr" "$reserve_msg"
+	[[ $stderr =~ $(reserve_re '[0-9]+K free, reserve 1.0M') ]]
 	equals "$(snapshot)" "$before"
 	[ ! -e "$SPOOL_DIR/meta/f" ]
 	run -0 spool-claim --owner w2 -n 3
@@ -106,7 +111,7 @@ EOT
 	before=$(snapshot)
 	run -111 --separate-stderr spool-enqueue --id f <<<"job f"
 	equals "$output" ""
-	equals "$stderr" "$reserve_msg"
+	[[ $stderr =~ $(reserve_re '[0-9]+ inodes free, reserve 50') ]]
 	equals "$(snapshot)" "$before"
 	run -0 spool-claim --owner w2 -n 2
 	run -0 spool-finish - <<<"$(cut -f1,2 <<<"$output" | sed 's/\t/ /; s/$/ ok/')"
@@ -120,4 +125,21 @@ EOT
 	equals "$(ids_in new)" a
 	rm -r "$MNT/fill"
 	run -0 spool-enqueue --id f <<<"job f"
+}
+
+@test "spool-init on a file system smaller than the reserve warns, with the figures" {
+	run -0 --separate-stderr spool-init -d "$MNT/small"
+	equals "$output" ""
+	# The figures as they are after the init, 1024 to a K.
+	free=$(awk -v n=$(($(stat -f -c '%a * %S' "$MNT"))) 'BEGIN {
+	    u = 0; while (n >= 1024 && u < 6) { n /= 1024; u++ }
+	    if (u == 0) printf "%d", n
+	    else printf (n < 10 ? "%.1f%s" : "%.0f%s"), n, substr("KMGTPE", u, 1) }')
+	inodes=$(stat -f -c %d "$MNT")
+	equals "$stderr" "spool-init: warning: $MNT/small: $free free, reserve 16M; $inodes inodes free, reserve 1000: enqueues will be refused until it has more room; lower reserve and reserve-inodes in $MNT/small/config to use it as it is (see spool(7))"
+	# Lowered, the spool takes jobs; a second init of it says nothing.
+	printf 'reserve=1M\nreserve-inodes=50\n' >"$MNT/small/config"
+	run -0 --separate-stderr spool-init -d "$MNT/small"
+	equals "$stderr" ""
+	run -0 spool-enqueue -d "$MNT/small" --id j1 <<<"job"
 }

@@ -491,7 +491,7 @@ resume ops INC-6"
 	vg_same crit spool-stat --warn 'dead>0' --crit 'oldest_dead>1m'
 	vg_status warn 1
 	vg_status crit 2
-	vg_is usage 100 "" "usage: spool-stat [-d DIR] [--json | --prom] [--warn EXPR] ... [--crit EXPR] ..."
+	vg_is usage 100 "" "usage: spool-stat [-d DIR] [-a | --ages | --json | --prom] [--warn EXPR] ... [--crit EXPR] ..."
 	equals "$(jq -c '[.new, .leased, .done, .dead]' "$V/json.out")" "[1,1,1,1]"
 	promtool check metrics <"$V/prom.out"
 	grep -qx "spool_jobs{spool=\"$(realpath "$SPOOL_DIR")\",state=\"dead\"} 1" "$V/prom.out"
@@ -575,9 +575,16 @@ EOF
 	exec {fd}<&-
 	kill -TERM "$pid"
 	vg_wait
+	# Each says one line of its delivery, no more.  The workers ran at
+	# once, so which took which job is not known: one line a job.
 	for id in $ids slow; do
-		vg_is "run-$id" 0 "" ""
+		vg_status "run-$id" 0
+		diff -u /dev/null "$V/run-$id.out"
+		equals "$(wc -l <"$V/run-$id.err")" 1
 	done
+	equals "$(for id in $ids slow; do cut -d' ' -f3 "$V/run-$id.err"; done |
+	    LC_ALL=C sort | paste -sd' ')" \
+	    "$(printf '%s\n' $ids slow | LC_ALL=C sort | paste -sd' ')"
 	diff -u - <(for id in $ids slow; do
 		[ "$id" != slow ] || SPOOL_DIR=$S
 		echo "$id $(last_rec "$id" ev out cls | sed 's/=$/=-/' |

@@ -86,21 +86,6 @@ setup() {
 	:
 }
 
-# "CMD OPTION" for every option that the man pages' item lists name ("Fl
-# -warn" is --warn, "Fl d" -d; a bare "Fl", standard input, is not an
-# option); spool-resume's page is spool-pause's.  In one awk.
-man_options() {
-	awk '/^\.It / {
-		cmd = FILENAME; sub(/.*\//, "", cmd); sub(/\.1$/, "", cmd)
-		for (i = 2; i < NF; i++)
-			if ($i == "Fl" && $(i + 1) ~ /^[^ ]/ && $(i + 1) != ",") {
-				print cmd, "-" $(i + 1)
-				if (cmd == "spool-pause")
-					print "spool-resume", "-" $(i + 1)
-			}
-	}' "$@" | sort -u
-}
-
 # The same for what completing "-" offers.
 comp_options() {
 	local cmd w
@@ -215,7 +200,7 @@ EOF
 @test "spool-stat --warn offers exactly the metric names that spool-stat prints" {
 	# The plain output's first column, but last_action and timeout, which
 	# are not metrics.
-	spool-stat | awk '$1 != "last_action" && $1 != "timeout" { print $1 }' |
+	spool-stat -a | awk '$1 != "last_action" && $1 != "timeout" { print $1 }' |
 	    LC_ALL=C sort >"$BATS_TEST_TMPDIR/printed"
 	comp spool-stat --warn ''
 	printf '%s' "$got" >"$BATS_TEST_TMPDIR/offered"
@@ -247,7 +232,7 @@ EOF
 	equals "$(man_options "$BATS_TEST_DIRNAME/../man/spool-ls.1" | tr '\n' ' ')" \
 	    "spool-ls --class spool-ls --json spool-ls --older-than spool-ls --reason spool-ls -0 spool-ls -d spool-ls -l "
 	equals "$(man_options "$BATS_TEST_DIRNAME/../man/spool-stat.1" | tr '\n' ' ')" \
-	    "spool-stat --crit spool-stat --json spool-stat --prom spool-stat --warn spool-stat -d "
+	    "spool-stat --ages spool-stat --crit spool-stat --json spool-stat --prom spool-stat --warn spool-stat -a spool-stat -d "
 }
 
 @test "completing IDs reads the state directories, never meta/" {

@@ -129,3 +129,18 @@ last_rec() {
 		printf '%s=%s\n' "$k" "$(tr ' ' '\n' <<<"$rec" | sed -n "s/^$k=//p")"
 	done
 }
+
+# "CMD OPTION" for every option that the man pages' item lists name ("Fl
+# -warn" is --warn, "Fl d" -d; a bare "Fl", standard input, is not an
+# option); spool-resume's page is spool-pause's.  In one awk.
+man_options() {
+	awk '/^\.It / {
+		cmd = FILENAME; sub(/.*\//, "", cmd); sub(/\.1$/, "", cmd)
+		for (i = 2; i < NF; i++)
+			if ($i == "Fl" && $(i + 1) ~ /^[^ ]/ && $(i + 1) != ",") {
+				print cmd, "-" $(i + 1)
+				if (cmd == "spool-pause")
+					print "spool-resume", "-" $(i + 1)
+			}
+	}' "$@" | sort -u
+}
