@@ -104,9 +104,9 @@ usage(void)
 
 /*
  * getopt_long(3), with the two options every command takes: --help, the
- * usage (every form, as the man page's SYNOPSIS) on stdout; --version, the
- * version and the on-disk formats this build reads (spool-layout.md,
- * "Formats").  Neither is in a command's own table: an unknown long option
+ * usage (every form, as the man page's SYNOPSIS) and a line an option on
+ * stdout; --version, the version and the on-disk formats this build reads
+ * (spool-layout.md, "Formats").  Neither is in a command's own table: an unknown long option
  * is looked at by name, so that "--note --help" stays a note.
  */
 int
@@ -121,7 +121,7 @@ cmd_getopt(int argc, char **argv, const char *optstring,
 		return c;
 	arg = argv[optind - 1];
 	if (strcmp(arg, "--help") == 0) {
-		printf("usage: %s\n", usage_text);
+		printf("usage: %s\n%s", usage_text, help_text);
 		exit(finish_stdout(EXIT_DONE));
 	}
 	if (strcmp(arg, "--version") == 0) {

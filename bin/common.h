@@ -22,6 +22,7 @@
 extern const char *progname;
 extern int stdin_closed;
 extern const char *usage_text;
+extern const char *help_text;	/* a line an option, for --help */
 
 void cmd_init(char **argv, int prints);
 void die(int status, const char *fmt, ...)

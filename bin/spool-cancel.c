@@ -9,6 +9,12 @@
 
 const char *usage_text = "spool-cancel [-d DIR] --by WHO --note TICKET "
     "ID ... | [-0] -";
+/* --help: a line an option, as the man page's OPTIONS. */
+const char *help_text =
+    "  -d DIR         the spool (default: $SPOOL_DIR)\n"
+    "  --by WHO       who cancels: an operator handle or role\n"
+    "  --note TICKET  why: a ticket or incident identifier\n"
+    "  -0             with -, IDs end in NUL, not a newline\n";
 
 int
 main(int argc, char **argv)

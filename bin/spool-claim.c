@@ -10,6 +10,12 @@
 
 const char *usage_text = "spool-claim [-d DIR] [--lease DUR] [--owner NAME] "
     "[-n N]";
+/* --help: a line an option, as the man page's OPTIONS. */
+const char *help_text =
+    "  -d DIR        the spool (default: $SPOOL_DIR)\n"
+    "  --lease DUR   the lease's length (default: the spool's lease, 30s)\n"
+    "  --owner NAME  who holds the lease (default: HOST:PID)\n"
+    "  -n N          claim up to N jobs, 1 to 256 (default: 1)\n";
 
 int
 main(int argc, char **argv)

@@ -13,6 +13,14 @@
 
 const char *usage_text = "spool-enqueue [-d DIR] [--id ID] [--max-attempts N] "
     "[--deadline DUR] [--delay DUR] [--trace ID] [FILE ...]";
+/* --help: a line an option, as the man page's OPTIONS. */
+const char *help_text =
+    "  -d DIR            the spool (default: $SPOOL_DIR)\n"
+    "  --id ID           the job's ID (default: a new one, printed)\n"
+    "  --max-attempts N  deliveries before it parks (default: the spool's, 5)\n"
+    "  --deadline DUR    time allowed from now (default: the spool's, 7d)\n"
+    "  --delay DUR       eligible after DUR (default: 0, at once)\n"
+    "  --trace ID        a trace ID kept with the job (default: none)\n";
 
 /* Files open at once: well under the usual limit of 1024 descriptors. */
 #define CHUNK	256

@@ -12,6 +12,12 @@
 
 const char *usage_text = "spool-finish [-d DIR] [--class CLASS] "
     "[--detail TEXT] [--delay DUR] ID TOKEN ok|retry|permanent|release | -";
+/* --help: a line an option, as the man page's OPTIONS. */
+const char *help_text =
+    "  -d DIR         the spool (default: $SPOOL_DIR)\n"
+    "  --class CLASS  why a retry or permanent failed (default: none)\n"
+    "  --detail TEXT  a short detail, kept in the sidecar (default: none)\n"
+    "  --delay DUR    a retry's wait (default: the spool's backoff)\n";
 
 struct opts {
 	int class;

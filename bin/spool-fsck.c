@@ -11,6 +11,12 @@
 
 const char *usage_text = "spool-fsck [-d DIR] [--repair | --restored] "
     "[--verify]";
+/* --help: a line an option, as the man page's OPTIONS. */
+const char *help_text =
+    "  -d DIR      the spool (default: $SPOOL_DIR)\n"
+    "  --repair    mend what it finds, and say what (default: look only)\n"
+    "  --verify    check each payload's checksum (default: its size)\n"
+    "  --restored  after a restore from backup: mark every job\n";
 
 static void
 print(void *arg, const char *what, const char *problem, int fixed)

@@ -6,6 +6,11 @@
 #include "common.h"
 
 const char *usage_text = "spool-init [-d DIR] [--group GROUP | --upgrade]";
+/* --help: a line an option, as the man page's OPTIONS. */
+const char *help_text =
+    "  -d DIR         the spool to make (default: $SPOOL_DIR)\n"
+    "  --group GROUP  shared by GROUP, setgid (default: private)\n"
+    "  --upgrade      upgrade a spool of format 1 to format 2\n";
 
 /*
  * A file system smaller than the spool's reserve (a small tmpfs) would

@@ -20,6 +20,15 @@
 
 const char *usage_text = "spool-ls [-d DIR] [-0 | -l | --json] "
     "[--older-than DUR] [--reason R] [--class C] [STATE ...]";
+/* --help: a line an option, as the man page's OPTIONS. */
+const char *help_text =
+    "  -d DIR            the spool (default: $SPOOL_DIR)\n"
+    "  -0                IDs end in NUL, not a newline\n"
+    "  -l                a table, sorted by ID\n"
+    "  --json            one JSON object a line\n"
+    "  --older-than DUR  only jobs in their state for at least DUR\n"
+    "  --reason R        only jobs parked for reason R\n"
+    "  --class C         only jobs whose last failure was of class C\n";
 
 enum form { PLAIN, NUL, LONG, JSON };
 

@@ -7,6 +7,11 @@
 #include "common.h"
 
 const char *usage_text = "spool-pause [-d DIR] [--by WHO --note TICKET]";
+/* --help: a line an option, as the man page's OPTIONS. */
+const char *help_text =
+    "  -d DIR         the spool (default: $SPOOL_DIR)\n"
+    "  --by WHO       who pauses (with --note; default: none named)\n"
+    "  --note TICKET  why: a ticket or incident identifier\n";
 
 int
 main(int argc, char **argv)

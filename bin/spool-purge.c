@@ -23,6 +23,16 @@ const char *usage_text = "spool-purge [-d DIR] [--dry-run] done | dropped "
     "done | dead ID ... | [-0] -\n"
     "       spool-purge [-d DIR] [--dry-run] --missing --by WHO --note "
     "TICKET ID ... | [-0] -";
+/* --help: a line an option, as the man page's OPTIONS. */
+const char *help_text =
+    "  -d DIR            the spool (default: $SPOOL_DIR)\n"
+    "  --older-than DUR  only jobs in their state for at least DUR\n"
+    "  --keep N          keep the N newest jobs of the kind\n"
+    "  --missing         record named jobs whose files were removed by hand\n"
+    "  --by WHO          who purges (needed for dead)\n"
+    "  --note TICKET     why: a ticket or incident identifier\n"
+    "  --dry-run         print what would be removed, change nothing\n"
+    "  -0                with -, IDs end in NUL, not a newline\n";
 
 /* Nothing writes a tmp/ file for a day: its enqueue died. */
 #define TMP_AGE_MS	(24LL * 3600 * 1000)

@@ -25,6 +25,20 @@
     "[--reconciled] [--edited] [--dry-run] [--rate N/s] [-0] - | --all " \
     "[--reason R] [--class C] [--older-than DUR]"
 const char *usage_text = NAMED_USAGE "\n       " BULK_USAGE;
+/* --help: a line an option, as the man page's OPTIONS. */
+const char *help_text =
+    "  -d DIR            the spool (default: $SPOOL_DIR)\n"
+    "  --by WHO          who redrives: an operator handle or role\n"
+    "  --note TICKET     why: a ticket or incident identifier\n"
+    "  --reconciled      the side effect was checked: redrive a flagged job\n"
+    "  --edited          send the payload as edited by hand\n"
+    "  -0                with -, IDs end in NUL, not a newline\n"
+    "  --all             every parked job that the filters keep\n"
+    "  --reason R        only jobs parked for reason R\n"
+    "  --class C         only jobs whose last failure was of class C\n"
+    "  --older-than DUR  only jobs parked for at least DUR\n"
+    "  --rate N/s        at most N jobs a second (default: 10/s)\n"
+    "  --dry-run         print what would be redriven, change nothing\n";
 
 #define NS	1000000000LL
 

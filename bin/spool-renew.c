@@ -6,6 +6,10 @@
 #include "common.h"
 
 const char *usage_text = "spool-renew [-d DIR] [--lease DUR] ID TOKEN";
+/* --help: a line an option, as the man page's OPTIONS. */
+const char *help_text =
+    "  -d DIR       the spool (default: $SPOOL_DIR)\n"
+    "  --lease DUR  the lease from now (default: the spool's lease, 30s)\n";
 
 int
 main(int argc, char **argv)

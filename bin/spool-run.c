@@ -43,6 +43,17 @@
 const char *usage_text = "spool-run [-d DIR] [--grace DUR] [--idle-exit DUR] "
     "[-j N] [--lease DUR] [--max-jobs N] [--once] [--owner NAME] "
     "[--timeout DUR] -- HANDLER [ARG ...]";
+/* --help: a line an option, as the man page's OPTIONS. */
+const char *help_text =
+    "  -d DIR           the spool (default: $SPOOL_DIR)\n"
+    "  --grace DUR      on SIGTERM, time to finish (default: 30s)\n"
+    "  --idle-exit DUR  exit when nothing was due for DUR (default: never)\n"
+    "  -j N             handlers at once, 1 to 256 (default: 1)\n"
+    "  --lease DUR      each job's lease (default: the spool's lease, 30s)\n"
+    "  --max-jobs N     exit after N deliveries (default: no limit)\n"
+    "  --once           run one job if one is due, and exit\n"
+    "  --owner NAME     who holds the leases (default: HOST:PID)\n"
+    "  --timeout DUR    stop a handler after DUR (default: the spool's, 1h)\n";
 
 #define NEVER		INT64_MAX
 #define SLOTS_MAX	256	/* -j: one stderr pipe each, well under 1024 fds */

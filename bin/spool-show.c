@@ -17,6 +17,10 @@
 #include "common.h"
 
 const char *usage_text = "spool-show [-d DIR] [--json] ID";
+/* --help: a line an option, as the man page's OPTIONS. */
+const char *help_text =
+    "  -d DIR  the spool (default: $SPOOL_DIR)\n"
+    "  --json  one JSON object\n";
 
 struct line {
 	char *text;

@@ -26,6 +26,15 @@
 
 const char *usage_text = "spool-stat [-d DIR] [-a | --ages | --json | --prom] "
     "[--warn EXPR] ... [--crit EXPR] ...";
+/* --help: a line an option, as the man page's OPTIONS. */
+const char *help_text =
+    "  -d DIR       the spool (default: $SPOOL_DIR)\n"
+    "  -a           every metric, 0 or not (default: those not 0)\n"
+    "  --ages       jobs by state and age, as qshape\n"
+    "  --json       one JSON object\n"
+    "  --prom       the Prometheus text format\n"
+    "  --warn EXPR  a check: warn when EXPR holds, as dead>0\n"
+    "  --crit EXPR  a check: critical when EXPR holds\n";
 
 /* The monitoring-plugin statuses, used only with --warn or --crit. */
 enum { CHECK_OK, CHECK_WARNING, CHECK_CRITICAL, CHECK_UNKNOWN };

@@ -20,18 +20,23 @@ forms() {
 		on && $1 == cmd { sub(/^ +/, ""); print }'
 }
 
-@test "--help prints every form of the SYNOPSIS on stdout and exits 0" {
+# The option lines of --help: "  -d DIR  the spool ...".
+help_options() {
+	grep '^  -'
+}
+
+@test "--help prints every form of the SYNOPSIS, then a line an option, on stdout and exits 0" {
 	for cmd in $CMDS; do
 		[ -n "$(forms "$cmd")" ]
 		run -0 --separate-stderr "$cmd" --help
 		equals "$stderr" ""
-		diff -u <(forms "$cmd" | sed '1s/^/usage: /; 2,$s/^/       /') \
-		    - <<<"$output"
+		diff -u <(forms "$cmd" | sed '1s/^/usage: /; 2,$s/^/       /'
+		    "$cmd" --help | help_options) - <<<"$output"
 	done
 	# Wherever it is among the options, and whatever else is missing.
 	run -0 --separate-stderr spool-redrive --by ops --help
 	equals "${lines[0]}" "usage: $(forms spool-redrive | head -n 1)"
-	[ "${#lines[@]}" -eq 2 ]
+	[ "${#lines[@]}" -eq 14 ]
 	# But as an option's value it is not one.
 	run -100 --separate-stderr spool-ls --reason --help
 	equals "$output" ""
@@ -43,7 +48,33 @@ forms() {
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
 usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] [--dry-run] ID ...
        spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] [--dry-run] [--rate N/s] [-0] - | --all [--reason R] [--class C] [--older-than DUR]
+  -d DIR            the spool (default: $SPOOL_DIR)
+  --by WHO          who redrives: an operator handle or role
+  --note TICKET     why: a ticket or incident identifier
+  --reconciled      the side effect was checked: redrive a flagged job
+  --edited          send the payload as edited by hand
+  -0                with -, IDs end in NUL, not a newline
+  --all             every parked job that the filters keep
+  --reason R        only jobs parked for reason R
+  --class C         only jobs whose last failure was of class C
+  --older-than DUR  only jobs parked for at least DUR
+  --rate N/s        at most N jobs a second (default: 10/s)
+  --dry-run         print what would be redriven, change nothing
 EOF
+}
+
+@test "--help names every option of the man page, and only those, each under 80 columns" {
+	for cmd in $CMDS; do
+		"$cmd" --help | help_options | awk -v c="$cmd" '{ print c, $1 }'
+	done | sort -u >"$BATS_TEST_TMPDIR/help"
+	diff -u <(man_options "$ROOT"/man/spool-*.1) "$BATS_TEST_TMPDIR/help"
+	for cmd in $CMDS; do
+		"$cmd" --help | help_options
+	done | awk 'length > 79 { print; bad = 1 } END { exit bad }'
+	# The check fails on an option the page has and --help has not.
+	run -1 diff <(man_options "$ROOT"/man/spool-*.1) \
+	    <(grep -v 'spool-claim -n' "$BATS_TEST_TMPDIR/help")
+	equals "$output" $'8d7\n< spool-claim -n'
 }
 
 @test "--version: the name, the version of VERSION, the formats read" {
