@@ -86,6 +86,7 @@ void jnum(const char *key, int64_t v);
 void jtime(const char *key, int64_t ms);
 void jbool(const char *key, int v);
 void jjob(const struct spool_job_info *in, int64_t now);
+const char *damage_text(const struct spool_job_info *in);
 
 /* IDs named or selected, each with the time its job entered its state. */
 struct pick {

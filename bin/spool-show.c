@@ -186,6 +186,8 @@ show_text(const struct spool_job_info *in, const struct audit *a,
 	size_t i;
 
 	printf("id           %s\n", in->id);
+	if (damage_text(in) != NULL)
+		printf("damaged      %s\n", damage_text(in));
 	printf("state        %s\n", spool_state_name(in->state));
 	printf("disposition  %s\n", dash(disposition(in)));
 	printf("since        %s (%s ago)\n", fmt_time(t1, sizeof(t1), in->since),
@@ -243,7 +245,7 @@ main(int argc, char **argv)
 	const char *dir = NULL;
 	struct spool *sp;
 	size_t i;
-	int c, json = 0;
+	int c, json = 0, status = EXIT_DONE;
 
 	cmd_init(argv, 1);
 	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
@@ -264,12 +266,13 @@ main(int argc, char **argv)
 	if (!spool_valid_id(a.id))
 		die(EXIT_PERM, "%.140s: bad ID", a.id);
 	sp = open_spool(spool_dir(dir));
+	/* A damaged job is shown all the same: then is when it is needed. */
 	if (spool_job_info(sp, a.id, 1, &info) == -1) {
 		if (errno == ENOENT)
 			die(EXIT_NO, "%s: no such job", a.id);
-		if (errno == EUCLEAN)
-			exit(damaged(a.id));
-		die(EXIT_TEMP, "%s: %s", a.id, strerror(errno));
+		if (errno != EUCLEAN)
+			die(EXIT_TEMP, "%s: %s", a.id, strerror(errno));
+		status = EXIT_PERM;
 	}
 	if (spool_audit_scan(sp, keep, &a) == -1)
 		die(EXIT_TEMP, "audit/: %s", strerror(errno));
@@ -284,5 +287,7 @@ main(int argc, char **argv)
 		free(a.lines[i].text);
 	free(a.lines);
 	spool_close(sp);
-	return finish_stdout(EXIT_DONE);
+	if (status != EXIT_DONE)
+		status = damaged(a.id);
+	return finish_stdout(status);
 }

@@ -77,6 +77,29 @@ deliveries(const struct spool_job_info *in)
 	return n;
 }
 
+/*
+ * What is wrong with a job that spool_job_info found damaged, for a
+ * person; NULL if nothing is (spool-show(1)).
+ */
+const char *
+damage_text(const struct spool_job_info *in)
+{
+	switch (in->damage) {
+	case SPOOL_DAMAGE_MISSING:
+		return "its file is not where its last record says";
+	case SPOOL_DAMAGE_UNREADABLE:
+		return "its file may not be read: a hand took its mode away";
+	case SPOOL_DAMAGE_SIDECAR:
+		return "its sidecar has a record that cannot be read";
+	case SPOOL_DAMAGE_NONE:
+		break;
+	}
+	if (in->payload_resized)
+		return "its file is not the size its record says: edited by "
+		    "hand, or torn";
+	return NULL;
+}
+
 /* A job's fields, as spool-ls --json and spool-show --json give them. */
 void
 jjob(const struct spool_job_info *in, int64_t now)
@@ -117,5 +140,6 @@ jjob(const struct spool_job_info *in, int64_t now)
 		jstr("payload_size", NULL);
 		jstr("payload_xxh3", NULL);
 	}
-	jbool("damaged", in->payload_resized);
+	jbool("damaged", in->payload_resized || in->damage != 0);
+	jstr("damage", damage_text(in));
 }

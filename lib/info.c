@@ -261,12 +261,42 @@ info_fill(struct spool *sp, struct job *j, int ev0, int history,
 	return 0;
 }
 
+/*
+ * A damaged job, for the person who settles it: what its sidecar says,
+ * its last record taken as done, and what is wrong.  located: the job's
+ * file was found, so what info_fill refused is its mode or a record.
+ */
+static void
+damaged_fill(struct spool *sp, struct job *j, const struct rec *last,
+    int located, int history, struct spool_job_info *in)
+{
+	enum spool_damage damage = SPOOL_DAMAGE_MISSING;
+
+	if (located && j->cur.loc != SPOOL_ABSENT)
+		damage = (j->fmode & 0444) == 0 ? SPOOL_DAMAGE_UNREADABLE :
+		    SPOOL_DAMAGE_SIDECAR;
+
+	j->cur = *last;
+	j->voidtail = 0;
+	j->fmode = 0444;	/* no file to read, or one no one may */
+	j->fsize = (off_t)last->size;
+	if (last->loc == SPOOL_ABSENT ||
+	    info_fill(sp, j, last->ev, history, in) == -1) {
+		memset(in, 0, sizeof(*in));
+		copy_word(in->id, sizeof(in->id), j->id);
+		damage = SPOOL_DAMAGE_SIDECAR;
+	}
+	in->damage = damage;
+	errno = EUCLEAN;
+}
+
 int
 spool_job_info(struct spool *sp, const char *id, int history,
     struct spool_job_info *in)
 {
 	struct job j;
-	int e, ev0, rv;
+	struct rec last;
+	int e, ev0, rv, located;
 
 	memset(in, 0, sizeof(*in));
 	if (!spool_valid_id(id)) {
@@ -277,8 +307,11 @@ spool_job_info(struct spool *sp, const char *id, int history,
 	if (job_read(sp, id, LOCK_SH, &j) == -1)
 		return -1;
 	ev0 = j.cur.ev;
-	rv = job_locate(sp, &j) == -1 ? -1 :
-	    info_fill(sp, &j, ev0, history, in);
+	last = j.cur;
+	located = job_locate(sp, &j) == 0;
+	rv = located ? info_fill(sp, &j, ev0, history, in) : -1;
+	if (rv == -1 && errno == EUCLEAN)
+		damaged_fill(sp, &j, &last, located, history, in);
 	e = errno;
 	job_close(&j);
 	errno = e;

@@ -209,13 +209,18 @@ static int
 list_one(struct lister *l, int dirfd, const char *id, const char *file)
 {
 	struct spool_job_info in;
-	int rv;
+	int rv, e;
 
 	if (l->jobfn == NULL)
 		return l->fn(l->arg, id, file);
+	memset(&in, 0, sizeof(in));
 	if (look_job(l->sp, l->state, dirfd, l->start, id, file,
-	    l->history, &in) == -1)
+	    l->history, &in) == -1) {
+		e = errno;
+		spool_job_info_free(&in);	/* a damaged job's history */
+		errno = e;
 		return l->jobfn(l->arg, id, file, NULL);
+	}
 	rv = l->jobfn(l->arg, id, file, &in);
 	spool_job_info_free(&in);
 	return rv;

@@ -494,12 +494,21 @@ struct spool_job_info {
 				   edited by hand, or torn */
 	struct spool_delivery *deliveries;	/* every cycle's, in order */
 	size_t ndeliveries;
+	enum spool_damage {	/* with EUCLEAN from spool_job_info */
+		SPOOL_DAMAGE_NONE,
+		SPOOL_DAMAGE_MISSING,	/* the file is not where the last
+					   record says, nor the one before */
+		SPOOL_DAMAGE_UNREADABLE,	/* a hand took its mode away */
+		SPOOL_DAMAGE_SIDECAR	/* a record cannot be read */
+	} damage;
 };
 
 /*
  * Read what the sidecar knows of id, under a shared lock, changing
  * nothing.  history: also fill deliveries (free them with
- * spool_job_info_free).  ENOENT: no such job.  EUCLEAN: damaged.  The
+ * spool_job_info_free).  ENOENT: no such job.  EUCLEAN: damaged; info
+ * then holds what the sidecar says, its last record taken as done, and
+ * damage says what is wrong (free it all the same).  The
  * sidecar is read twice (state, then history): it is small.
  */
 int spool_job_info(struct spool *sp, const char *id, int history,

@@ -243,6 +243,21 @@ EOT
 	done
 	run -100 --separate-stderr spool-enqueue --id m2 "$PAY/m2"
 	equals "$stderr" "$(damaged_msg spool-enqueue m2)"
+	# spool-show shows it all the same, with what is wrong, and its
+	# history: on-call needs it most then.
+	run -100 --separate-stderr spool-show m2
+	equals "$(sed -n 1,4p <<<"$output")" "$(printf '%s\n' 'id           m2' \
+	    'damaged      its file is not where its last record says' \
+	    'state        dead' 'disposition  parked')"
+	equals "$(grep -c ' park m2 ' <<<"$output")" 1
+	equals "$(sed -n '/^CYC/,/^$/p' <<<"$output" | wc -l)" 3
+	run -100 --separate-stderr spool-show --json m2
+	equals "$(jq -c '[.state, .damaged, .damage]' <<<"$output")" '["dead",true,"its file is not where its last record says"]'
+	mode=$(stat -c %a "$SPOOL_DIR/dead/m1")
+	chmod 000 "$SPOOL_DIR/dead/m1"
+	run -100 --separate-stderr spool-show m1
+	equals "${lines[1]}" "damaged      its file may not be read: a hand took its mode away"
+	chmod "$mode" "$SPOOL_DIR/dead/m1"
 	run -1 spool-fsck
 	equals "$output" "m2: its file is missing from dead/: if it was removed on purpose, record that with spool-purge --missing --by WHO --note TICKET m2"
 	before=$(snapshot)

@@ -110,14 +110,14 @@ holds_lock() {
 	ASAN_OPTIONS=detect_leaks=0 strace -f -e trace=flock \
 	    -o "$BATS_TEST_TMPDIR/trace" sh -c "SPOOL_TEST_NOW=$((T + 5000));
 	    export SPOOL_TEST_NOW; spool-ls leased; spool-ls -l leased;
-	    spool-stat" >"$BATS_TEST_TMPDIR/out"
+	    spool-stat -a" >"$BATS_TEST_TMPDIR/out"
 	equals "$(grep -c 'flock(' "$BATS_TEST_TMPDIR/trace")" 0
 	# Its age is the claim's: a renew keeps the job where it was.
 	diff -u - <(grep -E '^(a$|ID |a  |leased |damaged )' \
 	    "$BATS_TEST_TMPDIR/out") <<'EOT'
 a
-ID  DELIV  DISP  SE  REASON  CLASS  AGE  CYC  BY  DETAIL
-a   #1     -     -   -       -      4s   1    -   -
+ID  DELIV  DISP  OWNER  EXPIRES  AGE  CYC  BY
+a   #1     -     w1     in 26s   4s   1    -
 leased                          1
 damaged                         0
 EOT
