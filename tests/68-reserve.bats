@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
 # The disk reserve: below the free space or the free inodes kept in config,
 # enqueue is refused as a temporary failure, while claim, finish, redrive
-# and drop go on, so that a full disk never stops the drain.  The spool is
-# on a tmpfs of 4 MB and 200 inodes, which only root can mount.  spool-init
-# warns on a file system smaller than the reserve.
+# and drop go on, so that the spool's own jobs never stop the drain.  The
+# spool is on a tmpfs of 4 MB and 200 inodes, which only root can mount.
+# spool-init warns on a file system smaller than the reserve.
 
 load helpers
 
