@@ -1,7 +1,9 @@
 /* spool-init: create a spool, or finish one an interrupted init left. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -42,7 +44,7 @@ main(int argc, char **argv)
 	};
 	const char *dir = NULL, *group = NULL;
 	char msg[512];
-	int c, upgrade = 0;
+	int c, upgrade = 0, existed;
 
 	cmd_init(argv, 0);
 	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
@@ -69,8 +71,12 @@ main(int argc, char **argv)
 		c = open_failure(dir, errno, msg, sizeof(msg));
 		die(c, "%s", msg);
 	}
+	/* A spool that was complete is left unchanged, and said nothing of. */
+	(void)snprintf(msg, sizeof(msg), "%s/format", dir);
+	existed = access(msg, F_OK) == 0;
 	if (spool_init(dir, group) == 0) {
-		warn_small(dir);
+		if (!existed)
+			warn_small(dir);
 		return EXIT_DONE;
 	}
 	switch (errno) {

@@ -62,7 +62,7 @@ const char *help_text =
 #define RECHECK_MS	1000	/* due, yet nothing could be claimed: look again */
 #define CLOCK_NAG_MS	600000	/* an unsynchronised clock is named this often */
 #define TAIL_MAX	300	/* bytes of the handler's stderr kept */
-#define LINE_MAX_OUT	1024	/* a longer line of a handler's is cut */
+#define LINE_MAX_OUT	1024	/* a longer line of a handler's is split */
 #define RESULT_MAX	256	/* longest $SPOOL_RESULT read */
 
 extern char **environ;
@@ -409,7 +409,7 @@ relay(struct slot *s, const char *p, size_t n)
 		if (n > 0 && *p == '\n') {
 			p++;
 			n--;
-		} else if (s->nline < sizeof(s->line))
+		} else if (n == 0)
 			break;	/* the line goes on in the next read */
 		emit_line(s, s->line, s->nline);
 		s->nline = 0;
@@ -492,6 +492,7 @@ finish(struct slot *s, struct spool_finish *f)
 	f->token = s->lease.token;
 	if (spool_finish(w.sp, f, 1) == -1 && f->res.status == 0) {
 		say("%s: %s", s->lease.id, errtext(errno));
+		f->res.status = -1;	/* for its log line: failed */
 		fail();
 	} else if (report(s->lease.id, &f->res) > EXIT_NO)
 		fail();

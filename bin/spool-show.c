@@ -178,16 +178,33 @@ print_history(const struct spool_job_info *in)
 	}
 }
 
+/* The audit lines as they are, after an empty line, under their fields. */
+static void
+show_audit(const struct audit *a)
+{
+	size_t i;
+
+	printf("\n");
+	if (a->n > 0)
+		printf("TIME EVENT ID TOKEN ATTEMPT CYCLE ACTOR REASON CLASS "
+		    "NOTE WRITER\n");
+	for (i = 0; i < a->n; i++)
+		printf("%s\n", a->lines[i].text);
+}
+
 static void
 show_text(const struct spool_job_info *in, const struct audit *a,
     int64_t now)
 {
 	char t1[40], agebuf[32];
-	size_t i;
 
 	printf("id           %s\n", in->id);
 	if (damage_text(in) != NULL)
 		printf("damaged      %s\n", damage_text(in));
+	if (in->damage == SPOOL_DAMAGE_SIDECAR) {
+		show_audit(a);	/* its sidecar says nothing */
+		return;
+	}
 	printf("state        %s\n", spool_state_name(in->state));
 	printf("disposition  %s\n", dash(disposition(in)));
 	printf("since        %s (%s ago)\n", fmt_time(t1, sizeof(t1), in->since),
@@ -224,13 +241,7 @@ show_text(const struct spool_job_info *in, const struct audit *a,
 		printf("acted        -\n");
 	printf("\n");
 	print_history(in);
-	printf("\n");
-	/* The audit lines as they are, under their fields' names. */
-	if (a->n > 0)
-		printf("TIME EVENT ID TOKEN ATTEMPT CYCLE ACTOR REASON CLASS "
-		    "NOTE WRITER\n");
-	for (i = 0; i < a->n; i++)
-		printf("%s\n", a->lines[i].text);
+	show_audit(a);
 }
 
 int

@@ -304,8 +304,13 @@ spool_job_info(struct spool *sp, const char *id, int history,
 		return -1;
 	}
 	/* A shared lock: a look that overlaps a move must not see it half. */
-	if (job_read(sp, id, LOCK_SH, &j) == -1)
+	if (job_read(sp, id, LOCK_SH, &j) == -1) {
+		if (errno == EUCLEAN) {	/* a sidecar that cannot be read */
+			copy_word(in->id, sizeof(in->id), id);
+			in->damage = SPOOL_DAMAGE_SIDECAR;
+		}
 		return -1;
+	}
 	ev0 = j.cur.ev;
 	last = j.cur;
 	located = job_locate(sp, &j) == 0;

@@ -670,3 +670,16 @@ fsck_released() {
 	fsck_clean
 	same j2
 }
+
+@test "spool-show of a job whose sidecar cannot be read: its ID, what is wrong, its audit lines; 100" {
+	enq g1
+	echo garbage >>"$SPOOL_DIR/meta/g1"
+	run -100 --separate-stderr spool-show g1
+	equals "$(sed -n 1,4p <<<"$output")" "$(printf '%s\n' 'id           g1' \
+	    'damaged      its sidecar has a record that cannot be read' '' \
+	    'TIME EVENT ID TOKEN ATTEMPT CYCLE ACTOR REASON CLASS NOTE WRITER')"
+	[[ $(sed -n 5p <<<"$output") = *" enqueue g1 0 0 1 - - - - "* ]]
+	equals "$stderr" "$(damaged_msg spool-show g1)"
+	run -100 --separate-stderr spool-show --json g1
+	equals "$(jq -c '[.id, .damaged, .damage]' <<<"$output")" '["g1",true,"its sidecar has a record that cannot be read"]'
+}

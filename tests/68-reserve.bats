@@ -137,9 +137,10 @@ EOT
 	    else printf (n < 10 ? "%.1f%s" : "%.0f%s"), n, substr("KMGTPE", u, 1) }')
 	inodes=$(stat -f -c %d "$MNT")
 	equals "$stderr" "spool-init: warning: $MNT/small: $free free, reserve 16M; $inodes inodes free, reserve 1000: enqueues will be refused until it has more room; lower reserve and reserve-inodes in $MNT/small/config to use it as it is (see spool(7))"
-	# Lowered, the spool takes jobs; a second init of it says nothing.
-	printf 'reserve=1M\nreserve-inodes=50\n' >"$MNT/small/config"
+	# A second init leaves the spool as it is, and says nothing.
 	run -0 --separate-stderr spool-init -d "$MNT/small"
-	equals "$stderr" ""
+	equals "$output$stderr" ""
+	# Lowered, the spool takes jobs.
+	printf 'reserve=1M\nreserve-inodes=50\n' >"$MNT/small/config"
 	run -0 spool-enqueue -d "$MNT/small" --id j1 <<<"job"
 }

@@ -295,6 +295,16 @@ EOF
 	equals "$(audit_events | tail -n 1)" "retry j1 1 1 1 w1 - crashed -"
 }
 
+@test "a line of exactly 1024 bytes whose newline comes in a later write is one line" {
+	enqueue j1 'head -c 1024 /dev/zero | tr "\0" x >&2; sleep 0.2; printf "\nnext\n" >&2'
+	run -0 --separate-stderr spool-run --once --owner w1 -- "$H"
+	diff -u - <(runlog <<<"$stderr") <<EOF
+j1: $(head -c 1024 /dev/zero | tr '\0' x)
+j1: next
+spool-run: T j1 token=1 attempt=1 exit=0 duration=D outcome=ok class=- state=done
+EOF
+}
+
 @test "--timeout stops the handler with SIGTERM and retries it as timeout; a last attempt parks flagged" {
 	code='echo "start $SPOOL_JOB_ID" >"$EVENTS"; trap "echo term \$SPOOL_JOB_ID >\"\$EVENTS\"; exit 143" TERM; sleep 60 & wait'
 	enqueue t1 "$code"
