@@ -5,8 +5,6 @@
  * carries only results; the library never prints, so this does.
  */
 #define _GNU_SOURCE
-#include <sys/statvfs.h>
-
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -181,35 +179,30 @@ fmt_size(char *buf, size_t len, uint64_t n)
 }
 
 /*
- * Is the file system of the spool at dir below the reserve its config
- * keeps for draining?  1 if it is, with the figures in buf ("1.9M free,
- * reserve 16M"); 0 if not; -1 if statvfs(3) fails.
+ * Is the spool's file system below the reserve its config keeps for
+ * draining?  1 if it is, with the figures in buf ("1.9M free, reserve
+ * 16M"); 0 if not; -1 if it cannot be told.
  */
 int
-below_reserve(struct spool *sp, const char *dir, char *buf, size_t len)
+reserve_figures(struct spool *sp, char *buf, size_t len)
 {
-	struct spool_settings set;
-	struct statvfs vfs;
+	struct spool_room r;
 	char freebuf[16], resbuf[16];
-	uint64_t avail;
-	int n = 0;
+	int below, n = 0;
 
-	spool_settings(sp, &set);
-	if (statvfs(dir, &vfs) == -1)
-		return -1;
-	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
 	buf[0] = '\0';
-	if (avail < set.reserve_bytes) {
-		fmt_size(freebuf, sizeof(freebuf), avail);
-		fmt_size(resbuf, sizeof(resbuf), set.reserve_bytes);
+	if ((below = spool_room(sp, &r)) != 1)
+		return below;
+	if (r.free_bytes < r.reserve_bytes) {
+		fmt_size(freebuf, sizeof(freebuf), r.free_bytes);
+		fmt_size(resbuf, sizeof(resbuf), r.reserve_bytes);
 		n = snprintf(buf, len, "%s free, reserve %s", freebuf, resbuf);
 	}
-	if (vfs.f_files != 0 && vfs.f_favail < set.reserve_inodes && n >= 0 &&
-	    (size_t)n < len)
-		n += snprintf(buf + n, len - (size_t)n, "%s%" PRIu64 " inodes "
-		    "free, reserve %" PRIu64, n > 0 ? "; " : "",
-		    (uint64_t)vfs.f_favail, set.reserve_inodes);
-	return buf[0] != '\0';
+	if (r.free_inodes < r.reserve_inodes && n >= 0 && (size_t)n < len)
+		(void)snprintf(buf + n, len - (size_t)n, "%s%" PRIu64 " inodes "
+		    "free, reserve %" PRIu64, n > 0 ? "; " : "", r.free_inodes,
+		    r.reserve_inodes);
+	return 1;
 }
 
 const char *

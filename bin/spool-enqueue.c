@@ -125,8 +125,7 @@ main(int argc, char **argv)
 			free(jobs);
 			if (e != EDQUOT)
 				die(EXIT_TEMP, "%s", errtext(e));
-			(void)below_reserve(sp, spool_dir(dir), figures,
-			    sizeof(figures));
+			(void)reserve_figures(sp, figures, sizeof(figures));
 			die(EXIT_TEMP, "free space is below the spool's reserve"
 			    "%s%s (see reserve and reserve-inodes in spool(7))",
 			    figures[0] != '\0' ? ": " : "", figures);

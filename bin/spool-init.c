@@ -26,7 +26,7 @@ warn_small(const char *dir)
 
 	if ((sp = spool_open(dir)) == NULL)
 		return;
-	if (below_reserve(sp, dir, figures, sizeof(figures)) == 1)
+	if (reserve_figures(sp, figures, sizeof(figures)) == 1)
 		say("warning: %s: %s: enqueues will be refused until it "
 		    "has more room; lower reserve and reserve-inodes in "
 		    "%s/config to use it as it is (see spool(7))", dir,

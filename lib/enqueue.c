@@ -9,7 +9,6 @@
  */
 #define _GNU_SOURCE
 #include <sys/random.h>
-#include <sys/statvfs.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -258,18 +257,14 @@ drop:
 static int
 below_reserve(struct spool *sp)
 {
-	struct statvfs vfs;
+	struct spool_room r;
+	int below;
 
 	if (sp->reserve_bytes == 0 && sp->reserve_inodes == 0)
 		return 0;
-	if (fstatvfs(sp->dirfd, &vfs) == -1)
-		return -1;
-	if ((uint64_t)vfs.f_bavail * vfs.f_frsize < sp->reserve_bytes ||
-	    (vfs.f_files != 0 && (uint64_t)vfs.f_favail < sp->reserve_inodes)) {
+	if ((below = spool_room(sp, &r)) == 1)
 		errno = EDQUOT;
-		return -1;
-	}
-	return 0;
+	return below != 0 ? -1 : 0;
 }
 
 /* One call's jobs: p[order[0 .. m - 1]] are those still going, in ID order. */

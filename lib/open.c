@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/timex.h>
 #include <sys/utsname.h>
 
@@ -384,8 +385,22 @@ spool_settings(struct spool *sp, struct spool_settings *s)
 	s->skew_ms = sp->skew_ms;
 	s->host = sp->host;
 	s->timeout_ms = sp->timeout_ms;
-	s->reserve_bytes = sp->reserve_bytes;
-	s->reserve_inodes = sp->reserve_inodes;
+}
+
+int
+spool_room(struct spool *sp, struct spool_room *r)
+{
+	struct statvfs vfs;
+
+	if (fstatvfs(sp->dirfd, &vfs) == -1)
+		return -1;
+	r->free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	r->reserve_bytes = sp->reserve_bytes;
+	r->free_inodes = vfs.f_files != 0 ? (uint64_t)vfs.f_favail :
+	    UINT64_MAX;
+	r->reserve_inodes = sp->reserve_inodes;
+	return r->free_bytes < r->reserve_bytes ||
+	    r->free_inodes < r->reserve_inodes;
 }
 
 int

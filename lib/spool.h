@@ -177,9 +177,21 @@ struct spool_settings {
 	const char *host;
 	int64_t timeout_ms;	/* a handler's longest run (spool-run); 0:
 				   none */
-	uint64_t reserve_bytes, reserve_inodes;	/* kept for draining */
 };
 void spool_settings(struct spool *sp, struct spool_settings *s);
+
+/*
+ * The room left on the spool's file system, as statvfs(3) reports it to an
+ * unprivileged process, beside the reserve its config keeps for draining
+ * (spool(7), reserve).  1 if it is below either, 0 if not, -1 with errno.
+ * Below it, enqueue refuses jobs (EDQUOT).
+ */
+struct spool_room {
+	uint64_t free_bytes, reserve_bytes;
+	uint64_t free_inodes, reserve_inodes;	/* free_inodes UINT64_MAX:
+						   no inode count */
+};
+int spool_room(struct spool *sp, struct spool_room *r);
 
 /*
  * The system clock: 1 if the kernel says it is synchronised (adjtimex(2),
