@@ -27,9 +27,10 @@ bench-multihost: all
 
 # make torture-multihost RUNS=N: the stress N times on each file system,
 # widened; it stops at the first run that fails and keeps what it had
-# (tests/torture-multihost).
+# (tests/torture-multihost).  TORTURE_FS=cephfs runs one file system.
 RUNS ?= 10
+TORTURE_FS ?= glusterfs cephfs
 torture-multihost: test-build
-	@tests/torture-multihost $(RUNS) $(MULTIHOST_SECONDS)
+	@tests/torture-multihost $(RUNS) $(MULTIHOST_SECONDS) $(TORTURE_FS)
 
 .PHONY: torture-multihost
