@@ -159,15 +159,18 @@ negative_token(char **argv)
 	    id != NULL ? id : "", id != NULL ? ": " : "", a);
 }
 
-/* n bytes as a person reads them: 512, 1.9K, 16M, 2.0G. */
-static void
+/*
+ * n bytes as a person reads them: 512, 1.9K, 16M, 2.0G.  A value that
+ * would round to 1024 of a unit is the next unit: 1.0M, not 1024K.
+ */
+void
 fmt_size(char *buf, size_t len, uint64_t n)
 {
 	static const char units[] = "KMGTPE";
 	double v = (double)n;
 	int u = -1;
 
-	while (v >= 1024 && units[u + 1] != '\0') {
+	while (v >= 1023.5 && units[u + 1] != '\0') {
 		v /= 1024;
 		u++;
 	}

@@ -81,6 +81,7 @@ struct stats {
 	struct spool_settings set;	/* multi-host: the clock is shown */
 	int clock_synced;
 	int64_t clock_maxerror;
+	struct spool_room room;	/* what the reserve holds */
 	unsigned long events[NEVENT];	/* by enum spool_event */
 	struct spool_audit last;	/* the last operator action, if
 					   last.event is not SPOOL_EV_NONE */
@@ -279,8 +280,29 @@ gather(struct spool *sp, struct stats *st)
 	if ((st->paused = spool_paused(sp)) == -1)
 		fail(EXIT_TEMP, "paused: %s", strerror(errno));
 	st->clock_synced = spool_clock(&st->clock_maxerror);
+	if (spool_room(sp, &st->room) == -1)
+		fail(EXIT_TEMP, "reserve/: %s", strerror(errno));
 	if (spool_audit_scan(sp, audit_line, st) == -1)
 		fail(EXIT_TEMP, "audit/: %s", strerror(errno));
+}
+
+/*
+ * The reserve, when it holds less than it may: a command drew on it when
+ * the file system was full, or the file system is too small to hold it.
+ */
+static void
+reserve_line(const struct spool_room *r)
+{
+	char held[16], want[16];
+
+	if (!r->holding || (r->held_bytes >= r->reserve_bytes &&
+	    r->held_inodes >= r->held_inodes_max))
+		return;
+	fmt_size(held, sizeof(held), r->held_bytes);
+	fmt_size(want, sizeof(want), r->reserve_bytes);
+	printf("%-31s %s of %s held, %" PRIu64 " of %" PRIu64 " inodes: the "
+	    "disk was full, or is small; an enqueue with room makes it whole\n",
+	    "reserve", held, want, r->held_inodes, r->held_inodes_max);
 }
 
 static int64_t
@@ -368,6 +390,7 @@ print_plain(const struct stats *st, const struct metric *m, size_t n,
 		    st->set.timeout_ms));
 	else
 		printf("%-31s none\n", "timeout");
+	reserve_line(&st->room);
 	if (!st->set.multi_host)
 		return;
 	printf("%-31s %s, skew %s\n", "multi_host", st->set.host,

@@ -360,6 +360,7 @@ batch_items(struct spool *sp, const struct spool_operator *op,
     int (*one)(struct spool *sp, struct job *j, size_t i, struct batch *b),
     const void *extra)
 {
+	DRAINING(sp);
 	struct batch b;
 
 	if (op != NULL && (!spool_valid_note(op->by) ||

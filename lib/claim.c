@@ -411,6 +411,7 @@ int
 spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
     struct spool_lease *out, size_t max, size_t *n)
 {
+	DRAINING(sp);
 	struct claim *c;
 	int hintfd, rv = 0, e;
 	int64_t hint;

@@ -251,8 +251,10 @@ drop:
 
 /*
  * Keep the last of the disk for draining (as Postfix's queue_minfree):
- * below the reserve, enqueue fails (EDQUOT, temporary) while claim, finish,
- * redrive and drop, which need little or no new space, go on.
+ * first make the reserve the spool holds whole (room.c), then, below the
+ * reserve in free space, fail (EDQUOT, temporary).  Enqueue alone never
+ * draws on the reserve: claim, finish and the rest go on when the disk is
+ * full, whoever filled it.
  */
 static int
 below_reserve(struct spool *sp)
@@ -262,7 +264,8 @@ below_reserve(struct spool *sp)
 
 	if (sp->reserve_bytes == 0 && sp->reserve_inodes == 0)
 		return 0;
-	if ((below = spool_room(sp, &r)) == 1)
+	room_fill(sp);
+	if ((below = room_below(sp, &r)) == 1)
 		errno = EDQUOT;
 	return below != 0 ? -1 : 0;
 }

@@ -189,6 +189,7 @@ finish_item(struct batch *b, size_t i, struct spool_result **res)
 int
 spool_finish(struct spool *sp, struct spool_finish *f, size_t n)
 {
+	DRAINING(sp);
 	struct batch b;
 
 	memset(&b, 0, sizeof(b));

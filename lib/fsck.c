@@ -620,7 +620,7 @@ check_top(struct fsck *f, struct spool *sp)
 	static const char *const ours[] = {
 		".", "..", "format", "config", "next-expiry", "paused", "tokens",
 		"tmp", "new", "leased", "done", "dead", "meta", "audit",
-		"quarantine", "hosts"
+		"quarantine", "hosts", "reserve"
 	};
 	struct dirent *de;
 	DIR *d;
@@ -848,6 +848,7 @@ spool_fsck(struct spool *sp, int flags,
     void (*say)(void *arg, const char *what, const char *problem, int fixed),
     void *arg)
 {
+	DRAINING(sp);
 	struct fsck f;
 	size_t *metas = NULL, nmeta = 0;
 	int c;

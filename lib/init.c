@@ -24,7 +24,8 @@
 /* The only names a spool's top directory holds. */
 static const char *const topnames[] = {
 	"format", "config", "next-expiry", "paused", "tokens", "tmp", "new",
-	"leased", "done", "dead", "meta", "audit", "quarantine", "hosts"
+	"leased", "done", "dead", "meta", "audit", "quarantine", "hosts",
+	"reserve"
 };
 
 static const char default_config[] =

@@ -8,6 +8,7 @@
  * check-layers checks the objects against it):
  *
  *   base    hooks.c    the clock, and the test build's hooks
+ *           room.c     the space and inodes the spool keeps for draining
  *           io.c       system calls as the spool needs them; the move
  *           sync.c     the syncs of one wait, side by side
  *           valid.c    IDs, and the names of states, reasons and classes
@@ -165,6 +166,21 @@ const char *hook_mountinfo(void);
 int64_t hook_lock_wait(void);
 int hook_clock(void);
 const char *hook_boot_id(void);
+
+/*
+ * room.c: the reserve the spool keeps for draining (spool-layout.md, "The
+ * reserve").  DRAINING(sp) opens an operation that may draw on it: until
+ * the function returns, io.c's calls that find the file system full take
+ * some back and try again.
+ */
+struct spool *room_enter(struct spool *sp);
+void room_leave(struct spool **prev);
+#define DRAINING(sp)	struct spool *room_prev_ \
+			    __attribute__((cleanup(room_leave))) = room_enter(sp)
+int room_give(void);
+int room_held(struct spool *sp, uint64_t *bytes, uint64_t *inodes,
+    uint64_t *inodes_max);
+void room_fill(struct spool *sp);
 
 /*
  * io.c: system calls as the spool needs them (EINTR retried, short writes
@@ -345,6 +361,7 @@ int host_register(struct spool *sp);
 extern const char *const subdirs[NSUBDIRS];
 int open_top(const char *dir);
 int read_format(int dirfd);
+int room_below(struct spool *sp, struct spool_room *r);
 
 /* batch.c: lock in ID order, one transition each, one group commit */
 struct batch {

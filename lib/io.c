@@ -76,6 +76,18 @@ read_small(int dirfd, const char *name, char *buf, size_t size)
 }
 
 
+/*
+ * After a failure, try again?  After EINTR, yes.  After ENOSPC or EDQUOT,
+ * if the operation may draw on the spool's reserve and some was given
+ * back (room.c).
+ */
+static int
+again(void)
+{
+	return errno == EINTR || ((errno == ENOSPC || errno == EDQUOT) &&
+	    room_give() == 0);
+}
+
 /* A write that writes nothing is a full disk (as git's write_in_full). */
 int
 write_all(int fd, const void *buf, size_t n)
@@ -92,13 +104,11 @@ write_at(int fd, const void *buf, size_t n, off_t off)
 
 	while (n > 0) {
 		w = off == -1 ? write(fd, p, n) : pwrite(fd, p, n, off);
-		if (w == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (w == 0) {
+		if (w == 0)
 			errno = ENOSPC;
+		if (w <= 0) {
+			if (again())
+				continue;
 			return -1;
 		}
 		p += w;
@@ -131,8 +141,10 @@ close_fd(int fd)
 /*
  * The system calls the spool makes, again after EINTR: a handler installed
  * without SA_RESTART, or a FUSE or network file system, can interrupt any
- * of them.  errno is that of the last failure.  read, write and the syncs
- * have loops of their own above; close(2) is never retried (close_fd).
+ * of them.  Those that may need room are tried again after a full disk
+ * too, while the reserve gives (again).  errno is that of the last
+ * failure.  read, write and the syncs have loops of their own above;
+ * close(2) is never retried (close_fd).
  */
 int
 sys_openat(int dirfd, const char *path, int flags, mode_t mode)
@@ -141,7 +153,7 @@ sys_openat(int dirfd, const char *path, int flags, mode_t mode)
 
 	do
 		fd = openat(dirfd, path, flags, mode);
-	while (fd == -1 && errno == EINTR);
+	while (fd == -1 && ((flags & O_CREAT) ? again() : errno == EINTR));
 	return fd;
 }
 
@@ -176,7 +188,7 @@ sys_renameat(int fromfd, const char *from, int tofd, const char *to,
 	do
 		r = flags != 0 ? renameat2(fromfd, from, tofd, to, flags) :
 		    renameat(fromfd, from, tofd, to);
-	while (r == -1 && errno == EINTR);
+	while (r == -1 && again());
 	return r;
 }
 
@@ -198,7 +210,7 @@ sys_mkdirat(int dirfd, const char *path, mode_t mode)
 
 	do
 		r = mkdirat(dirfd, path, mode);
-	while (r == -1 && errno == EINTR);
+	while (r == -1 && again());
 	return r;
 }
 
@@ -291,7 +303,7 @@ move_noreplace(int fromfd, const char *from, int tofd, const char *to)
 	}
 	do
 		r = linkat(fromfd, from, tofd, to, 0);
-	while (r == -1 && errno == EINTR);
+	while (r == -1 && again());
 	if (r == 0) {
 		crash_point("move-linked");
 		/* The source's name is the job's second: see "Crashes". */

@@ -387,11 +387,13 @@ spool_settings(struct spool *sp, struct spool_settings *s)
 	s->timeout_ms = sp->timeout_ms;
 }
 
+/* spool_room without what the reserve holds: enqueue's check, one call. */
 int
-spool_room(struct spool *sp, struct spool_room *r)
+room_below(struct spool *sp, struct spool_room *r)
 {
 	struct statvfs vfs;
 
+	memset(r, 0, sizeof(*r));
 	if (fstatvfs(sp->dirfd, &vfs) == -1)
 		return -1;
 	r->free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
@@ -401,6 +403,18 @@ spool_room(struct spool *sp, struct spool_room *r)
 	r->reserve_inodes = sp->reserve_inodes;
 	return r->free_bytes < r->reserve_bytes ||
 	    r->free_inodes < r->reserve_inodes;
+}
+
+int
+spool_room(struct spool *sp, struct spool_room *r)
+{
+	int below;
+
+	if ((below = room_below(sp, r)) == -1 ||
+	    (r->holding = room_held(sp, &r->held_bytes, &r->held_inodes,
+	    &r->held_inodes_max)) == -1)
+		return -1;
+	return below;
 }
 
 int

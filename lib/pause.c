@@ -23,6 +23,7 @@ spool_paused(struct spool *sp)
 int
 spool_pause(struct spool *sp, const struct spool_operator *op, int on)
 {
+	DRAINING(sp);
 	struct abuf ab = { NULL, 0, 0 };
 	char text[2 * SPOOL_ID_MAX + 32];
 	struct rec r;

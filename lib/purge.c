@@ -123,6 +123,7 @@ int
 spool_purge(struct spool *sp, const struct spool_operator *op,
     enum spool_state from, struct spool_item *items, size_t n)
 {
+	DRAINING(sp);
 	int state = from;
 	size_t i;
 

@@ -14,6 +14,7 @@ int
 spool_renew(struct spool *sp, const char *id, uint64_t token,
     int64_t lease_ms, struct spool_result *res)
 {
+	DRAINING(sp);
 	struct abuf ab = { NULL, 0, 0 };
 	int64_t now = now_ms();
 	struct job j;

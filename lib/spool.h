@@ -184,12 +184,15 @@ void spool_settings(struct spool *sp, struct spool_settings *s);
  * The room left on the spool's file system, as statvfs(3) reports it to an
  * unprivileged process, beside the reserve its config keeps for draining
  * (spool(7), reserve).  1 if it is below either, 0 if not, -1 with errno.
- * Below it, enqueue refuses jobs (EDQUOT).
+ * Below it, enqueue refuses jobs (EDQUOT).  held_*: what the spool holds
+ * of the reserve in reserve/ (holding 0: no enqueue has made it yet).
  */
 struct spool_room {
 	uint64_t free_bytes, reserve_bytes;
 	uint64_t free_inodes, reserve_inodes;	/* free_inodes UINT64_MAX:
 						   no inode count */
+	int holding;
+	uint64_t held_bytes, held_inodes, held_inodes_max;
 };
 int spool_room(struct spool *sp, struct spool_room *r);
 

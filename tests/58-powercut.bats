@@ -135,6 +135,8 @@ reclaim 0 0
 finish-ok 0 0
 finish-fail 0 0
 finish-retry 0 0
+retry-full 0 0
+claim-full 0 0
 renew 0 0
 redrive 0 0
 drop 0 0

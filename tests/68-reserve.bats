@@ -2,8 +2,11 @@
 # The disk reserve: below the free space or the free inodes kept in config,
 # enqueue is refused as a temporary failure, while claim, finish, redrive
 # and drop go on, so that the spool's own jobs never stop the drain.  The
-# spool is on a tmpfs of 4 MB and 200 inodes, which only root can mount.
-# spool-init warns on a file system smaller than the reserve.
+# spool holds its reserve in reserve/, so that the drain goes on when
+# another program fills the file system to its last block and inode: on
+# the tmpfs, and on an ext4 image of 4 KiB blocks.  The spool is on a
+# tmpfs of 4 MB and 200 inodes, which only root can mount.  spool-init
+# warns on a file system smaller than the reserve.
 
 load helpers
 
@@ -28,6 +31,9 @@ setup() {
 }
 
 teardown() {
+	if [ -n "${EXT4:-}" ] && mountpoint -q "$EXT4"; then
+		umount "$EXT4"
+	fi
 	if [ -n "${MNT:-}" ] && mountpoint -q "$MNT"; then
 		umount "$MNT"
 	fi
@@ -143,4 +149,124 @@ EOT
 	# Lowered, the spool takes jobs.
 	printf 'reserve=1M\nreserve-inodes=50\n' >"$MNT/small/config"
 	run -0 spool-enqueue -d "$MNT/small" --id j1 <<<"job"
+}
+
+# fill_all DIR: another program takes every inode and every block of the
+# file system DIR is on: its byte filler's file first, then one empty
+# file an inode until none is left, then bytes until none is left.
+fill_all() {
+	local k=0
+	: >"$1/filler"
+	mkdir "$1/fill"
+	while : 2>/dev/null >"$1/fill/$k"; do k=$((k + 1)); done
+	head -c 1G /dev/zero 2>/dev/null >>"$1/filler" || true
+	equals "$(stat -f -c '%a free blocks, %d free inodes' "$1")" \
+	    "0 free blocks, 0 free inodes"
+}
+
+# The reserve's inode files and its bytes, on one line.
+reserve_held() {
+	printf '%s %s\n' "$(find "$SPOOL_DIR/reserve" -type f ! -name space |
+	    wc -l)" "$(stat -c %s "$SPOOL_DIR/reserve/space")"
+}
+
+# drain_when_full DIR: with the file system full, every transition but
+# enqueue goes on, by the reserve; enqueue is refused with the figures.
+# Then, with room again, the next enqueue makes the reserve whole.
+drain_when_full() {
+	local id t
+	for id in j1 j2 j3 j4 j5 j6 p; do
+		spool-enqueue --id $id <<<"job $id" >/dev/null
+	done
+	equals "$(reserve_held)" "16 1048576"
+	spool-claim --owner w1 -n 7 >/dev/null
+	spool-finish p "$(lease_token p)" permanent >/dev/null
+	spool-finish j6 "$(lease_token j6)" release >/dev/null
+	fill_all "$1"
+	before=$(snapshot)
+	run -111 --separate-stderr spool-enqueue --id e <<<"job e"
+	equals "$output" ""
+	equals "$stderr" "spool-enqueue: free space is below the spool's reserve: 0 free, reserve 1.0M; 0 inodes free, reserve 50 (see reserve and reserve-inodes in spool(7))"
+	equals "$(snapshot)" "$before"
+	run -0 --separate-stderr spool-pause --by ops --note T-1
+	equals "$output$stderr" ""
+	run -0 --separate-stderr spool-resume --by ops --note T-1
+	equals "$output$stderr" ""
+	t=$(lease_token j1)
+	run -0 --separate-stderr spool-renew j1 "$t"
+	equals "$output$stderr" ""
+	run -0 --separate-stderr spool-finish j1 "$t" ok
+	equals "$output$stderr" j1
+	# A retry a day away makes new buckets in new/: inodes.
+	run -0 --separate-stderr spool-finish --class transient --delay 1d \
+	    j2 "$(lease_token j2)" retry
+	equals "$output$stderr" j2
+	run -0 --separate-stderr spool-finish j3 "$(lease_token j3)" release
+	equals "$output$stderr" j3
+	run -0 --separate-stderr spool-finish --class invalid-input j4 \
+	    "$(lease_token j4)" permanent
+	equals "$output$stderr" j4
+	run -0 --separate-stderr spool-cancel --by ops --note T-2 j5
+	equals "$output$stderr" "j5"
+	run -0 --separate-stderr spool-redrive --by ops --note T-3 j4
+	equals "$output$stderr" "j4"
+	run -0 --separate-stderr spool-drop --by ops --note T-4 p
+	equals "$output$stderr" "p"
+	run -0 --separate-stderr spool-claim --owner w2 -n 5
+	equals "$(cut -f1,3 <<<"$output" | LC_ALL=C sort)" "$(printf 'j3\t1\nj4\t1\nj6\t1')"
+	equals "$stderr" ""
+	equals "$(ids_in new)" j2
+	equals "$(ids_in leased | tr '\n' ' ')" "j3 j4 j6 "
+	equals "$(ids_in done | tr '\n' ' ')" "j1 p "
+	equals "$(ids_in dead)" j5
+	fsck_clean
+	# It drew on the reserve: fewer inodes and bytes held.
+	read -r inodes bytes <<<"$(reserve_held)"
+	[ "$inodes" -lt 16 ] && [ "$bytes" -lt 1048576 ]
+	# spool-stat says so; each give is a multiple of 64K.
+	run -0 spool-stat
+	equals "$(grep '^reserve' <<<"$output")" "$(printf '%-31s %s' reserve \
+	    "$((bytes / 1024))K of 1.0M held, $inodes of 16 inodes: the disk was full, or is small; an enqueue with room makes it whole")"
+	rm -r "$1/fill" "$1/filler"
+	run -0 spool-enqueue --id e <<<"job e"
+	equals "$(reserve_held)" "16 1048576"
+	run -0 spool-stat
+	equals "$(grep -c '^reserve' <<<"$output")" 0
+	fsck_clean
+}
+
+@test "a tmpfs filled to its last block and inode: the drain goes on, enqueue is refused" {
+	drain_when_full "$MNT"
+}
+
+@test "an ext4 image of 4 KiB blocks filled to its last block and inode: the same" {
+	EXT4=$BATS_TEST_TMPDIR/ext4
+	mkdir "$EXT4"
+	truncate -s 16M "$BATS_TEST_TMPDIR/ext4.img"
+	mkfs.ext4 -q -b 4096 -m 0 -N 256 "$BATS_TEST_TMPDIR/ext4.img"
+	mount -o loop "$BATS_TEST_TMPDIR/ext4.img" "$EXT4"
+	export SPOOL_DIR=$EXT4/spool
+	spool-init
+	printf 'reserve=1M\nreserve-inodes=50\n' >"$SPOOL_DIR/config"
+	drain_when_full "$EXT4"
+}
+
+@test "without its reserve, a full file system stops the drain: the reserve is what carries it" {
+	for id in j1 j2; do
+		spool-enqueue --id $id <<<"job $id" >/dev/null
+	done
+	spool-claim --owner w1 -n 2 >/dev/null
+	rm -r "$SPOOL_DIR/reserve"
+	fill_all "$MNT"
+	run -111 --separate-stderr spool-finish --class transient --delay 1d \
+	    j2 "$(lease_token j2)" retry
+	equals "$output" ""
+	equals "$stderr" "spool-finish: j2: No space left on device"
+	equals "$(ids_in leased | tr '\n' ' ')" "j1 j2 "
+	run -111 --separate-stderr spool-pause --by ops --note T-1
+	equals "$stderr" "spool-pause: No space left on device"
+	rm -r "$MNT/fill" "$MNT/filler"
+	run -0 spool-finish --class transient --delay 1d j2 "$(lease_token j2)" retry
+	spool-fsck --repair >/dev/null
+	fsck_clean
 }

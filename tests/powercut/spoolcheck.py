@@ -86,6 +86,16 @@ scenario('finish-fail', ENQ.format('j1') + CLAIM1,
          ['spool-finish', 'j1', '{tok:j1}', 'permanent'])
 scenario('finish-retry', ENQ.format('j1') + CLAIM1,
          ['spool-finish', '--delay', '1s', 'j1', '{tok:j1}', 'retry'])
+# A full disk: the first mkdir (a bucket a day away) or rename fails with
+# ENOSPC, and the command draws on the reserve and tries again
+# (spool-layout.md, "The reserve").
+FULL = dict(LD_PRELOAD=os.path.join(TOP, 'tests', 'shim', 'faultshim.so'),
+            SHIM_NTH='1', SHIM_ERRNO='ENOSPC')
+scenario('retry-full', ENQ.format('j1') + CLAIM1,
+         ['spool-finish', '--delay', '1d', 'j1', '{tok:j1}', 'retry'],
+         env=dict(FULL, SHIM_FAMILY='mkdir'))
+scenario('claim-full', ENQ.format('j1'), ['spool-claim'],
+         env=dict(FULL, SHIM_FAMILY='rename'))
 scenario('renew', ENQ.format('j1') + CLAIM1,
          ['spool-renew', '--lease', '2m', 'j1', '{tok:j1}'])
 DEAD = ENQ.format('j1') + CLAIM1 + \
