@@ -244,6 +244,30 @@ show_text(const struct spool_job_info *in, const struct audit *a,
 	show_audit(a);
 }
 
+/*
+ * A payload that is not the size its record says: shown all the same, and
+ * what settles it said, as spool-fsck says it for the state it is in.
+ * Damaged, as spool-stat and spool-ls say: 100.
+ */
+static int
+resized(const char *id, enum spool_state state)
+{
+	static const char *const fix[] = {
+		[SPOOL_ABSENT] = "run spool-fsck",
+		[SPOOL_NEW] = "park it with spool-cancel, check it, then "
+		    "spool-redrive --edited or spool-drop",
+		[SPOOL_LEASED] = "park it with spool-cancel, check it, then "
+		    "spool-redrive --edited or spool-drop",
+		[SPOOL_DONE] = "it ran already; spool-purge removes it",
+		[SPOOL_DEAD] = "check it, then spool-redrive --edited or "
+		    "spool-drop"
+	};
+
+	say("%s: its payload is not the size its record says: changed by "
+	    "hand, or torn; %s", id, fix[state]);
+	return EXIT_PERM;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -255,8 +279,9 @@ main(int argc, char **argv)
 	struct audit a = { NULL, NULL, 0, 0 };
 	const char *dir = NULL;
 	struct spool *sp;
+	enum spool_state state;
 	size_t i;
-	int c, json = 0, status = EXIT_DONE;
+	int c, json = 0, status = EXIT_DONE, resize;
 
 	cmd_init(argv, 1);
 	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
@@ -293,6 +318,8 @@ main(int argc, char **argv)
 		show_json(&info, &a, spool_now());
 	else
 		show_text(&info, &a, spool_now());
+	state = info.state;
+	resize = info.payload_resized;
 	spool_job_info_free(&info);
 	for (i = 0; i < a.n; i++)
 		free(a.lines[i].text);
@@ -300,5 +327,7 @@ main(int argc, char **argv)
 	spool_close(sp);
 	if (status != EXIT_DONE)
 		status = damaged(a.id);
+	else if (resize)
+		status = resized(a.id, state);
 	return finish_stdout(status);
 }

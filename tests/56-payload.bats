@@ -46,6 +46,31 @@ park() {
 	equals "$(snapshot)" "$before"
 }
 
+@test "spool-show of a payload edited to another size: shown, damaged, 100, and what settles it" {
+	printf 'amount=100\n' | park j1
+	printf 'amount=1000\n' >"$(path_of j1)"
+	printf 'q\n' | at_ms "$T" spool-enqueue --id q1 >/dev/null
+	printf 'qq\n' >"$(path_of q1)"
+	run -100 --separate-stderr at_ms "$T" spool-show j1
+	equals "$(sed -n 1,4p <<<"$output")" "$(printf '%s\n' 'id           j1' \
+	    'damaged      its file is not the size its record says: edited by hand, or torn' \
+	    'state        dead' 'disposition  parked')"
+	equals "$(grep '^payload' <<<"$output")" "payload      11 bytes, xxh3 $(printf 'amount=100\n' | xxh_of -)"
+	equals "$stderr" "spool-show: j1: its payload is not the size its record says: changed by hand, or torn; check it, then spool-redrive --edited or spool-drop"
+	run -100 --separate-stderr at_ms "$T" spool-show --json j1
+	equals "$(jq -c '[.state, .damaged, .damage]' <<<"$output")" '["dead",true,"its file is not the size its record says: edited by hand, or torn"]'
+	equals "$stderr" "spool-show: j1: its payload is not the size its record says: changed by hand, or torn; check it, then spool-redrive --edited or spool-drop"
+	# A queued job is parked first, as spool-fsck says.
+	run -100 --separate-stderr at_ms "$T" spool-show q1
+	equals "$(sed -n 2p <<<"$output")" "damaged      its file is not the size its record says: edited by hand, or torn"
+	equals "$stderr" "spool-show: q1: its payload is not the size its record says: changed by hand, or torn; park it with spool-cancel, check it, then spool-redrive --edited or spool-drop"
+	# Settled, it is shown as any other: 0, nothing on stderr.
+	at_ms "$T" spool-redrive --by ops --note INC-1 --edited j1 >/dev/null
+	run -0 --separate-stderr at_ms "$T" spool-show j1
+	equals "$stderr" ""
+	equals "$(grep -c '^damaged' <<<"$output")" 0
+}
+
 @test "a byte changed in place: the size agrees, --verify finds it" {
 	printf 'amount=100\n' | park j1
 	printf 'amount=900\n' >"$(path_of j1)"

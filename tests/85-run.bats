@@ -333,12 +333,13 @@ EOF
 
 @test "a handler that ignores SIGTERM is killed with its children, and still retried as timeout" {
 	enqueue j1 'trap "" TERM; sleep 60 & echo "start $!" >"$EVENTS"; wait'
-	start_worker --max-jobs 1 --timeout 200ms --owner w1 -- "$H"
+	start_worker --max-jobs 1 --timeout 1s --owner w1 -- "$H"
 	child=$(next_event | cut -d' ' -f2)
 	wait_worker 0
 	gone "$child"
+	# The timeout as a person gives it: 1s, not 1000ms.
 	equals "$(last_rec j1 ev cls detail)" "$(printf '%s\n' ev=retry cls=timeout \
-	    detail=timed%20out%20after%20200ms)"
+	    detail=timed%20out%20after%201s)"
 }
 
 @test "a handler that runs past its lease has it renewed, and nobody takes the job over" {
