@@ -152,9 +152,14 @@ negative_token(char **argv)
 		a = argv[++k];
 	if (a == NULL || a[0] != '-' || a[1] < '0' || a[1] > '9')
 		return;
-	/* getopt has not yet moved the operands before it: the ID. */
-	if (k > 1 && argv[k - 1][0] != '-' && spool_valid_id(argv[k - 1]))
-		id = argv[k - 1];
+	/*
+	 * getopt has not yet moved the operands before it: the ID is the
+	 * nearest of them that is not an outcome ("j1 ok -3").
+	 */
+	while (--k >= 1 && id == NULL && argv[k][0] != '-')
+		if (spool_outcome_from_name(argv[k]) == -1 &&
+		    spool_valid_id(argv[k]))
+			id = argv[k];
 	die(EXIT_PERM, "%s%sbad token '%.40s' (a number from 1 to 2^63-1)",
 	    id != NULL ? id : "", id != NULL ? ": " : "", a);
 }
@@ -506,19 +511,16 @@ finish_stdout(int status)
 }
 
 /*
- * The default lease holder: host:pid, which says which process on which
- * machine holds a job; pid:PID where the host name is not a valid owner.
+ * The default lease holder: HOST:PID, which says which process on which
+ * machine holds a job.  HOST is the host ID that names the audit file
+ * (spool(7), SPOOL_HOST), so that the two name a process alike.
  */
 const char *
 default_owner(char *buf, size_t len)
 {
-	char host[64];
+	char host[SPOOL_HOST_MAX + 1];
 
-	if (gethostname(host, sizeof(host)) == -1 ||
-	    (host[sizeof(host) - 1] = '\0',
-	    snprintf(buf, len, "%s:%ld", host, (long)getpid()),
-	    !spool_valid_owner(buf)))
-		(void)snprintf(buf, len, "pid:%ld", (long)getpid());
+	(void)snprintf(buf, len, "%s:%ld", spool_host(host), (long)getpid());
 	return buf;
 }
 

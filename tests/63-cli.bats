@@ -119,7 +119,7 @@ EOF
 	spool-enqueue --id a <<<a >/dev/null
 	spool-claim >/dev/null
 	before=$(snapshot)
-	for args in "a -1 ok" "a -12 ok" "--delay 1s a -1 retry" "a -1 ok --class transient"; do
+	for args in "a -1 ok" "a -12 ok" "--delay 1s a -1 retry" "a -1 ok --class transient" "a ok -1"; do
 		run -100 --separate-stderr spool-finish $args
 		equals "$output" ""
 		[[ $stderr = "spool-finish: a: bad token '-1"*"' (a number from 1 to 2^63-1)" ]]
