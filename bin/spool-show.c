@@ -252,19 +252,8 @@ show_text(const struct spool_job_info *in, const struct audit *a,
 static int
 resized(const char *id, enum spool_state state)
 {
-	static const char *const fix[] = {
-		[SPOOL_ABSENT] = "run spool-fsck",
-		[SPOOL_NEW] = "park it with spool-cancel, check it, then "
-		    "spool-redrive --edited or spool-drop",
-		[SPOOL_LEASED] = "park it with spool-cancel, check it, then "
-		    "spool-redrive --edited or spool-drop",
-		[SPOOL_DONE] = "it ran already; spool-purge removes it",
-		[SPOOL_DEAD] = "check it, then spool-redrive --edited or "
-		    "spool-drop"
-	};
-
 	say("%s: its payload is not the size its record says: changed by "
-	    "hand, or torn; %s", id, fix[state]);
+	    "hand, or torn; %s", id, spool_payload_advice(state));
 	return EXIT_PERM;
 }
 

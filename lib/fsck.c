@@ -252,10 +252,11 @@ may_read(struct fsck *f, struct place *p, int *fd)
  * payload that differs is reported, with the commands that settle it:
  * nothing can put back bytes that were changed.
  */
-static int
-check_payload(struct fsck *f, struct job *j)
+const char *
+spool_payload_advice(enum spool_state state)
 {
 	static const char *const fix[] = {
+		[SPOOL_ABSENT] = "run spool-fsck",
 		[SPOOL_NEW] = "park it with spool-cancel, check it, then "
 		    "spool-redrive --edited or spool-drop",
 		[SPOOL_LEASED] = "park it with spool-cancel, check it, then "
@@ -264,6 +265,14 @@ check_payload(struct fsck *f, struct job *j)
 		[SPOOL_DEAD] = "check it, then spool-redrive --edited or "
 		    "spool-drop"
 	};
+
+	return state >= SPOOL_ABSENT && state <= SPOOL_DEAD ? fix[state] :
+	    fix[SPOOL_ABSENT];
+}
+
+static int
+check_payload(struct fsck *f, struct job *j)
+{
 	struct place p;
 	int fd = -1, ok, r = 0;
 
@@ -295,11 +304,11 @@ check_payload(struct fsck *f, struct job *j)
 	if ((uint64_t)j->fsize != j->cur.size)
 		problem(f, j->id, 0, "its payload is %lld bytes, its record says "
 		    "%" PRIu64 ": changed by hand, or torn; %s", (long long)
-		    j->fsize, j->cur.size, fix[j->cur.loc]);
+		    j->fsize, j->cur.size, spool_payload_advice(j->cur.loc));
 	else if (f->verify && (r = payload_matches(fd, &j->cur, 1)) == 0)
 		problem(f, j->id, 0, "its payload is not the bytes its "
 		    "checksum says: changed by hand, or damaged; %s",
-		    fix[j->cur.loc]);
+		    spool_payload_advice(j->cur.loc));
 	if (fd != -1)
 		(void)close_fd(fd);	/* read-only */
 	return r == -1 ? -1 : 0;

@@ -539,6 +539,13 @@ void spool_job_info_free(struct spool_job_info *info);
 int spool_payload_check(struct spool *sp, const char *id, int full);
 
 /*
+ * What settles a job in state whose payload is not what its record says,
+ * in the words spool-fsck prints: "check it, then spool-redrive --edited
+ * or spool-drop" for a parked job.
+ */
+const char *spool_payload_advice(enum spool_state state);
+
+/*
  * Call fn(arg, id, file) for each job's file in state (file: its name),
  * in no set order; a job moving meanwhile may be seen twice or not at all,
  * and a crash may leave a second file of a job until the next command on
