@@ -10,7 +10,8 @@
  *   base    hooks.c    the clock, and the test build's hooks
  *           io.c       system calls as the spool needs them; the move
  *           sync.c     the syncs of one wait, side by side
- *           valid.c    IDs, and the names of states, reasons and classes
+ *           valid.c    IDs, notes, the names of states, reasons and
+ *                      classes, and the percent-encoding of free text
  *   store   record.c   the sidecar record: one line to a struct and back
  *           audit.c    the audit line: its writer, its parser, its scan
  *           tokens.c   the spool-wide token counter
@@ -211,9 +212,16 @@ void dirset_free(struct dirset *ds);
 int write_top_file(struct spool *sp, const char *name, const char *text,
     int replace);
 
-/* valid.c: the names of states and reasons as the sidecar spells them */
+/*
+ * valid.c: the names of states and reasons as the sidecar spells them,
+ * and the one percent-encoding of free text, shared by the sidecar and
+ * the audit log (spool-layout.md, "The sidecar")
+ */
 int state_from_name(const char *s, size_t len);
 int reason_from_name(const char *s);
+#define PCT_SIZE(n)	(3 * (n) + 1)	/* n bytes encoded, and a NUL */
+int pct_encode(char *dst, size_t size, const char *src);
+int pct_decode(const char *s, size_t len, char *dst, size_t size);
 
 /* record.c: the sidecar record, one line to a struct rec and back */
 int rec_parse(const char *line, size_t len, struct rec *r);
