@@ -120,6 +120,17 @@ struct rec {
 				   not known (an older record) */
 };
 
+/*
+ * The longest record rec_format writes, with its newline and a NUL: trace
+ * and owner of 128 bytes; by, note and detail at their longest with every
+ * byte encoded as three; every number at its widest.  Keys, numbers,
+ * names, the newline and the NUL take 407 bytes at most.  A void record,
+ * which may come before it in one append, takes 56 with its newline.
+ */
+#define REC_LINE_MAX	(2 * SPOOL_ID_MAX + \
+	3 * (2 * SPOOL_ID_MAX + SPOOL_DETAIL_MAX) + 407)
+#define REC_VOID_MAX	56
+
 /* A job opened for change: its sidecar locked and folded. */
 struct job {
 	char id[SPOOL_ID_MAX + 1];
@@ -143,8 +154,9 @@ struct job {
 	off_t fsize;	/* its size, as the file is now */
 	size_t npending, written;	/* queued; written, not yet synced */
 	int event;		/* the audit event of the queued record */
-	char pending[2048];	/* lines to append on commit: last, and
-				   not zeroed (see job_clear) */
+	char pending[REC_VOID_MAX + REC_LINE_MAX];	/* lines to append
+				   on commit, a void record and a record:
+				   last, and not zeroed (see job_clear) */
 };
 
 /* Audit lines of one call, written in one write after its renames. */
@@ -228,6 +240,15 @@ int rec_parse(const char *line, size_t len, struct rec *r);
 size_t rec_format(char *buf, size_t len, const struct rec *r);
 int rec_same_place(const struct rec *a, const struct rec *b);
 int dec18(const char *s, size_t len, int64_t *v);
+
+/*
+ * The longest audit line, its newline and a NUL included: an ID of 128
+ * bytes, ACTOR and NOTE of 128 bytes with every byte encoded as three,
+ * WRITER at its longest, and 122 bytes for the other fields at their
+ * widest and the spaces.
+ */
+#define AUDIT_LINE_MAX	(SPOOL_ID_MAX + 2 * 3 * SPOOL_ID_MAX + \
+	SPOOL_HOST_MAX + 23 + 122)
 
 /* audit.c: the audit line's one writer (its parser is spool.h's) */
 int audit_add(struct abuf *ab, struct spool *sp, const char *id,

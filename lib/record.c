@@ -39,8 +39,10 @@ struct field {
 #define AT(m)	offsetof(struct rec, m), sizeof(((struct rec *)0)->m)
 
 /*
- * own, by and note go into the audit log, which splits on spaces and is
- * read by awk: they must be words.  A record's reason "-" is no reason.
+ * own goes into the audit log, which splits on spaces and is read by awk:
+ * it must be a word.  by, note and detail are a person's or a worker's
+ * text: percent-encoded here, by and note in the audit log too.  A
+ * record's reason "-" is no reason.
  */
 static const struct field fields[] = {
 	{ "tok", F_U64, AT(tok), 1, NULL, NULL, NULL },
@@ -62,8 +64,8 @@ static const struct field fields[] = {
 	{ "reason", F_NAME, AT(reason), 0, NULL, reason_from_name,
 	    spool_reason_name },
 	{ "se", F_FLAG, AT(se), 0, NULL, NULL, NULL },
-	{ "by", F_WORD, AT(by), 0, spool_valid_note, NULL, NULL },
-	{ "note", F_WORD, AT(note), 0, spool_valid_note, NULL, NULL },
+	{ "by", F_TEXT, AT(by), 0, spool_valid_note, NULL, NULL },
+	{ "note", F_TEXT, AT(note), 0, spool_valid_note, NULL, NULL },
 	{ "detail", F_TEXT, AT(detail), 0, NULL, NULL, NULL }
 };
 

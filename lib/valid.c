@@ -40,10 +40,62 @@ spool_valid_id(const char *s)
 	return valid_word(s, NULL);
 }
 
+/*
+ * The length of the UTF-8 sequence at s if it is one printable character,
+ * else 0: a C0 control, DEL, a C1 control (U+0080 to U+009F), a byte that
+ * begins no sequence, a sequence cut short, an overlong form, a surrogate,
+ * or a code point above U+10FFFF.  The range of the second byte rules out
+ * the last four, as RFC 3629's table does.  A NUL ends s: the checks stop
+ * at the first byte that is not a continuation byte.
+ */
+static size_t
+utf8_printable(const unsigned char *s)
+{
+	unsigned lo = 0x80, hi = 0xbf;
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return s[0] >= ' ' && s[0] != 0x7f ? 1 : 0;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (s[0] == 0xc2 || s[0] == 0xe0)
+		lo = 0xa0;	/* C2: past the C1 controls; E0: not overlong */
+	else if (s[0] == 0xed)
+		hi = 0x9f;	/* not a surrogate */
+	else if (s[0] == 0xf0)
+		lo = 0x90;	/* not overlong */
+	else if (s[0] == 0xf4)
+		hi = 0x8f;	/* not above U+10FFFF */
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/*
+ * Who acts and why, as a person writes them: printable UTF-8 text.  "-"
+ * alone is refused: the audit log writes it for an empty field.
+ */
 int
 spool_valid_note(const char *s)
 {
-	return valid_word(s, NULL);
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i, n;
+
+	if (s == NULL || s[0] == '\0' || strcmp(s, "-") == 0)
+		return 0;
+	for (i = 0; u[i] != '\0'; i += n)
+		if ((n = utf8_printable(u + i)) == 0 || i + n > SPOOL_ID_MAX)
+			return 0;
+	return 1;
 }
 
 int

@@ -384,8 +384,8 @@ EOT
 	equals "$stderr" "spool-drop: --by WHO and --note TICKET are needed; missing: --note"
 	run -100 --separate-stderr spool-drop --by ops --note INC-1
 	equals "$stderr" "usage: spool-drop [-d DIR] --by WHO --note TICKET ID ... | [-0] -"
-	run -100 --separate-stderr spool-drop --by ops --note 'see mail' a
-	[[ $stderr = "spool-drop: --note: bad value ("* ]]
+	run -100 --separate-stderr spool-drop --by ops --note $'see\tmail' a
+	equals "$stderr" "spool-drop: --note: bad value (printable text, 1 to 128 bytes, not '-')"
 	equals "$(snapshot)" "$before"
 	run -0 --separate-stderr spool-drop --by ops --note INC-1 - <<<"b
 a"

@@ -4,7 +4,8 @@
  * through each validator and parser, and each answer is checked against
  * the rule spool.h and spool-layout.md state, written here a second time
  * the plain way.  Among them: a valid ID never holds '/' or ',' and never
- * starts with '.' or '-'; a duration is digits and one unit, at most 100
+ * starts with '.' or '-'; a note is printable UTF-8, decoded here code
+ * point by code point; a duration is digits and one unit, at most 100
  * years (valid.c, DURATION_MAX), and its value written back as "<n>ms"
  * (and in any unit that divides it) parses to the same value.  And the
  * percent-encoding of free text: what pct_encode writes, pct_decode reads
@@ -61,6 +62,55 @@ digits_value(const char *s, size_t n, uint64_t max, int *ok)
 			*ok = 0;
 	}
 	return *ok ? (uint64_t)v : 0;
+}
+
+/*
+ * spool.h: printable UTF-8 text of 1 to 128 bytes, not "-" alone.  Each
+ * code point is decoded, then judged: not a control (below U+0020, U+007F
+ * to U+009F), not a surrogate, at most U+10FFFF, and written in the
+ * fewest bytes.
+ */
+static int
+note_rule(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0, n = strlen(str), k, len;
+	uint32_t cp, least;
+
+	if (n < 1 || n > SPOOL_ID_MAX || strcmp(str, "-") == 0)
+		return 0;
+	while (i < n) {
+		if (s[i] < 0x80) {
+			cp = s[i];
+			len = 1;
+			least = 0;
+		} else if ((s[i] & 0xe0) == 0xc0) {
+			cp = s[i] & 0x1f;
+			len = 2;
+			least = 0x80;
+		} else if ((s[i] & 0xf0) == 0xe0) {
+			cp = s[i] & 0x0f;
+			len = 3;
+			least = 0x800;
+		} else if ((s[i] & 0xf8) == 0xf0) {
+			cp = s[i] & 0x07;
+			len = 4;
+			least = 0x10000;
+		} else
+			return 0;
+		if (i + len > n)
+			return 0;
+		for (k = 1; k < len; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return 0;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if (cp < least || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+			return 0;
+		i += len;
+	}
+	return 1;
 }
 
 /*
@@ -146,8 +196,9 @@ check_words(const char *s)
 
 	check(id == word_rule(s, 0));
 	check(owner == word_rule(s, 1));
-	check(note == id);
+	check(note == note_rule(s));
 	check(!id || owner);
+	check(!owner || note);	/* an owner is always an actor */
 	if (id) {
 		check(strchr(s, '/') == NULL && strchr(s, ',') == NULL);
 		check(s[0] != '.' && s[0] != '-');
