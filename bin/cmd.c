@@ -342,9 +342,16 @@ opt_number(const char *opt, const char *arg, long min, long max)
 	return v;
 }
 
+/*
+ * An option's value that valid() accepts; else one line that says the
+ * rule: an ID's alphabet, or for who acts and why, printable text.
+ */
 const char *
 opt_word(const char *opt, const char *arg, int (*valid)(const char *))
 {
+	if (valid == spool_valid_note && !valid(arg))
+		die(EXIT_PERM, "%s: bad value (printable text, 1 to %d bytes, "
+		    "not '-')", opt, SPOOL_ID_MAX);
 	if (!valid(arg))
 		die(EXIT_PERM, "%s: bad value (letters, digits, '.', '_', "
 		    "'-'%s, starting with a letter or digit, at most %d bytes)",

@@ -53,20 +53,30 @@ jend(int bracket)
 		putchar('\n');
 }
 
-/* A string; null when empty.  A detail may hold '"' and '\\'. */
+/*
+ * A string; null when empty.  A detail, a by or a note may hold '"' and
+ * '\\'.  Text that spool_valid_note accepts (a by, a note) is printable
+ * UTF-8: its bytes are kept as they are.  In any other string, a byte
+ * outside printable ASCII is \u00XX, so that the JSON is valid whatever
+ * a hand put in a sidecar.
+ */
 void
 jstr(const char *key, const char *s)
 {
+	int text;
+
 	jkey(key);
 	if (s == NULL || *s == '\0') {
 		fputs("null", stdout);
 		return;
 	}
+	text = spool_valid_note(s);
 	putchar('"');
 	for (; *s != '\0'; s++) {
 		if (*s == '"' || *s == '\\')
 			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+		else if ((unsigned char)*s < 0x20 || (!text &&
+		    (unsigned char)*s >= 0x7f))
 			printf("\\u%04x", (unsigned char)*s);
 		else
 			putchar(*s);

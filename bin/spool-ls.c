@@ -44,7 +44,9 @@ static const char *const heads[NCOL] = {
 
 /*
  * The columns of each state, as fit it; DETAIL is last so that its spaces
- * do not misalign.  A list ends at its first ID after the first.
+ * do not misalign.  BY may hold spaces too: it is shown as written, and
+ * its column is padded like any other.  A list ends at its first ID after
+ * the first.
  */
 static const enum col cols[][NCOL] = {
 	[SPOOL_NEW] = { ID, DELIV, DISP, DUE, CLASS, AGE, CYC, BY, DETAIL },
@@ -110,6 +112,21 @@ number(char *buf, size_t len, const char *prefix, int n)
 	return p;
 }
 
+/*
+ * The columns a cell takes on a terminal: its characters, for a BY in
+ * UTF-8 ("Jöns") is one column a character, not one a byte.  A wide
+ * character (CJK) takes two, which this does not know.
+ */
+static size_t
+width(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s != '\0'; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
 /* "in 4m12s", "now", or "12s ago": when t comes, from now. */
 static const char *
 when(char *buf, size_t len, int64_t t, int64_t now)
@@ -150,8 +167,8 @@ add_row(struct table *t, const struct spool_job_info *in, int64_t now)
 		cells[i] = all[t->col[i]];
 	for (i = 0; i < t->ncol; i++) {
 		total += (len[i] = strlen(cells[i])) + 1;
-		if (len[i] > t->w[i])
-			t->w[i] = len[i];
+		if (width(cells[i]) > t->w[i])
+			t->w[i] = width(cells[i]);
 	}
 	if (t->nrows == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 1024;
@@ -194,7 +211,7 @@ print_row(const struct table *t, const char *cell, char **line, size_t *cap)
 
 	for (c = 0; c < t->ncol; c++) {
 		len = strlen(cell);
-		pad = c + 1 < t->ncol ? t->w[c] + 2 - len : 1;
+		pad = c + 1 < t->ncol ? t->w[c] + 2 - width(cell) : 1;
 		if (n + len + pad > *cap) {
 			*cap = (n + len + pad) * 2;
 			if ((p = realloc(*line, *cap)) == NULL)

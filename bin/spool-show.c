@@ -234,10 +234,13 @@ show_text(const struct spool_job_info *in, const struct audit *a,
 	printf("detail       %s\n", dash(in->detail));
 	printf("side-effect  %s\n", in->side_effect ? "may have happened: "
 	    "reconcile, then redrive with --reconciled" : "no");
-	if (in->acted != 0)
-		printf("acted        %s %s at %s\n", in->by, dash(in->note),
-		    fmt_time(t1, sizeof(t1), in->acted));
-	else
+	/* Who and why as they were written: a line each, spaces and all. */
+	if (in->acted != 0) {
+		printf("acted        %s\n", fmt_time(t1, sizeof(t1),
+		    in->acted));
+		printf("by           %s\n", dash(in->by));
+		printf("note         %s\n", dash(in->note));
+	} else
 		printf("acted        -\n");
 	printf("\n");
 	print_history(in);

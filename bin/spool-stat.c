@@ -510,7 +510,7 @@ print_prom(const struct stats *st, const char *dir)
 	static const enum spool_state states[] = {
 		SPOOL_NEW, SPOOL_LEASED, SPOOL_DONE, SPOOL_DEAD
 	};
-	char buf[32], *path, *sv;
+	char buf[32], *path, *sv, *by;
 	size_t i;
 
 	if ((path = realpath(dir, NULL)) == NULL)
@@ -587,13 +587,16 @@ print_prom(const struct stats *st, const char *dir)
 		    "%lu\n", sv, spool_event_name(counted[i]),
 		    st->events[counted[i]]);
 	if (st->last.event != SPOOL_EV_NONE) {
+		/* by is a person's text: it may hold '"' and '\\'. */
+		by = label_value(dash(st->last.actor));
 		family("spool_last_operator_action_timestamp_seconds", "gauge",
 		    "When an operator last acted: redrive, drop, cancel, "
 		    "purge, pause or resume.");
 		printf("spool_last_operator_action_timestamp_seconds{spool="
 		    "\"%s\",event=\"%s\",by=\"%s\"} %s\n", sv,
-		    spool_event_name(st->last.event), dash(st->last.actor),
+		    spool_event_name(st->last.event), by,
 		    seconds(buf, sizeof(buf), st->last.time));
+		free(by);
 	}
 	free(sv);
 }

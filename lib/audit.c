@@ -156,6 +156,21 @@ word(const char *s, size_t len, char *dst, size_t size,
 	return valid(dst) ? 0 : -1;
 }
 
+/*
+ * ACTOR or NOTE: "-", or text that spool_valid_note accepts, percent-
+ * encoded as the writer encodes it (pct_decode refuses any other form).
+ */
+static int
+text(const char *s, size_t len, char *dst, size_t size)
+{
+	if (len == 1 && s[0] == '-') {
+		dst[0] = '\0';
+		return 0;
+	}
+	return pct_decode(s, len, dst, size) == 0 && spool_valid_note(dst) ?
+	    0 : -1;
+}
+
 /* A name of a closed set, or "-" (0). */
 static int
 name(const char *s, size_t len, int (*from_name)(const char *), int *v)
@@ -211,12 +226,10 @@ spool_audit_parse(const char *line, size_t len, struct spool_audit *a)
 	    number(f[3], n[3], INT64_MAX, &tok) == -1 ||
 	    number(f[4], n[4], INT_MAX, &att) == -1 ||
 	    number(f[5], n[5], INT_MAX, &cyc) == -1 ||
-	    word(f[6], n[6], a->actor, sizeof(a->actor),
-	    spool_valid_owner) == -1 ||
+	    text(f[6], n[6], a->actor, sizeof(a->actor)) == -1 ||
 	    name(f[7], n[7], spool_reason_from_name, &a->reason) == -1 ||
 	    name(f[8], n[8], spool_class_from_name, &a->class) == -1 ||
-	    word(f[9], n[9], a->note, sizeof(a->note),
-	    spool_valid_note) == -1 ||
+	    text(f[9], n[9], a->note, sizeof(a->note)) == -1 ||
 	    word(f[10], n[10], a->writer, sizeof(a->writer),
 	    spool_valid_owner) == -1)
 		goto bad;
@@ -239,22 +252,27 @@ dash(const char *s)
 
 /*
  * The one writer of the line that spool_audit_parse reads, with its
- * newline; 0 if it does not fit.  A line the parser accepts is written
- * back byte for byte.
+ * newline; 0 if it does not fit (AUDIT_LINE_MAX bytes always do).  ACTOR
+ * and NOTE are percent-encoded: a name or a ticket word is unchanged, and
+ * text with spaces is still one field.  A line the parser accepts is
+ * written back byte for byte.
  */
 size_t
 audit_format(char *buf, size_t size, const struct spool_audit *a)
 {
-	char when[40];
+	char when[40], actor[PCT_SIZE(SPOOL_ID_MAX)];
+	char note[PCT_SIZE(SPOOL_ID_MAX)];
 	int n;
 
-	if (spool_format_time(when, sizeof(when), a->time) == 0)
+	if (spool_format_time(when, sizeof(when), a->time) == 0 ||
+	    pct_encode(actor, sizeof(actor), a->actor) == -1 ||
+	    pct_encode(note, sizeof(note), a->note) == -1)
 		return 0;
 	n = snprintf(buf, size, "%s %s %s %" PRIu64 " %d %d %s %s %s %s %s\n",
 	    when, spool_event_name(a->event), dash(a->id), a->token,
-	    a->attempt, a->cycle, dash(a->actor),
+	    a->attempt, a->cycle, dash(actor),
 	    a->reason ? spool_reason_name(a->reason) : "-",
-	    a->class ? spool_class_name(a->class) : "-", dash(a->note),
+	    a->class ? spool_class_name(a->class) : "-", dash(note),
 	    dash(a->writer));
 	return n < 0 || (size_t)n >= size ? 0 : (size_t)n;
 }
@@ -266,8 +284,8 @@ append_line(struct abuf *ab, struct spool *sp, struct spool_audit *a)
 	size_t n;
 
 	(void)snprintf(a->writer, sizeof(a->writer), "%s", sp->writer);
-	/* Each field fits its buffer in struct spool_audit: 1 KiB is ample. */
-	if (abuf_grow(ab, 1024) == -1)
+	/* Each field fits its buffer in struct spool_audit. */
+	if (abuf_grow(ab, AUDIT_LINE_MAX) == -1)
 		return -1;
 	if ((n = audit_format(ab->p + ab->len, ab->size - ab->len, a)) == 0) {
 		errno = EOVERFLOW;

@@ -510,6 +510,34 @@ fail:
 	return -1;
 }
 
+/* One name of "paused", into dst of SPOOL_ID_MAX + 1 bytes: "-" is none. */
+static int
+pause_name(const char *s, size_t len, char *dst)
+{
+	if (len == 1 && s[0] == '-') {
+		dst[0] = '\0';
+		return 0;
+	}
+	return pct_decode(s, len, dst, SPOOL_ID_MAX + 1) == 0 &&
+	    spool_valid_note(dst) ? 0 : -1;
+}
+
+/*
+ * Who paused, as "paused" says it: "BY NOTE\n", each percent-encoded as
+ * the audit log has them, or "-".  Anything else names no one.
+ */
+static void
+pause_names(const char *text, struct rec *r)
+{
+	const char *sp = strchr(text, ' '), *nl = NULL;
+
+	if (sp == NULL || (nl = strchr(sp + 1, '\n')) == NULL ||
+	    nl[1] != '\0' ||
+	    pause_name(text, (size_t)(sp - text), r->by) == -1 ||
+	    pause_name(sp + 1, (size_t)(nl - sp - 1), r->note) == -1)
+		r->by[0] = r->note[0] = '\0';
+}
+
 /*
  * The pause has no sidecar: a pause or resume cut short after its rename
  * or unlink, before its audit line, leaves "paused" present while the
@@ -520,7 +548,7 @@ fail:
 static int
 check_pause(struct fsck *f)
 {
-	char text[2 * SPOOL_ID_MAX + 32];
+	char text[2 * PCT_SIZE(SPOOL_ID_MAX) + 32];
 	struct stat st;
 	struct rec r;
 	int paused;
@@ -544,13 +572,7 @@ check_pause(struct fsck *f)
 		if (f->nkeys > 0 && (int64_t)st.st_mtim.tv_sec * 1000 <
 		    f->oldest)
 			return 0;
-		if (sscanf(text, "%128s %128s", r.by, r.note) != 2 ||
-		    !spool_valid_note(r.by) || !spool_valid_note(r.note))
-			r.by[0] = r.note[0] = '\0';
-		if (strcmp(r.by, "-") == 0)
-			r.by[0] = '\0';
-		if (strcmp(r.note, "-") == 0)
-			r.note[0] = '\0';
+		pause_names(text, &r);
 	}
 	if (f->repair && audit_add(&f->ab, f->sp, "-", &r, paused ?
 	    SPOOL_EV_PAUSE : SPOOL_EV_RESUME) == -1)

@@ -445,7 +445,10 @@ rebuild(struct fsck *f, struct job *j, const char *rel, int state)
 		if (parse_leased_name(base, name, &r.tok) == -1)
 			r.tok = h.last.token;
 		r.until = now;
-		if (h.claim.event != SPOOL_EV_NONE)
+		/* A claim's actor is its owner: a line naming any other
+		   text is not the library's, and names no holder. */
+		if (h.claim.event != SPOOL_EV_NONE &&
+		    spool_valid_owner(h.claim.actor))
 			memcpy(r.owner, h.claim.actor, sizeof(r.owner));
 	}
 	if (state == SPOOL_DEAD && h.last.event == SPOOL_EV_PARK) {

@@ -11,7 +11,8 @@
  *           room.c     the space and inodes the spool keeps for draining
  *           io.c       system calls as the spool needs them; the move
  *           sync.c     the syncs of one wait, side by side
- *           valid.c    IDs, and the names of states, reasons and classes
+ *           valid.c    IDs, notes, the names of states, reasons and
+ *                      classes, and the percent-encoding of free text
  *   store   record.c   the sidecar record: one line to a struct and back
  *           audit.c    the audit line: its writer, its parser, its scan
  *           tokens.c   the spool-wide token counter
@@ -120,6 +121,17 @@ struct rec {
 				   not known (an older record) */
 };
 
+/*
+ * The longest record rec_format writes, with its newline and a NUL: trace
+ * and owner of 128 bytes; by, note and detail at their longest with every
+ * byte encoded as three; every number at its widest.  Keys, numbers,
+ * names, the newline and the NUL take 407 bytes at most.  A void record,
+ * which may come before it in one append, takes 56 with its newline.
+ */
+#define REC_LINE_MAX	(2 * SPOOL_ID_MAX + \
+	3 * (2 * SPOOL_ID_MAX + SPOOL_DETAIL_MAX) + 407)
+#define REC_VOID_MAX	56
+
 /* A job opened for change: its sidecar locked and folded. */
 struct job {
 	char id[SPOOL_ID_MAX + 1];
@@ -143,8 +155,9 @@ struct job {
 	off_t fsize;	/* its size, as the file is now */
 	size_t npending, written;	/* queued; written, not yet synced */
 	int event;		/* the audit event of the queued record */
-	char pending[2048];	/* lines to append on commit: last, and
-				   not zeroed (see job_clear) */
+	char pending[REC_VOID_MAX + REC_LINE_MAX];	/* lines to append
+				   on commit, a void record and a record:
+				   last, and not zeroed (see job_clear) */
 };
 
 /* Audit lines of one call, written in one write after its renames. */
@@ -227,15 +240,31 @@ void dirset_free(struct dirset *ds);
 int write_top_file(struct spool *sp, const char *name, const char *text,
     int replace);
 
-/* valid.c: the names of states and reasons as the sidecar spells them */
+/*
+ * valid.c: the names of states and reasons as the sidecar spells them,
+ * and the one percent-encoding of free text, shared by the sidecar and
+ * the audit log (spool-layout.md, "The sidecar")
+ */
 int state_from_name(const char *s, size_t len);
 int reason_from_name(const char *s);
+#define PCT_SIZE(n)	(3 * (n) + 1)	/* n bytes encoded, and a NUL */
+int pct_encode(char *dst, size_t size, const char *src);
+int pct_decode(const char *s, size_t len, char *dst, size_t size);
 
 /* record.c: the sidecar record, one line to a struct rec and back */
 int rec_parse(const char *line, size_t len, struct rec *r);
 size_t rec_format(char *buf, size_t len, const struct rec *r);
 int rec_same_place(const struct rec *a, const struct rec *b);
 int dec18(const char *s, size_t len, int64_t *v);
+
+/*
+ * The longest audit line, its newline and a NUL included: an ID of 128
+ * bytes, ACTOR and NOTE of 128 bytes with every byte encoded as three,
+ * WRITER at its longest, and 122 bytes for the other fields at their
+ * widest and the spaces.
+ */
+#define AUDIT_LINE_MAX	(SPOOL_ID_MAX + 2 * 3 * SPOOL_ID_MAX + \
+	SPOOL_HOST_MAX + 23 + 122)
 
 /* audit.c: the audit line's one writer (its parser is spool.h's) */
 int audit_add(struct abuf *ab, struct spool *sp, const char *id,

@@ -25,7 +25,8 @@ spool_pause(struct spool *sp, const struct spool_operator *op, int on)
 {
 	DRAINING(sp);
 	struct abuf ab = { NULL, 0, 0 };
-	char text[2 * SPOOL_ID_MAX + 32];
+	char by[PCT_SIZE(SPOOL_ID_MAX)], note[PCT_SIZE(SPOOL_ID_MAX)];
+	char text[2 * PCT_SIZE(SPOOL_ID_MAX) + 2];
 	struct rec r;
 	int rv;
 
@@ -41,8 +42,11 @@ spool_pause(struct spool *sp, const struct spool_operator *op, int on)
 		(void)snprintf(r.note, sizeof(r.note), "%s", op->note);
 	}
 	if (on) {
+		/* Percent-encoded, as the audit log has them: two words. */
+		(void)pct_encode(by, sizeof(by), r.by);
+		(void)pct_encode(note, sizeof(note), r.note);
 		(void)snprintf(text, sizeof(text), "%s %s\n",
-		    r.by[0] ? r.by : "-", r.note[0] ? r.note : "-");
+		    by[0] ? by : "-", note[0] ? note : "-");
 		rv = write_top_file(sp, "paused", text, 1);
 	} else {
 		rv = sys_unlinkat(sp->dirfd, "paused", 0);

@@ -20,7 +20,8 @@ enum type {
 	F_INT,			/* int, decimal */
 	F_FLAG,			/* int 0 or 1; any number other than 0 is 1 */
 	F_WORD,			/* char[], a word (valid() if it is given) */
-	F_DETAIL,		/* char[], percent-encoded */
+	F_TEXT,			/* char[], percent-encoded (valid() if it is
+				   given, of the text decoded) */
 	F_NAME,			/* int, a name of one of the closed sets */
 	F_PAYLOAD		/* size and sum: SIZE:XXH3, 16 hex digits */
 };
@@ -30,7 +31,7 @@ struct field {
 	enum type type;
 	size_t off, size;
 	int always;			/* written even when 0 or empty */
-	int (*valid)(const char *);	/* F_WORD: NULL takes any word */
+	int (*valid)(const char *);	/* F_WORD, F_TEXT: NULL takes any */
 	int (*from_name)(const char *);	/* F_NAME */
 	const char *(*name)(int);	/* F_NAME */
 };
@@ -38,8 +39,10 @@ struct field {
 #define AT(m)	offsetof(struct rec, m), sizeof(((struct rec *)0)->m)
 
 /*
- * own, by and note go into the audit log, which splits on spaces and is
- * read by awk: they must be words.  A record's reason "-" is no reason.
+ * own goes into the audit log, which splits on spaces and is read by awk:
+ * it must be a word.  by, note and detail are a person's or a worker's
+ * text: percent-encoded here, by and note in the audit log too.  A
+ * record's reason "-" is no reason.
  */
 static const struct field fields[] = {
 	{ "tok", F_U64, AT(tok), 1, NULL, NULL, NULL },
@@ -61,9 +64,9 @@ static const struct field fields[] = {
 	{ "reason", F_NAME, AT(reason), 0, NULL, reason_from_name,
 	    spool_reason_name },
 	{ "se", F_FLAG, AT(se), 0, NULL, NULL, NULL },
-	{ "by", F_WORD, AT(by), 0, spool_valid_note, NULL, NULL },
-	{ "note", F_WORD, AT(note), 0, spool_valid_note, NULL, NULL },
-	{ "detail", F_DETAIL, AT(detail), 0, NULL, NULL, NULL }
+	{ "by", F_TEXT, AT(by), 0, spool_valid_note, NULL, NULL },
+	{ "note", F_TEXT, AT(note), 0, spool_valid_note, NULL, NULL },
+	{ "detail", F_TEXT, AT(detail), 0, NULL, NULL, NULL }
 };
 
 /* Up to 18 decimal digits: below 2^63, so no overflow. */
@@ -94,31 +97,6 @@ hexval(int c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
-}
-
-/* A detail is stored percent-encoded: it may hold spaces and '%'. */
-static int
-decode(const char *s, size_t len, char *dst, size_t size)
-{
-	size_t i, o = 0;
-	int hi, lo;
-
-	for (i = 0; i < len; i++) {
-		if (o + 1 >= size)
-			return -1;
-		if (s[i] != '%') {
-			dst[o++] = s[i];
-			continue;
-		}
-		if (i + 2 >= len)
-			return -1;
-		if ((hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0)
-			return -1;
-		dst[o++] = (char)(hi << 4 | lo);
-		i += 2;
-	}
-	dst[o] = '\0';
-	return 0;
 }
 
 /* payload=SIZE:SUM, SUM 16 lowercase hex digits and not 0. */
@@ -177,8 +155,10 @@ set_field(const struct field *f, const char *v, size_t vlen, char *base)
 		memcpy(dst, v, vlen);
 		dst[vlen] = '\0';
 		return f->valid == NULL || f->valid(dst) ? 0 : -1;
-	case F_DETAIL:
-		return decode(v, vlen, dst, f->size);
+	case F_TEXT:
+		if (pct_decode(v, vlen, dst, f->size) == -1)
+			return -1;
+		return f->valid == NULL || f->valid(dst) ? 0 : -1;
 	case F_NAME:
 		if (vlen >= sizeof(name))
 			return -1;
@@ -294,7 +274,7 @@ static void
 put_field(struct buf *b, const struct field *f, const char *base)
 {
 	const char *src = base + f->off;
-	const unsigned char *d;
+	char text[PCT_SIZE(SPOOL_DETAIL_MAX)];	/* detail's is the longest */
 	int64_t n;
 	int i;
 
@@ -330,16 +310,13 @@ put_field(struct buf *b, const struct field *f, const char *base)
 			    ((const struct rec *)(const void *)base)->size,
 			    ((const struct rec *)(const void *)base)->sum);
 		break;
-	case F_DETAIL:
+	case F_TEXT:
 		if (src[0] == '\0')
 			break;
-		put(b, " %s=", f->key);
-		for (d = (const unsigned char *)src; *d != '\0'; d++) {
-			if (*d > ' ' && *d < 0x7f && *d != '%')
-				put(b, "%c", *d);
-			else
-				put(b, "%%%02X", *d);
-		}
+		if (pct_encode(text, sizeof(text), src) == -1)
+			b->over = 1;
+		else
+			put(b, " %s=%s", f->key, text);
 		break;
 	}
 }

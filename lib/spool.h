@@ -333,8 +333,9 @@ int spool_finish(struct spool *sp, struct spool_finish *f, size_t n);
 
 /* Operator actions. */
 struct spool_operator {
-	const char *by;		/* who: spool_valid_note() */
-	const char *note;	/* why: a ticket, spool_valid_note() */
+	const char *by;		/* who: a name, spool_valid_note() */
+	const char *note;	/* why: a ticket or a few words,
+				   spool_valid_note() */
 	int reconciled;		/* the operator checked the side effect */
 	int edited;		/* redrive: send the payload as it is now, even
 				   if it was changed by hand since it was
@@ -434,10 +435,14 @@ struct spool_audit {
 	char id[SPOOL_ID_MAX + 1];	/* "" for pause and resume */
 	uint64_t token;		/* the job's token after the event */
 	int attempt, cycle;
-	char actor[SPOOL_ID_MAX + 1];	/* operator, or lease holder */
+	char actor[SPOOL_ID_MAX + 1];	/* operator, or lease holder;
+					   decoded (the line has it
+					   percent-encoded) */
 	int reason, class;	/* enum spool_reason, enum spool_class */
-	char note[SPOOL_ID_MAX + 1];	/* ticket; for a claim or reclaim,
-					   the token it superseded */
+	char note[SPOOL_ID_MAX + 1];	/* the operator's note, decoded as
+					   actor is; for a claim or
+					   reclaim, the token it
+					   superseded */
 	char writer[SPOOL_HOST_MAX + 24];	/* HOST:PID */
 };
 
@@ -621,8 +626,14 @@ void spool_set_progress(struct spool *sp, void (*fn)(void *arg,
 
 /* Validation and parsing, shared by every command (return 1 if valid). */
 int spool_valid_id(const char *s);	/* [A-Za-z0-9._-], first alnum, <=128 */
-int spool_valid_note(const char *s);	/* same alphabet: ops, INC-4411 */
 int spool_valid_owner(const char *s);	/* also ':' and '@': host:pid */
+/*
+ * Who acts and why (--by, --note): printable UTF-8 text, 1 to 128 bytes.
+ * Spaces are allowed ("Jane Doe", "upstream fixed").  Refused: a control
+ * character (C0, DEL, C1), malformed or overlong UTF-8, a surrogate, a
+ * code point above U+10FFFF, and "-" alone (the audit log's empty field).
+ */
+int spool_valid_note(const char *s);
 
 /* "500ms", "30s", "5m", "2h", "7d"; a bare number is seconds.  0 or -1. */
 int spool_parse_duration(const char *s, int64_t *ms);

@@ -1,8 +1,9 @@
 /*
  * The one place that decides what is a valid ID, note, owner, duration or
- * token, and how outcomes, classes, reasons, states and events are
- * spelled.  Every string from outside passes through here before it
- * reaches a path or a file.
+ * token, how outcomes, classes, reasons, states and events are spelled,
+ * and how free text is written in a file: percent-encoded, as one word.
+ * Every string from outside passes through here before it reaches a path
+ * or a file.
  */
 #include <stdint.h>
 #include <string.h>
@@ -39,16 +40,154 @@ spool_valid_id(const char *s)
 	return valid_word(s, NULL);
 }
 
+/*
+ * The length of the UTF-8 sequence at s if it is one printable character,
+ * else 0: a C0 control, DEL, a C1 control (U+0080 to U+009F), a byte that
+ * begins no sequence, a sequence cut short, an overlong form, a surrogate,
+ * or a code point above U+10FFFF.  The range of the second byte rules out
+ * the last four, as RFC 3629's table does.  A NUL ends s: the checks stop
+ * at the first byte that is not a continuation byte.
+ */
+static size_t
+utf8_printable(const unsigned char *s)
+{
+	unsigned lo = 0x80, hi = 0xbf;
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return s[0] >= ' ' && s[0] != 0x7f ? 1 : 0;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (s[0] == 0xc2 || s[0] == 0xe0)
+		lo = 0xa0;	/* C2: past the C1 controls; E0: not overlong */
+	else if (s[0] == 0xed)
+		hi = 0x9f;	/* not a surrogate */
+	else if (s[0] == 0xf0)
+		lo = 0x90;	/* not overlong */
+	else if (s[0] == 0xf4)
+		hi = 0x8f;	/* not above U+10FFFF */
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/*
+ * Who acts and why, as a person writes them: printable UTF-8 text.  "-"
+ * alone is refused: the audit log writes it for an empty field.
+ */
 int
 spool_valid_note(const char *s)
 {
-	return valid_word(s, NULL);
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i, n;
+
+	if (s == NULL || s[0] == '\0' || strcmp(s, "-") == 0)
+		return 0;
+	for (i = 0; u[i] != '\0'; i += n)
+		if ((n = utf8_printable(u + i)) == 0 || i + n > SPOOL_ID_MAX)
+			return 0;
+	return 1;
 }
 
 int
 spool_valid_owner(const char *s)
 {
 	return valid_word(s, ":@");
+}
+
+/* A byte that a percent-encoded field holds as it is. */
+static int
+pct_plain(unsigned char c)
+{
+	return c > ' ' && c < 0x7f && c != '%';
+}
+
+/*
+ * src, percent-encoded, into dst of size bytes: a printable ASCII byte
+ * other than space and '%' as it is, any other as '%' and two uppercase
+ * hex digits.  Its length, or -1 if it does not fit (PCT_SIZE(n) bytes
+ * always do for n bytes of text).
+ */
+int
+pct_encode(char *dst, size_t size, const char *src)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *s = (const unsigned char *)src;
+	size_t n = 0;
+
+	for (; *s != '\0'; s++) {
+		if (n + (pct_plain(*s) ? 1 : 3) >= size) {
+			if (size > 0)
+				dst[0] = '\0';
+			return -1;
+		}
+		if (pct_plain(*s))
+			dst[n++] = (char)*s;
+		else {
+			dst[n++] = '%';
+			dst[n++] = hex[*s >> 4];
+			dst[n++] = hex[*s & 15];
+		}
+	}
+	if (size == 0)
+		return -1;
+	dst[n] = '\0';
+	return (int)n;
+}
+
+static int
+hex_upper(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * The len bytes at s, decoded into dst of size bytes, a C string: 0, or -1
+ * if they do not fit or are not what pct_encode writes.  So a byte it
+ * writes as it is must not come encoded, nor one it encodes come as it is;
+ * the hex digits are uppercase; and no byte is NUL.  What this accepts is
+ * written back byte for byte.
+ */
+int
+pct_decode(const char *s, size_t len, char *dst, size_t size)
+{
+	size_t i, o = 0;
+	int hi, lo;
+	unsigned char c;
+
+	for (i = 0; i < len; i++) {
+		if (o + 1 >= size)
+			return -1;
+		c = (unsigned char)s[i];
+		if (c == '%') {
+			if (len - i < 3 || (hi = hex_upper(s[i + 1])) < 0 ||
+			    (lo = hex_upper(s[i + 2])) < 0)
+				return -1;
+			c = (unsigned char)(hi << 4 | lo);
+			if (c == '\0' || pct_plain(c))
+				return -1;
+			i += 2;
+		} else if (!pct_plain(c))
+			return -1;
+		dst[o++] = (char)c;
+	}
+	if (size == 0)
+		return -1;
+	dst[o] = '\0';
+	return 0;
 }
 
 /* Digits only, no sign, no overflow past max. */

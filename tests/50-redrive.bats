@@ -194,7 +194,7 @@ EOT
 	diff -u <(lease_line j1 2 1) <(printf '%s\n' "$output")
 }
 
-@test "redrive needs --by and a ticket-like --note" {
+@test "redrive needs --by and --note, each printable text" {
 	park j1
 	before=$(snapshot)
 	run -100 --separate-stderr spool-redrive --by ops j1
@@ -203,12 +203,12 @@ EOT
 	run -100 --separate-stderr spool-redrive --note INC-1 j1
 	equals "$output" ""
 	equals "$stderr" "spool-redrive: --by WHO and --note TICKET are needed; missing: --by"
-	run -100 --separate-stderr spool-redrive --by ops --note 'disk full on db-3' j1
+	run -100 --separate-stderr spool-redrive --by ops --note $'disk full\non db-3' j1
 	equals "$output" ""
-	[[ $stderr = "spool-redrive: --note: bad value ("* ]]
-	run -100 --separate-stderr spool-redrive --by 'Jane Doe' --note INC-1 j1
+	equals "$stderr" "spool-redrive: --note: bad value (printable text, 1 to 128 bytes, not '-')"
+	run -100 --separate-stderr spool-redrive --by $'Jane\tDoe' --note INC-1 j1
 	equals "$output" ""
-	[[ $stderr = "spool-redrive: --by: bad value ("* ]]
+	equals "$stderr" "spool-redrive: --by: bad value (printable text, 1 to 128 bytes, not '-')"
 	equals "$(snapshot)" "$before"
 }
 

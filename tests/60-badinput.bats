@@ -8,6 +8,8 @@ load helpers
 
 # A bad word names its option; (*) spells out the alphabet.
 BADWORD="bad value (*)"
+# A bad --by or --note: the rule for who acts and why.
+BADTEXT="bad value (printable text, 1 to 128 bytes, not '-')"
 DURATIONS="(use e.g. 500ms, 30s, 5m, 2h, 7d)"
 DURATIONS0="(use e.g. 500ms, 30s, 5m, 2h, 7d, 0)"
 TOKENS="(a number from 1 to 2^63-1)"
@@ -199,16 +201,44 @@ no_case_failed() {
 
 @test "a malformed --by or --note is refused and never reaches the audit log" {
 	jobs_in_every_state
-	for v in "" "INC 4411" $'INC\x01' $'INC\x7f' $'INC-1\r' "INC;rm" \
-	    'INC$(id)' '`id`' "INC|x" "INC&x" "INC>x" "'INC'" \
+	# Empty, control characters (C0, DEL, C1), a forged second line,
+	# malformed UTF-8 (a stray byte, one cut short, overlong forms, a
+	# surrogate, past U+10FFFF), the audit log's "-", one byte too long.
+	for v in "" $'INC\t1' $'INC\x01' $'INC\x7f' $'INC-1\r' \
 	    $'INC-1\n2026-11-30T08:12:16.301Z redrive j1 1 0 2 root - - INC-9 testhost:1' \
-	    $'INC-\xc3\xa9' -INC .INC INC/1 INC,1 "$long129"; do
-		refused 100 "spool-redrive: --by: $BADWORD" \
-		    spool-redrive --by "$v" --note INC-1 j3
-		refused 100 "spool-redrive: --note: $BADWORD" \
-		    spool-redrive --by ops --note "$v" j3
+	    $'INC-\xff' $'caf\xc3' $'\xc0\xaf' $'\xe0\x80\xaf' $'INC\xc2\x85' \
+	    $'\xed\xa0\x80' $'\xf4\x90\x80\x80' - "$long129" "${long128:1}é"; do
+		for cmd in "spool-redrive j3" "spool-drop j3" "spool-cancel j1" \
+		    "spool-purge dead j3" spool-pause; do
+			set -- $cmd
+			refused 100 "$1: --by: $BADTEXT" \
+			    "$1" --by "$v" --note INC-1 "${@:2}"
+			refused 100 "$1: --note: $BADTEXT" \
+			    "$1" --by ops --note "$v" "${@:2}"
+		done
 	done
 	no_case_failed
+}
+
+@test "--by and --note take what a person writes, one audit field each" {
+	# Each of these was refused when they had to be words.
+	vals=("INC 4411" "INC;rm" 'INC$(id)' '`id`' "INC|x" "INC&x" "'INC'"
+	    -INC .INC INC/1 INC,1 "100%" '\' "%20" " lead" "trail " "  "
+	    "café" "ticket № 5" "日本" "😀" "$long128" "${long128:2}é")
+	for k in "${!vals[@]}"; do
+		spool-enqueue --id "q$k" </dev/null >/dev/null
+		run -0 --separate-stderr spool-cancel --by "${vals[$k]}" \
+		    --note "${vals[$k]}" "q$k"
+		equals "$stderr" ""
+		run -0 spool-show --json "q$k"
+		equals "$(jq -r '.by, .note, .audit[-1].actor, .audit[-1].note' \
+		    <<<"$output")" "$(printf '%s\n' "${vals[$k]}" "${vals[$k]}" \
+		    "${vals[$k]}" "${vals[$k]}")"
+	done
+	# Every line is still eleven fields of printable ASCII.
+	equals "$(awk 'NF != 11' "$SPOOL_DIR"/audit/*.log)" ""
+	equals "$(LC_ALL=C grep -c '[^!-~ ]' "$SPOOL_DIR"/audit/*.log)" 0
+	fsck_clean
 }
 
 @test "a malformed duration is refused; 0 for --delay only" {

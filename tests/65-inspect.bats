@@ -349,7 +349,9 @@ reason       -
 class        -
 detail       -
 side-effect  no
-acted        ops INC-4411 at 2026-11-30T00:53:50.000Z
+acted        2026-11-30T00:53:50.000Z
+by           ops
+note         INC-4411
 
 CYC  ATT  TOKEN  OWNER  CLAIMED                   ENDED                     END        CLASS          DETAIL
 1    1    1      w1     2026-11-30T00:53:21.000Z  2026-11-30T00:53:22.000Z  retry      transient      HTTP 503 "busy" \ retry

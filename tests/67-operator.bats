@@ -384,8 +384,8 @@ EOT
 	equals "$stderr" "spool-drop: --by WHO and --note TICKET are needed; missing: --note"
 	run -100 --separate-stderr spool-drop --by ops --note INC-1
 	equals "$stderr" "usage: spool-drop [-d DIR] --by WHO --note TICKET ID ... | [-0] -"
-	run -100 --separate-stderr spool-drop --by ops --note 'see mail' a
-	[[ $stderr = "spool-drop: --note: bad value ("* ]]
+	run -100 --separate-stderr spool-drop --by ops --note $'see\tmail' a
+	equals "$stderr" "spool-drop: --note: bad value (printable text, 1 to 128 bytes, not '-')"
 	equals "$(snapshot)" "$before"
 	run -0 --separate-stderr spool-drop --by ops --note INC-1 - <<<"b
 a"
@@ -774,4 +774,145 @@ EOT
 gone
 old
 EOT
+}
+
+# The audit log's last line, its writer's PID as PID.
+last_audit() {
+	tail -n 1 "$SPOOL_DIR/audit/$SPOOL_HOST.log" | sed -E 's/:[0-9]+$/:PID/'
+}
+
+@test "--by and --note take text: a redrive by Jane Doe, upstream fixed" {
+	park a
+	run -0 --separate-stderr at_ms $((T + 5000)) spool-redrive \
+	    --by "Jane Doe" --note "upstream fixed" a
+	equals "$output" a
+	equals "$stderr" ""
+	# The sidecar has them percent-encoded, as it has a detail.
+	equals "$(tail -n 1 "$SPOOL_DIR/meta/a")" "t=$((T + 5000)) ev=redrive at=new:$((T + 5000)) tok=1 att=0 cyc=2 max=5 dl=$((T + 5000 + 604800000)) ttl=604800000 created=$T payload=13:$(printf 'payload of a\n' | xxh_of -) by=Jane%20Doe note=upstream%20fixed"
+	# So has the audit line, which awk still splits into eleven fields.
+	equals "$(last_audit)" "1970-01-01T00:16:45.000Z redrive a 1 0 2 Jane%20Doe - - upstream%20fixed testhost:PID"
+	equals "$(awk '$2 == "redrive" { print NF, $7, $10 }' "$SPOOL_DIR"/audit/*.log)" \
+	    "11 Jane%20Doe upstream%20fixed"
+	# The commands that show them show them as written.
+	run -0 --separate-stderr at_ms $((T + 6000)) spool-show a
+	equals "$stderr" ""
+	diff -u - <(grep -E '^(acted|by|note) ' <<<"$output") <<'EOT'
+acted        1970-01-01T00:16:45.000Z
+by           Jane Doe
+note         upstream fixed
+EOT
+	run -0 --separate-stderr at_ms $((T + 6000)) spool-ls -l new
+	diff -u - <(printf '%s\n' "$output") <<'EOT'
+ID  DELIV  DISP      DUE  CLASS  AGE  CYC  BY        DETAIL
+a   #0     redriven  now  -      1s   2    Jane Doe  -
+EOT
+	run -0 --separate-stderr at_ms $((T + 6000)) spool-ls --json new
+	equals "$(jq -c '[.by, .note, .acted]' <<<"$output")" \
+	    "[\"Jane Doe\",\"upstream fixed\",$((T + 5000))]"
+	run -0 --separate-stderr at_ms $((T + 6000)) spool-show --json a
+	equals "$(jq -c '[.by, .note, (.audit[-1] | .actor, .note)]' <<<"$output")" \
+	    '["Jane Doe","upstream fixed","Jane Doe","upstream fixed"]'
+	run -0 --separate-stderr spool-stat
+	[[ $output == *"last_action                     redrive by Jane Doe at 1970-01-01T00:16:45.000Z ("* ]]
+	fsck_clean
+}
+
+@test "UTF-8, quotes and backslashes in --by and --note come back as written" {
+	park a --detail 'no such account'
+	park b
+	at_ms $T spool-enqueue --id q <<<"payload of q" >/dev/null
+	at_ms $((T + 5000)) spool-cancel --by "Jöns" --note "ticket № 5" q >/dev/null
+	at_ms $((T + 6000)) spool-drop --by 'Ann "A" \x' --note 'said "no" \o/' a \
+	    >/dev/null
+	equals "$(last_rec q by note)" $'by=J%C3%B6ns\nnote=ticket%20%E2%84%96%205'
+	equals "$(last_rec a by note)" $'by=Ann%20"A"%20\\x\nnote=said%20"no"%20\\o/'
+	diff -u - <(audit_events | grep -E '^(cancel|drop) ') <<'EOT'
+cancel q 0 0 1 J%C3%B6ns cancelled cancelled ticket%20%E2%84%96%205
+drop a 1 1 1 Ann%20"A"%20\x permanent - said%20"no"%20\o/
+EOT
+	run -0 --separate-stderr at_ms $((T + 7000)) spool-show q
+	diff -u - <(grep -E '^(by|note) ' <<<"$output") <<'EOT'
+by           Jöns
+note         ticket № 5
+EOT
+	# A column is as wide as its widest cell in characters, not bytes.
+	run -0 --separate-stderr at_ms $((T + 7000)) spool-ls -l dead
+	diff -u - <(printf '%s\n' "$output") <<'EOT'
+ID  DELIV  DISP    SE  REASON     CLASS      AGE  CYC  BY    DETAIL
+b   #1     parked  -   permanent  -          7s   1    -     -
+q   #0     parked  -   cancelled  cancelled  2s   1    Jöns  -
+EOT
+	# JSON keeps UTF-8 as it is, and escapes quotes and backslashes.
+	run -0 --separate-stderr at_ms $((T + 7000)) spool-ls --json dead
+	[[ $output == *'"by":"Jöns","note":"ticket № 5"'* ]]
+	run -0 --separate-stderr at_ms $((T + 7000)) spool-ls --json done
+	[[ $output == *'"by":"Ann \"A\" \\x","note":"said \"no\" \\o/"'* ]]
+	equals "$(jq -r '.by, .note' <<<"$output")" $'Ann "A" \\x\nsaid "no" \\o/'
+	run -0 --separate-stderr spool-show --json a
+	equals "$(jq -r '.audit[-1] | .actor, .note' <<<"$output")" \
+	    $'Ann "A" \\x\nsaid "no" \\o/'
+	# The pause names them in "paused" the way the audit log does.
+	run -0 --separate-stderr spool-pause --by "Jöns" --note "db failover, 10 min"
+	equals "$(cat "$SPOOL_DIR/paused")" "J%C3%B6ns db%20failover,%2010%20min"
+	equals "$(audit_events | tail -n 1)" \
+	    "pause - 0 0 0 J%C3%B6ns - - db%20failover,%2010%20min"
+	run -0 --separate-stderr spool-stat --prom
+	[[ $output == *'by="Jöns"} '* ]]
+	fsck_clean
+}
+
+@test "the longest ID, trace, owner, detail, --by and --note, all encoded, fit" {
+	# Every byte of by, note and detail encoded as three; the longest host.
+	export SPOOL_HOST=$(printf 'h%.0s' {1..64})
+	id=$(printf 'i%.0s' {1..128})
+	id2=$(printf 'k%.0s' {1..128})
+	trace=$(printf 't%.0s' {1..128})
+	owner=$(printf 'o%.0s' {1..127})@
+	detail=$(printf '%%%.0s' {1..200})
+	by=$(printf '%%%.0s' {1..128})
+	note=$(printf 'é%.0s' {1..64})
+	equals "$(printf %s "$note" | wc -c)" 128
+	enc_by=$(printf '%%25%.0s' {1..128})
+	enc_note=$(printf '%%C3%%A9%.0s' {1..64})
+	enc_detail=$(printf '%%25%.0s' {1..200})
+	at_ms $T spool-enqueue --id "$id" --trace "$trace" <<<x >/dev/null
+	at_ms $T spool-claim --owner "$owner" >/dev/null
+	at_ms $T spool-finish --class unknown-side-effect --detail "$detail" \
+	    "$id" "$(lease_token "$id")" permanent >/dev/null
+	run -0 --separate-stderr at_ms $((T + 1000)) spool-drop --by "$by" \
+	    --note "$note" "$id"
+	equals "$output" "$id"
+	equals "$stderr" ""
+	equals "$(last_rec "$id" trace by note detail)" \
+	    "$(printf 'trace=%s\nby=%s\nnote=%s\ndetail=%s' "$trace" "$enc_by" \
+	    "$enc_note" "$enc_detail")"
+	# Its audit line is longer than the 1 KiB once thought ample.
+	line=$(grep " drop " "$SPOOL_DIR/audit/$SPOOL_HOST.log")
+	equals "$(sed -E 's/:[0-9]+$/:PID/' <<<"$line")" \
+	    "1970-01-01T00:16:41.000Z drop $id 1 1 1 $enc_by side-effect unknown-side-effect $enc_note $SPOOL_HOST:PID"
+	[ "${#line}" -gt 1024 ]
+	# A cancel of a leased job records its holder with by and note.
+	at_ms $((T + 2000)) spool-enqueue --id "$id2" --trace "$trace" <<<x >/dev/null
+	at_ms $((T + 2000)) spool-claim --owner "$owner" >/dev/null
+	run -0 --separate-stderr at_ms $((T + 3000)) spool-cancel --by "$by" \
+	    --note "$note" "$id2"
+	equals "$stderr" ""
+	equals "$(last_rec "$id2" own by note)" \
+	    "$(printf 'own=%s\nby=%s\nnote=%s' "$owner" "$enc_by" "$enc_note")"
+	run -0 --separate-stderr spool-show --json "$id2"
+	equals "$(jq -r '.by == $by and .note == $note and .trace == $trace and
+	    .audit[-1].actor == $by and .audit[-1].note == $note' \
+	    --arg by "$by" --arg note "$note" --arg trace "$trace" <<<"$output")" true
+	run -0 --separate-stderr spool-show --json "$id"
+	equals "$(jq -r '.detail == $detail and .by == $by' --arg by "$by" \
+	    --arg detail "$detail" <<<"$output")" true
+	run -0 --separate-stderr at_ms $((T + 4000)) spool-pause --by "$by" \
+	    --note "$note"
+	equals "$(cat "$SPOOL_DIR/paused")" "$enc_by $enc_note"
+	run -0 --separate-stderr at_ms $((T + 5000)) spool-purge --by "$by" \
+	    --note "$note" done "$id"
+	equals "$output" "$id"
+	equals "$(tail -n 1 "$SPOOL_DIR/audit/$SPOOL_HOST.log" | cut -d' ' -f2,7,10)" \
+	    "purge $enc_by $enc_note"
+	fsck_clean
 }

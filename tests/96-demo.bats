@@ -95,10 +95,11 @@ dropped                         1
 redriven_done                   2
 EOF
 	diff -u - <(sed -n '/^\$ spool-show order-1846/,$p' <<<"$output" |
-	    grep -E '^(state|cycles|acted) ' | sed 's/ at .*//') <<'EOF'
+	    grep -E '^(state|cycles|by|note) ') <<'EOF'
 state        done
 cycles       2 (this one began with a redrive)
-acted        ops INC-4411
+by           ops
+note         INC-4411
 EOF
 }
 

@@ -7,9 +7,12 @@
  * must be one line (a single newline, at its end) of exactly eleven
  * non-empty space-separated fields, in spool-layout.md's order, each a
  * word of the ID alphabet or ':' and '@' ("so lines split on spaces"),
- * with TIME equal to the record's t.  The input's second line, if a valid
- * ID, names the job.  And spool_audit_parse, the one reader of audit
- * lines, takes every line written back, field for field.
+ * but ACTOR and NOTE, which are the record's by (or owner) and note
+ * percent-encoded, as spool-layout.md says it a second time here: every
+ * byte that is not printable ASCII, a space or '%' as '%' and two
+ * uppercase hex digits.  TIME is the record's t.  The input's second
+ * line, if a valid ID, names the job.  And spool_audit_parse, the one
+ * reader of audit lines, takes every line written back, field for field.
  */
 #include "fuzz.h"
 
@@ -21,6 +24,24 @@ word_byte(int c)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 	    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-' ||
 	    c == ':' || c == '@';
+}
+
+/* s percent-encoded into dst (3 * strlen(s) + 1 bytes), "-" if empty. */
+static const char *
+encoded(char *dst, const char *s)
+{
+	char *o = dst;
+
+	if (*s == '\0')
+		return "-";
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s > ' ' && (unsigned char)*s < 0x7f &&
+		    *s != '%')
+			*o++ = *s;
+		else
+			o += sprintf(o, "%%%02X", (unsigned char)*s);
+	*o = '\0';
+	return dst;
 }
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (Hinnant). */
@@ -97,9 +118,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct spool *sp = fuzz_spool();
 	struct abuf ab = { NULL, 0, 0 };
 	char id[SPOOL_ID_MAX + 1] = "order-1842", prevtok[24];
+	char actor_enc[3 * SPOOL_ID_MAX + 1], note_enc[3 * SPOOL_ID_MAX + 1];
 	const char *nl, *f[12], *actor, *note, *p, *end;
 	struct spool_audit a;
-	char again[1024];
+	char again[AUDIT_LINE_MAX];
 	int event;
 	size_t len, flen[12], n, i;
 	struct rec r;
@@ -150,7 +172,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < n; i++) {
 		check(flen[i] > 0);
 		for (p = f[i]; p < f[i] + flen[i]; p++)
-			check(word_byte((unsigned char)*p));
+			check(i == 6 || i == 9 ? *p > ' ' && *p < 0x7f :
+			    word_byte((unsigned char)*p));
 	}
 	check(iso_to_ms(f[0], flen[0], &t) == 0 && t == r.t);
 	check(field_is(f[1], flen[1], spool_event_name(event)));
@@ -159,7 +182,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(field_is_num(f[4], flen[4], (uint64_t)r.att));
 	check(field_is_num(f[5], flen[5], (uint64_t)r.cyc));
 	actor = r.by[0] != '\0' ? r.by : r.owner[0] != '\0' ? r.owner : "-";
-	check(field_is(f[6], flen[6], actor));
+	check(field_is(f[6], flen[6], encoded(actor_enc, r.by[0] != '\0' ?
+	    r.by : r.owner)));
 	check(field_is(f[7], flen[7], r.reason ?
 	    spool_reason_name(r.reason) : "-"));
 	check(field_is(f[8], flen[8], r.cls ? spool_class_name(r.cls) : "-"));
@@ -169,8 +193,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 */
 	(void)snprintf(prevtok, sizeof(prevtok), "%" PRIu64, r.prev);
 	note = r.note[0] != '\0' ? r.note : r.prev != 0 ? prevtok : "-";
-	check(field_is(f[9], flen[9], note) || (r.note[0] == '\0' &&
-	    r.ev != SPOOL_EV_CLAIM && field_is(f[9], flen[9], "-")));
+	check(field_is(f[9], flen[9], encoded(note_enc, strcmp(note, "-") ==
+	    0 ? "" : note)) || (r.note[0] == '\0' && r.ev != SPOOL_EV_CLAIM &&
+	    field_is(f[9], flen[9], "-")));
 	check(field_is(f[10], flen[10], sp->writer));
 
 	/*

@@ -47,7 +47,7 @@ static void
 parse_back(const char *line, size_t len)
 {
 	struct spool_audit a;
-	char again[1024];
+	char again[AUDIT_LINE_MAX];
 
 	if (spool_audit_parse(line, len, &a) == -1)
 		return;

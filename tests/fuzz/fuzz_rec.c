@@ -1,5 +1,5 @@
 /*
- * The sidecar record reader and writer (lib/meta.c): rec_parse() must
+ * The sidecar record reader and writer (lib/record.c): rec_parse() must
  * take any bytes without a crash, and a record it accepts must survive
  * the writer: rec_format() succeeds within the space job_record() gives
  * it, and rec_parse() of that line gives the same record back.  The
@@ -8,9 +8,9 @@
  */
 #include "fuzz.h"
 
-/* What job_record() leaves for one record: struct job's pending[], less
-   the newline. */
-#define LINE_MAX_REC	(sizeof(((struct job *)0)->pending) - 1)
+/* What job_record() leaves for one record after a void one: struct job's
+   pending[], less the void record and the newline. */
+#define LINE_MAX_REC	(sizeof(((struct job *)0)->pending) - REC_VOID_MAX - 1)
 
 static void
 same_rec(const struct rec *a, const struct rec *b)

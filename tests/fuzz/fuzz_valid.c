@@ -4,9 +4,13 @@
  * through each validator and parser, and each answer is checked against
  * the rule spool.h and spool-layout.md state, written here a second time
  * the plain way.  Among them: a valid ID never holds '/' or ',' and never
- * starts with '.' or '-'; a duration is digits and one unit, at most 100
+ * starts with '.' or '-'; a note is printable UTF-8, decoded here code
+ * point by code point; a duration is digits and one unit, at most 100
  * years (valid.c, DURATION_MAX), and its value written back as "<n>ms"
- * (and in any unit that divides it) parses to the same value.
+ * (and in any unit that divides it) parses to the same value.  And the
+ * percent-encoding of free text: what pct_encode writes, pct_decode reads
+ * back; pct_decode takes the input exactly when it is what pct_encode
+ * writes of some text, and then gives that text.
  */
 #include "fuzz.h"
 
@@ -60,6 +64,130 @@ digits_value(const char *s, size_t n, uint64_t max, int *ok)
 	return *ok ? (uint64_t)v : 0;
 }
 
+/*
+ * spool.h: printable UTF-8 text of 1 to 128 bytes, not "-" alone.  Each
+ * code point is decoded, then judged: not a control (below U+0020, U+007F
+ * to U+009F), not a surrogate, at most U+10FFFF, and written in the
+ * fewest bytes.
+ */
+static int
+note_rule(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0, n = strlen(str), k, len;
+	uint32_t cp, least;
+
+	if (n < 1 || n > SPOOL_ID_MAX || strcmp(str, "-") == 0)
+		return 0;
+	while (i < n) {
+		if (s[i] < 0x80) {
+			cp = s[i];
+			len = 1;
+			least = 0;
+		} else if ((s[i] & 0xe0) == 0xc0) {
+			cp = s[i] & 0x1f;
+			len = 2;
+			least = 0x80;
+		} else if ((s[i] & 0xf0) == 0xe0) {
+			cp = s[i] & 0x0f;
+			len = 3;
+			least = 0x800;
+		} else if ((s[i] & 0xf8) == 0xf0) {
+			cp = s[i] & 0x07;
+			len = 4;
+			least = 0x10000;
+		} else
+			return 0;
+		if (i + len > n)
+			return 0;
+		for (k = 1; k < len; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return 0;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if (cp < least || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+			return 0;
+		i += len;
+	}
+	return 1;
+}
+
+/*
+ * The percent-encoding: the bytes written as they are, and the form of
+ * what pct_decode takes.
+ */
+static int
+plain_byte(unsigned char c)
+{
+	return c > ' ' && c < 0x7f && c != '%';
+}
+
+/* An uppercase hex digit's value, or -1. */
+static int
+upper_hex(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+static void
+check_pct(const char *in, size_t len)
+{
+	char enc[3 * 256 + 1], dec[256 + 1], plain[256 + 1], again[3 * 256 + 1];
+	size_t i, n = 0;
+	int canonical = 1, rc, hi, lo;
+	unsigned char c;
+
+	/* Any text is encoded, in plain bytes and %XX only, and back. */
+	if (len <= 256) {
+		rc = pct_encode(enc, sizeof(enc), in);
+		check(rc >= 0 && (size_t)rc == strlen(enc));
+		for (i = 0; enc[i] != '\0'; i++) {
+			if (enc[i] != '%') {
+				check(plain_byte((unsigned char)enc[i]));
+				continue;
+			}
+			check(upper_hex((unsigned char)enc[i + 1]) >= 0 &&
+			    upper_hex((unsigned char)enc[i + 2]) >= 0);
+			i += 2;
+		}
+		check(pct_decode(enc, (size_t)rc, dec, sizeof(dec)) == 0);
+		check(strcmp(dec, in) == 0);
+		/* Too small a buffer, by the NUL's byte: refused. */
+		check(pct_encode(again, (size_t)rc, in) == -1);
+		check(pct_decode(enc, (size_t)rc, dec, len) == -1);
+	}
+
+	/*
+	 * The input as encoded text, read the plain way: canonical if each
+	 * byte is one pct_encode writes as it is, or %XX, uppercase, of a
+	 * byte it encodes (not NUL).
+	 */
+	for (i = 0; i < len && n < sizeof(plain) - 1; i++) {
+		c = (unsigned char)in[i];
+		if (c == '%' && i + 2 < len &&
+		    (hi = upper_hex((unsigned char)in[i + 1])) >= 0 &&
+		    (lo = upper_hex((unsigned char)in[i + 2])) >= 0) {
+			c = (unsigned char)(hi << 4 | lo);
+			canonical &= c != '\0' && !plain_byte(c);
+			i += 2;
+		} else
+			canonical &= plain_byte(c);
+		plain[n++] = (char)c;
+	}
+	canonical &= i == len;	/* all of it fits dec */
+	plain[n] = '\0';
+	rc = pct_decode(in, len, dec, sizeof(dec));
+	check(rc == (canonical ? 0 : -1));
+	if (rc == 0) {
+		check(strcmp(dec, plain) == 0);
+		check(pct_encode(again, sizeof(again), dec) == (int)len);
+		check(memcmp(again, in, len) == 0);
+	}
+}
+
 static void
 check_words(const char *s)
 {
@@ -68,8 +196,9 @@ check_words(const char *s)
 
 	check(id == word_rule(s, 0));
 	check(owner == word_rule(s, 1));
-	check(note == id);
+	check(note == note_rule(s));
 	check(!id || owner);
+	check(!owner || note);	/* an owner is always an actor */
 	if (id) {
 		check(strchr(s, '/') == NULL && strchr(s, ',') == NULL);
 		check(s[0] != '.' && s[0] != '-');
@@ -254,6 +383,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(s, data, size);
 	s[size] = '\0';
 	check_words(s);
+	check_pct(s, strlen(s));
 	check_duration(s);
 	check_size(s);
 	check_token(s);
