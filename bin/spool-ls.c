@@ -35,25 +35,27 @@ enum form { PLAIN, NUL, LONG, JSON };
 /* The -l columns. */
 enum col {
 	ID, DELIV, DISP, SE, REASON, CLASS, DUE, OWNER, EXPIRES, AGE, CYC, BY,
-	DETAIL, NCOL
+	NOTE, DETAIL, NCOL
 };
 static const char *const heads[NCOL] = {
 	"ID", "DELIV", "DISP", "SE", "REASON", "CLASS", "DUE", "OWNER",
-	"EXPIRES", "AGE", "CYC", "BY", "DETAIL"
+	"EXPIRES", "AGE", "CYC", "BY", "NOTE", "DETAIL"
 };
 
 /*
  * The columns of each state, as fit it; DETAIL is last so that its spaces
- * do not misalign.  BY may hold spaces too: it is shown as written, and
- * its column is padded like any other.  A list ends at its first ID after
+ * do not misalign.  BY and NOTE may hold spaces too: they are shown as
+ * written, and their columns are padded like any other.  A list ends at its first ID after
  * the first.
  */
 static const enum col cols[][NCOL] = {
-	[SPOOL_NEW] = { ID, DELIV, DISP, DUE, CLASS, AGE, CYC, BY, DETAIL },
-	[SPOOL_LEASED] = { ID, DELIV, DISP, OWNER, EXPIRES, AGE, CYC, BY },
-	[SPOOL_DONE] = { ID, DELIV, DISP, AGE, CYC, BY, DETAIL },
-	[SPOOL_DEAD] = { ID, DELIV, DISP, SE, REASON, CLASS, AGE, CYC, BY,
+	[SPOOL_NEW] = { ID, DELIV, DISP, DUE, CLASS, AGE, CYC, BY, NOTE,
 	    DETAIL },
+	[SPOOL_LEASED] = { ID, DELIV, DISP, OWNER, EXPIRES, AGE, CYC, BY,
+	    NOTE },
+	[SPOOL_DONE] = { ID, DELIV, DISP, AGE, CYC, BY, NOTE, DETAIL },
+	[SPOOL_DEAD] = { ID, DELIV, DISP, SE, REASON, CLASS, AGE, CYC, BY,
+	    NOTE, DETAIL },
 };
 
 static size_t
@@ -162,6 +164,7 @@ add_row(struct table *t, const struct spool_job_info *in, int64_t now)
 	all[AGE] = fmt_age(agebuf, sizeof(agebuf), now - in->since);
 	all[CYC] = number(cyc, sizeof(cyc), "", in->cycles);
 	all[BY] = dash(in->by);
+	all[NOTE] = dash(in->note);
 	all[DETAIL] = dash(in->detail);
 	for (i = 0; i < t->ncol; i++)
 		cells[i] = all[t->col[i]];

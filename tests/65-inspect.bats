@@ -203,18 +203,18 @@ story() {
 	run -0 --separate-stderr at_ms $((T + 3600000 + 125000)) spool-ls -l
 	equals "$stderr" ""
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
-ID              DELIV  DISP    SE   REASON       CLASS                AGE    CYC  BY      DETAIL
-pi_0001.settle  #1     parked  -    permanent    invalid-input        1h02m  1    -       -
-x-9             #1     parked  yes  side-effect  unknown-side-effect  1h01m  1    -       charged?
-zz              #0     parked  -    cancelled    cancelled            1h01m  1    oncall  -
+ID              DELIV  DISP    SE   REASON       CLASS                AGE    CYC  BY      NOTE   DETAIL
+pi_0001.settle  #1     parked  -    permanent    invalid-input        1h02m  1    -       -      -
+x-9             #1     parked  yes  side-effect  unknown-side-effect  1h01m  1    -       -      charged?
+zz              #0     parked  -    cancelled    cancelled            1h01m  1    oncall  INC-7  -
 EOF
 	run -0 at_ms $((T + 31500)) spool-ls -l leased
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
-ID          DELIV  DISP      OWNER  EXPIRES  AGE    CYC  BY
-order-1842  #1     redriven  w4     in 59s   500ms  2    ops
+ID          DELIV  DISP      OWNER  EXPIRES  AGE    CYC  BY   NOTE
+order-1842  #1     redriven  w4     in 59s   500ms  2    ops  INC-4411
 EOF
 	run -0 at_ms $((T + 31500)) spool-ls -l new
-	equals "$output" "ID  DELIV  DISP  DUE  CLASS  AGE  CYC  BY  DETAIL"
+	equals "$output" "ID  DELIV  DISP  DUE  CLASS  AGE  CYC  BY  NOTE  DETAIL"
 }
 
 @test "-l: each state its columns; several states, a table each; --class" {
@@ -233,18 +233,18 @@ EOF
 	equals "$stderr" ""
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
 new:
-ID     DELIV  DISP  DUE        CLASS         AGE  CYC  BY  DETAIL
-later  #0     -     in 59m42s  -             18s  1    -   -
-r1     #1     -     in 4m41s   rate-limited  19s  1    -   429
+ID     DELIV  DISP  DUE        CLASS         AGE  CYC  BY  NOTE  DETAIL
+later  #0     -     in 59m42s  -             18s  1    -   -     -
+r1     #1     -     in 4m41s   rate-limited  19s  1    -   -     429
 
 leased:
-ID          DELIV  DISP      OWNER  EXPIRES  AGE  CYC  BY
-gone        #1     -         w6     6s ago   16s  1    -
-order-1842  #1     redriven  w4     in 31s   29s  2    ops
+ID          DELIV  DISP      OWNER  EXPIRES  AGE  CYC  BY   NOTE
+gone        #1     -         w6     6s ago   16s  1    -    -
+order-1842  #1     redriven  w4     in 31s   29s  2    ops  INC-4411
 
 dead:
-ID  DELIV  DISP    SE  REASON     CLASS         AGE  CYC  BY  DETAIL
-p1  #1     parked  -   permanent  rate-limited  58s  1    -   -
+ID  DELIV  DISP    SE  REASON     CLASS         AGE  CYC  BY  NOTE  DETAIL
+p1  #1     parked  -   permanent  rate-limited  58s  1    -   -     -
 EOF
 	# The plain forms run the states together, in the order given.
 	run -0 spool-ls dead leased
@@ -272,9 +272,9 @@ EOF
 	run -0 --separate-stderr at_ms $((T + 60000)) spool-ls -l
 	equals "$stderr" ""
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
-ID  DELIV  DISP     SE  REASON     CLASS      AGE  CYC  BY  DETAIL
-p1  #1     parked   -   permanent  transient  58s  1    -   -
-p2  #1     damaged  -   permanent  transient  58s  1    -   -
+ID  DELIV  DISP     SE  REASON     CLASS      AGE  CYC  BY  NOTE  DETAIL
+p1  #1     parked   -   permanent  transient  58s  1    -   -     -
+p2  #1     damaged  -   permanent  transient  58s  1    -   -     -
 EOF
 	run -0 spool-ls --json
 	equals "$(jq -r '.id + " " + (.damaged | tostring)' <<<"$output" | LC_ALL=C sort)" \

@@ -803,8 +803,8 @@ note         upstream fixed
 EOT
 	run -0 --separate-stderr at_ms $((T + 6000)) spool-ls -l new
 	diff -u - <(printf '%s\n' "$output") <<'EOT'
-ID  DELIV  DISP      DUE  CLASS  AGE  CYC  BY        DETAIL
-a   #0     redriven  now  -      1s   2    Jane Doe  -
+ID  DELIV  DISP      DUE  CLASS  AGE  CYC  BY        NOTE            DETAIL
+a   #0     redriven  now  -      1s   2    Jane Doe  upstream fixed  -
 EOT
 	run -0 --separate-stderr at_ms $((T + 6000)) spool-ls --json new
 	equals "$(jq -c '[.by, .note, .acted]' <<<"$output")" \
@@ -838,9 +838,9 @@ EOT
 	# A column is as wide as its widest cell in characters, not bytes.
 	run -0 --separate-stderr at_ms $((T + 7000)) spool-ls -l dead
 	diff -u - <(printf '%s\n' "$output") <<'EOT'
-ID  DELIV  DISP    SE  REASON     CLASS      AGE  CYC  BY    DETAIL
-b   #1     parked  -   permanent  -          7s   1    -     -
-q   #0     parked  -   cancelled  cancelled  2s   1    Jöns  -
+ID  DELIV  DISP    SE  REASON     CLASS      AGE  CYC  BY    NOTE        DETAIL
+b   #1     parked  -   permanent  -          7s   1    -     -           -
+q   #0     parked  -   cancelled  cancelled  2s   1    Jöns  ticket № 5  -
 EOT
 	# JSON keeps UTF-8 as it is, and escapes quotes and backslashes.
 	run -0 --separate-stderr at_ms $((T + 7000)) spool-ls --json dead

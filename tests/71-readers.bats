@@ -116,8 +116,8 @@ holds_lock() {
 	diff -u - <(grep -E '^(a$|ID |a  |leased |damaged )' \
 	    "$BATS_TEST_TMPDIR/out") <<'EOT'
 a
-ID  DELIV  DISP  OWNER  EXPIRES  AGE  CYC  BY
-a   #1     -     w1     in 26s   4s   1    -
+ID  DELIV  DISP  OWNER  EXPIRES  AGE  CYC  BY  NOTE
+a   #1     -     w1     in 26s   4s   1    -   -
 leased                          1
 damaged                         0
 EOT

@@ -18,7 +18,8 @@
 #   6. the disk fills, by another program: here, in short (as root: it
 #      mounts a tmpfs); every transition, and an ext4 image:
 #      tests/68-reserve.bats
-#   7. a note with spaces, --note and --by (item 9): added by its own commit
+#   7. a note as a person writes it, --by "Jane Doe" --note "upstream
+#      fixed": here; every field it reaches: tests/67-operator.bats
 #   8. a C program with designated initialisers: here; built with
 #      pkg-config against an install in a prefix: tests/92-install.bats
 #   9. bad inputs: a class misspelt, a bad token, --help, a bad ID, an
@@ -217,18 +218,18 @@ EOF
 	equals "$stderr" ""
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
 new:
-ID          DELIV  DISP  DUE        CLASS  AGE    CYC  BY  DETAIL
-job-report  #0     -     in 59m30s  -      1h00m  1    -   -
+ID          DELIV  DISP  DUE        CLASS  AGE    CYC  BY  NOTE  DETAIL
+job-report  #0     -     in 59m30s  -      1h00m  1    -   -     -
 
 leased:
-ID         DELIV  DISP  OWNER     EXPIRES   AGE    CYC  BY
-job-flaky  #2     -     worker-2  in 9m00s  1m00s  1    -
+ID         DELIV  DISP  OWNER     EXPIRES   AGE    CYC  BY  NOTE
+job-flaky  #2     -     worker-2  in 9m00s  1m00s  1    -   -
 
 dead:
-ID         DELIV  DISP    SE   REASON     CLASS          AGE    CYC  BY  DETAIL
-job-bad    #1     parked  -    permanent  invalid-input  1h00m  1    -   exit 65: no such customer
-job-crash  #1     parked  yes  exhausted  crashed        1h00m  1    -   signal 9: about to die
-job-hang   #1     parked  yes  exhausted  timeout        1h00m  1    -   timed out after 3s
+ID         DELIV  DISP    SE   REASON     CLASS          AGE    CYC  BY  NOTE  DETAIL
+job-bad    #1     parked  -    permanent  invalid-input  1h00m  1    -   -     exit 65: no such customer
+job-crash  #1     parked  yes  exhausted  crashed        1h00m  1    -   -     signal 9: about to die
+job-hang   #1     parked  yes  exhausted  timeout        1h00m  1    -   -     timed out after 3s
 EOF
 	run -0 --separate-stderr at 09:02:00 spool-show job-crash
 	equals "$stderr" ""
@@ -346,19 +347,19 @@ EOF
 	equals "$stderr" ""
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
 new:
-ID         DELIV  DISP      DUE  CLASS  AGE    CYC  BY    DETAIL
-job-crash  #0     redriven  now  -      6m00s  2    jane  -
+ID         DELIV  DISP      DUE  CLASS  AGE    CYC  BY    NOTE   DETAIL
+job-crash  #0     redriven  now  -      6m00s  2    jane  INC-3  -
 
 dead:
-ID          DELIV  DISP    SE  REASON     CLASS          AGE    CYC  BY    DETAIL
-job-bad     #1     parked  -   permanent  invalid-input  1h10m  1    -     exit 65: no such customer
-job-report  #0     parked  -   cancelled  cancelled      4m00s  1    jane  -
+ID          DELIV  DISP    SE  REASON     CLASS          AGE    CYC  BY    NOTE   DETAIL
+job-bad     #1     parked  -   permanent  invalid-input  1h10m  1    -     -      exit 65: no such customer
+job-report  #0     parked  -   cancelled  cancelled      4m00s  1    jane  INC-3  -
 
 done:
-ID         DELIV  DISP     AGE    CYC  BY    DETAIL
-job-flaky  #2     -        1m00s  1    -     -
-job-hang   #1     dropped  5m00s  1    jane  timed out after 3s
-job-ok     #1     -        1h10m  1    -     -
+ID         DELIV  DISP     AGE    CYC  BY    NOTE   DETAIL
+job-flaky  #2     -        1m00s  1    -     -      -
+job-hang   #1     dropped  5m00s  1    jane  INC-3  timed out after 3s
+job-ok     #1     -        1h10m  1    -     -      -
 EOF
 	# Each action in the audit log, with who and why.
 	diff -u - <(audit_events | grep -E '^(redrive|drop|cancel|pause|resume) ') <<'EOF'
@@ -431,6 +432,29 @@ teardown() {
 	equals "$output$stderr" mail-3
 	run -0 --separate-stderr at 09:03:01 spool-stat
 	equals "$(grep -c '^reserve' <<<"$output")" 0
+}
+
+@test "the hour, 7: a note as a person writes it" {
+	echo bad | at 10:00:00 spool-enqueue --id job-sms >/dev/null
+	at 10:00:01 spool-claim --owner worker-1 >/dev/null
+	at 10:00:02 spool-finish --class dependency-down job-sms 1 permanent >/dev/null
+	run -0 --separate-stderr at 10:05:00 spool-redrive --by "Jane Doe" \
+	    --note "upstream fixed" job-sms
+	equals "$output$stderr" job-sms
+	run -0 --separate-stderr at 10:05:01 spool-ls -l new
+	equals "$output" "$(cat <<'EOF'
+ID       DELIV  DISP      DUE  CLASS  AGE  CYC  BY        NOTE            DETAIL
+job-sms  #0     redriven  now  -      1s   2    Jane Doe  upstream fixed  -
+EOF
+)"
+	equals "$stderr" ""
+	run -0 --separate-stderr at 10:05:02 spool-show job-sms
+	equals "$(grep -e '^by' -e '^note' <<<"$output")" "$(printf '%s\n' \
+	    'by           Jane Doe' 'note         upstream fixed')"
+	equals "$stderr" ""
+	# The audit line keeps eleven words: the text is percent-encoded.
+	equals "$(grep ' redrive ' "$SPOOL_DIR/audit/testhost.log" |
+	    cut -d' ' -f2,3,7,10)" "redrive job-sms Jane%20Doe upstream%20fixed"
 }
 
 @test "the hour, 8: a C program with designated initialisers works on a spool" {
@@ -585,10 +609,10 @@ EOF
 	run -0 --separate-stderr at 09:20:00 spool-ls -l
 	equals "$stderr" ""
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
-ID         DELIV  DISP     SE   REASON     CLASS          AGE    CYC  BY  DETAIL
-job-bad    #1     damaged  -    permanent  invalid-input  1h19m  1    -   exit 65: no such customer
-job-crash  #1     parked   yes  exhausted  crashed        1h19m  1    -   signal 9: about to die
-job-hang   #1     parked   yes  exhausted  timeout        1h19m  1    -   timed out after 3s
+ID         DELIV  DISP     SE   REASON     CLASS          AGE    CYC  BY  NOTE  DETAIL
+job-bad    #1     damaged  -    permanent  invalid-input  1h19m  1    -   -     exit 65: no such customer
+job-crash  #1     parked   yes  exhausted  crashed        1h19m  1    -   -     signal 9: about to die
+job-hang   #1     parked   yes  exhausted  timeout        1h19m  1    -   -     timed out after 3s
 EOF
 	# Shown all the same, with what is wrong; and what settles it.
 	run -100 --separate-stderr at 09:20:00 spool-show job-bad
