@@ -71,7 +71,7 @@ room_give(void)
 {
 	struct spool *sp = drawing;
 	struct stat st;
-	char name[8];
+	char name[12];
 	off_t step;
 	int rfd, fd, i, gave = 0, e = errno;
 
@@ -108,7 +108,7 @@ room_held(struct spool *sp, uint64_t *bytes, uint64_t *inodes,
     uint64_t *inodes_max)
 {
 	struct stat st;
-	char name[8];
+	char name[12];
 	int rfd, i;
 
 	*bytes = *inodes = 0;
@@ -164,7 +164,7 @@ room_fill(struct spool *sp)
 	off_t want = (off_t)sp->reserve_bytes;
 	struct statvfs vfs;
 	struct stat st;
-	char name[8];
+	char name[12];
 	int rfd, fd, i, e = errno;
 
 	if (fstatat(sp->dirfd, "reserve/space", &st, AT_SYMLINK_NOFOLLOW) == 0) {
