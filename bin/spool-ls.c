@@ -44,8 +44,9 @@ static const char *const heads[NCOL] = {
 
 /*
  * The columns of each state, as fit it; DETAIL is last so that its spaces
- * do not misalign.  BY and NOTE may hold spaces too: they are shown as
- * written, and their columns are padded like any other.  A list ends at its first ID after
+ * do not misalign.  BY and NOTE may hold spaces too: they are shown
+ * as written, and padded like any other column.  -l is for people;
+ * scripts read --json.  A list ends at its first ID after
  * the first.
  */
 static const enum col cols[][NCOL] = {

@@ -295,11 +295,11 @@ reserve_line(const struct spool_room *r)
 {
 	char held[16], want[16];
 
-	if (!r->holding || (r->held_bytes >= r->reserve_bytes &&
+	if (!r->holding || (r->held_bytes >= r->held_bytes_max &&
 	    r->held_inodes >= r->held_inodes_max))
 		return;
 	fmt_size(held, sizeof(held), r->held_bytes);
-	fmt_size(want, sizeof(want), r->reserve_bytes);
+	fmt_size(want, sizeof(want), r->held_bytes_max);
 	printf("%-31s %s of %s held, %" PRIu64 " of %" PRIu64 " inodes: the "
 	    "disk was full, or is small; an enqueue with room makes it whole\n",
 	    "reserve", held, want, r->held_inodes, r->held_inodes_max);

@@ -262,9 +262,9 @@ below_reserve(struct spool *sp)
 	struct spool_room r;
 	int below;
 
+	room_fill(sp);
 	if (sp->reserve_bytes == 0 && sp->reserve_inodes == 0)
 		return 0;
-	room_fill(sp);
 	if ((below = room_below(sp, &r)) == 1)
 		errno = EDQUOT;
 	return below != 0 ? -1 : 0;
@@ -409,6 +409,7 @@ commit_all(struct enq *e)
 int
 spool_enqueue(struct spool *sp, struct spool_job *jobs, size_t n)
 {
+	DRAINING(NULL);		/* enqueue never draws, even from a callback */
 	struct enq e = { .sp = sp, .now = now_ms() };
 	size_t k;
 

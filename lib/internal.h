@@ -191,8 +191,7 @@ void room_leave(struct spool **prev);
 #define DRAINING(sp)	struct spool *room_prev_ \
 			    __attribute__((cleanup(room_leave))) = room_enter(sp)
 int room_give(void);
-int room_held(struct spool *sp, uint64_t *bytes, uint64_t *inodes,
-    uint64_t *inodes_max);
+int room_held(struct spool *sp, struct spool_room *r);
 void room_fill(struct spool *sp);
 
 /*

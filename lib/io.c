@@ -106,8 +106,12 @@ write_at(int fd, const void *buf, size_t n, off_t off)
 		w = off == -1 ? write(fd, p, n) : pwrite(fd, p, n, off);
 		if (w == 0)
 			errno = ENOSPC;
+		/*
+		 * An append cut short is not finished after a give: another
+		 * process may append in between, inside our line.
+		 */
 		if (w <= 0) {
-			if (again())
+			if (off != -1 || p == buf ? again() : errno == EINTR)
 				continue;
 			return -1;
 		}

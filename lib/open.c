@@ -411,8 +411,7 @@ spool_room(struct spool *sp, struct spool_room *r)
 	int below;
 
 	if ((below = room_below(sp, r)) == -1 ||
-	    (r->holding = room_held(sp, &r->held_bytes, &r->held_inodes,
-	    &r->held_inodes_max)) == -1)
+	    (r->holding = room_held(sp, r)) == -1)
 		return -1;
 	return below;
 }

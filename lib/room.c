@@ -3,9 +3,10 @@
  * program fills to its last block and inode does not stop the drain
  * (spool-layout.md, "The reserve").
  *
- * The invariant: reserve/space holds the config's reserve in allocated
- * blocks, and reserve/0 ... reserve/15 hold an inode each, unless a call
- * that found the file system full has taken some of them back.  Only
+ * The invariant: reserve/space holds the config's reserve, up to 1 MiB, in
+ * allocated blocks, and reserve/0 ... reserve/15 hold an inode each,
+ * unless a call that found the file system full has taken some of them
+ * back.  1 MiB is the appends of some 3,000 transitions.  Only
  * enqueue makes the reserve whole again, before it takes a job, so a
  * job is never accepted at the drain's expense.
  *
@@ -29,7 +30,17 @@
 #include "internal.h"
 
 #define ROOM_INODES	16	/* files held for their inodes */
+#define ROOM_BYTES_MAX	(1 << 20)	/* bytes held: at most the reserve */
 #define ROOM_STEPS	16	/* a give returns this part of the bytes */
+#define ROOM_LAST	"reserve/15"	/* the first inode file a give takes */
+
+/* The bytes the reserve holds when whole. */
+static off_t
+room_bytes(const struct spool *sp)
+{
+	return sp->reserve_bytes < ROOM_BYTES_MAX ? (off_t)sp->reserve_bytes :
+	    ROOM_BYTES_MAX;
+}
 
 /* The handle whose reserve this thread may draw on; NULL: none. */
 static __thread struct spool *drawing;
@@ -85,7 +96,7 @@ room_give(void)
 	}
 	if ((fd = openat(rfd, "space", O_WRONLY | O_CLOEXEC |
 	    O_NOFOLLOW)) != -1) {
-		step = (off_t)(sp->reserve_bytes / ROOM_STEPS);
+		step = room_bytes(sp) / ROOM_STEPS;
 		if (step < 65536)
 			step = 65536;
 		if (fstat(fd, &st) == 0 && st.st_size > 0 &&
@@ -100,27 +111,29 @@ room_give(void)
 }
 
 /*
- * What the reserve holds now, of the most it may: 1, or 0 if there is no
- * reserve/ yet, or -1.
+ * What the reserve holds now, beside the most it holds: 1, or 0 if there
+ * is no reserve/ yet, or -1.
  */
 int
-room_held(struct spool *sp, uint64_t *bytes, uint64_t *inodes,
-    uint64_t *inodes_max)
+room_held(struct spool *sp, struct spool_room *r)
 {
 	struct stat st;
 	char name[12];
 	int rfd, i;
 
-	*bytes = *inodes = 0;
-	*inodes_max = sp->reserve_inodes > 0 ? ROOM_INODES : 0;
+	r->held_bytes = r->held_inodes = 0;
+	r->held_bytes_max = (uint64_t)room_bytes(sp);
+	r->held_inodes_max = sp->reserve_inodes > 0 ? ROOM_INODES : 0;
 	if ((rfd = open_room(sp, 0)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	if (fstatat(rfd, "space", &st, AT_SYMLINK_NOFOLLOW) == 0)
-		*bytes = (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size ?
-		    (uint64_t)st.st_blocks * 512 : (uint64_t)st.st_size;
+		r->held_bytes = (uint64_t)st.st_blocks * 512 <
+		    (uint64_t)st.st_size ? (uint64_t)st.st_blocks * 512 :
+		    (uint64_t)st.st_size;
 	for (i = 0; i < ROOM_INODES; i++) {
 		(void)snprintf(name, sizeof(name), "%d", i);
-		*inodes += fstatat(rfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		r->held_inodes += fstatat(rfd, name, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0;
 	}
 	(void)close(rfd);
 	return 1;
@@ -151,26 +164,29 @@ allocate(int fd, off_t from, off_t to)
 
 /*
  * Make the reserve what the config says, as far as the file system lets
- * it: enqueue's, before it takes a job.  One fstatat when it is so.  The
- * bytes are taken whole or not at all, and only from free space that
- * holds them: a reserve that cannot be made whole is not an error here,
- * and the free space left says whether the job may come in.
+ * it.  Enqueue does, before it takes a job.  Two fstatats when it is so.
+ * The bytes are taken whole or not at all, and only from free space that
+ * holds them.  A reserve that cannot be made whole is not an error here:
+ * the free space left says whether the job may come in.
  */
 void
 room_fill(struct spool *sp)
 {
 	mode_t dmode = sp->group ? 02770 : 0777, fmode = sp->group ? 0660 :
 	    0600;
-	off_t want = (off_t)sp->reserve_bytes;
+	off_t want = room_bytes(sp);
 	struct statvfs vfs;
 	struct stat st;
 	char name[12];
 	int rfd, fd, i, e = errno;
 
+	/* Whole: the bytes, and the inode file a give takes first. */
 	if (fstatat(sp->dirfd, "reserve/space", &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		if (st.st_size == want)
+		if (st.st_size == want && (sp->reserve_inodes == 0 ||
+		    fstatat(sp->dirfd, ROOM_LAST, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0))
 			goto out;
-	} else if (errno != ENOENT || want == 0)
+	} else if (errno != ENOENT || (want == 0 && sp->reserve_inodes == 0))
 		goto out;
 	if ((rfd = open_room(sp, 0)) == -1) {
 		if (errno != ENOENT || mkdirat(sp->dirfd, "reserve",

@@ -192,7 +192,8 @@ struct spool_room {
 	uint64_t free_inodes, reserve_inodes;	/* free_inodes UINT64_MAX:
 						   no inode count */
 	int holding;
-	uint64_t held_bytes, held_inodes, held_inodes_max;
+	uint64_t held_bytes, held_bytes_max;	/* max: the reserve, <= 1M */
+	uint64_t held_inodes, held_inodes_max;
 };
 int spool_room(struct spool *sp, struct spool_room *r);
 

@@ -419,7 +419,8 @@ teardown() {
 	# retry's new buckets and the pause; counted from reserve/).
 	held=$(find "$SPOOL_DIR/reserve" -type f ! -name space | wc -l)
 	kb=$(($(stat -c %s "$SPOOL_DIR/reserve/space") / 1024))
-	[ "$held" -lt 16 ] && equals "$kb" $((1024 - (16 - held) * 64))
+	[ "$held" -lt 16 ]
+	equals "$kb" $((1024 - (16 - held) * 64))
 	run -0 --separate-stderr at 09:02:05 spool-stat
 	equals "$(grep -e '^reserve' -e '^done' -e '^new' <<<"$output")" \
 	    "$(printf '%-31s %s\n' new 1 done 1 reserve \
