@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The operator's first hour (issue 30): what a shell-script user who does
+# The operator's first hour: what a shell-script user who does
 # on-call types in a first hour with spool, each step as it is typed, with
 # its exit status and its whole output, stdout and stderr apart, and the
 # state on disk where it matters.  The hour, and where each part is:
