@@ -8,6 +8,8 @@
 #ifndef SPOOL_COMMON_H
 #define SPOOL_COMMON_H
 
+#include <sys/types.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +60,10 @@ void who_and_why(const struct spool_operator *op, const char *what,
     int need);
 const char *default_owner(char *buf, size_t len);
 int report(const char *id, const struct spool_result *res);
+/* keeper.c: spool-run's handlers die with it. */
+int keeper_start(const char *resdir, pid_t *pid);
+int keeper_enrol(int fd);
+void keeper_forget(int fd, pid_t pid);
 int damaged(const char *id);
 int finish_stdout(int status);
 int worst(int a, int b);

@@ -10,7 +10,11 @@
  * pipe.  Its timeout is the earliest of: the spool's next due time (only
  * while a slot is free), each handler's next renewal, timeout or kill, the
  * end of the grace and the idle exit.  An idle worker sleeps in that one
- * call with no timeout at all.
+ * call with no timeout at all.  While a handler runs, an audit line also
+ * makes the worker look for its job in leased/: a cancel stops it at once.
+ *
+ * A keeper (keeper.c), forked first, kills the handlers' process groups
+ * when the worker is gone, even by SIGKILL.
  *
  * Invariant: the worker holds at most -j leases, one per slot, and claims
  * only into free slots.  It finishes a job only after reaping its handler,
@@ -31,7 +35,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +63,7 @@ const char *help_text =
 #define KILL_AFTER_MS	5000	/* a handler told to stop gets SIGKILL after */
 #define FALLBACK_MS	1000	/* without inotify, look at the spool this often */
 #define RECHECK_MS	1000	/* due, yet nothing could be claimed: look again */
+#define LOOK_MS		200	/* leases looked at at most this often */
 #define CLOCK_NAG_MS	600000	/* an unsynchronised clock is named this often */
 #define TAIL_MAX	300	/* bytes of the handler's stderr kept */
 #define LINE_MAX_OUT	1024	/* a longer line of a handler's is split */
@@ -70,7 +74,11 @@ extern char **environ;
 enum state { FREE, CLAIMED, RUNNING };
 
 /* Why the worker stopped a handler. */
-enum stop { STOP_NONE, STOP_TIMEOUT, STOP_SHUTDOWN, STOP_LOST };
+enum stop { STOP_NONE, STOP_TIMEOUT, STOP_SHUTDOWN, STOP_LOST,
+    STOP_CANCELLED };
+
+/* A lease lost or cancelled: the delivery is no longer ours to finish. */
+#define GONE(stop)	((stop) == STOP_LOST || (stop) == STOP_CANCELLED)
 
 struct slot {
 	enum state state;
@@ -108,6 +116,11 @@ static struct {
 	int status;
 	struct spool_settings set;
 	int64_t clock_said;	/* monotonic: when the clock warning was given */
+	int keepfd;		/* the keeper's pipe (keeper.c) */
+	pid_t keeper;
+	volatile int spawn_err;	/* set by a vfork child that could not exec */
+	int news;		/* the spool changed: are our leases still ours? */
+	int64_t looked;		/* monotonic: when they were last looked at */
 } w;
 
 static int64_t
@@ -220,12 +233,14 @@ kill_handler(struct slot *s, int sig)
 
 /*
  * Tell a handler to stop: SIGTERM now, SIGKILL later.  The first reason
- * stands, except that a lost lease overrides any: it forbids the finish.
+ * stands, except that a lease lost or cancelled overrides any: it forbids
+ * the finish.
  */
 static void
 stop_handler(struct slot *s, enum stop why)
 {
-	if (s->stop == why || (s->stop != STOP_NONE && why != STOP_LOST))
+	if (s->stop == why || GONE(s->stop) ||
+	    (s->stop != STOP_NONE && !GONE(why)))
 		return;
 	if (s->stop == STOP_NONE) {
 		kill_handler(s, SIGTERM);
@@ -547,7 +562,8 @@ log_end(const struct slot *s, int wstatus, const struct spool_finish *f)
 {
 	static const char *const stopped[] = {
 		[STOP_NONE] = "", [STOP_TIMEOUT] = " stopped=timeout",
-		[STOP_SHUTDOWN] = " stopped=shutdown", [STOP_LOST] = " stopped=lost"
+		[STOP_SHUTDOWN] = " stopped=shutdown", [STOP_LOST] = " stopped=lost",
+		[STOP_CANCELLED] = " stopped=cancelled"
 	};
 	char when[32], how[24], where[48];
 	int64_t ran = mono_ms() - s->started;
@@ -591,6 +607,7 @@ end_job(struct slot *s, int wstatus)
 	r = read_result(s, &class, &delay, why, sizeof(why));
 	switch (s->stop) {
 	case STOP_LOST:
+	case STOP_CANCELLED:
 		break;		/* said when it was lost; not ours to finish */
 	case STOP_SHUTDOWN:
 		make_detail(s, "stopped after the grace", detail,
@@ -625,7 +642,7 @@ end_job(struct slot *s, int wstatus)
 		finish(s, &f);
 		break;
 	}
-	log_end(s, wstatus, s->stop == STOP_LOST ? NULL : &f);
+	log_end(s, wstatus, GONE(s->stop) ? NULL : &f);
 	if (s->errfd != -1)
 		(void)close(s->errfd);	/* held open by what it left behind */
 	free_slot(s);
@@ -657,10 +674,19 @@ reap(void)
 		 */
 		if (s != NULL && s->stop != STOP_NONE)
 			(void)killpg(s->pid, SIGKILL);	/* none left: fine */
+		if (s != NULL)
+			keeper_forget(w.keepfd, s->pid);
 		if (waitpid(si.si_pid, &st, 0) == -1)
 			die(EXIT_TEMP, "waitpid: %s", strerror(errno));
 		if (s != NULL)
 			end_job(s, st);
+		else if (si.si_pid == w.keeper) {
+			/* Killed by hand: no handler may start unguarded. */
+			say("the keeper of the handlers (PID %ld) ended: "
+			    "stopping", (long)w.keeper);
+			w.keeper = 0;
+			fail();
+		}
 	}
 }
 
@@ -762,40 +788,43 @@ renew_interval(const struct slot *s)
 	return s->lease_ms >= 3 ? s->lease_ms / 3 : 1;
 }
 
-/* Start the handler in a process group of its own, with in and err. */
+/*
+ * Start the handler in a process group of its own, with in and err.  It
+ * tells the keeper of its group before it execs, so that nothing it starts
+ * can outlive this worker.  vfork(2): the parent waits until the exec, and
+ * learns from w.spawn_err why it failed.
+ */
 static int
 spawn(pid_t *pid, int in, int err, char **env)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t none, dfl;
-	int e;
+	sigset_t none;
 
 	(void)sigemptyset(&none);
-	(void)sigemptyset(&dfl);
-	(void)sigaddset(&dfl, SIGPIPE);	/* we ignore it; handlers must not */
-	if ((e = posix_spawn_file_actions_init(&fa)) != 0)
-		return e;
-	if ((e = posix_spawnattr_init(&at)) != 0) {
-		(void)posix_spawn_file_actions_destroy(&fa);
-		return e;
+	w.spawn_err = 0;
+	if ((*pid = vfork()) == -1)
+		return errno;
+	if (*pid == 0) {
+		/*
+		 * Its own group, so that stopping it stops its children (and a
+		 * terminal's SIGINT, meant for us, does not reach it); the
+		 * signals that we block or ignore as they were.
+		 */
+		if (setpgid(0, 0) == -1 || keeper_enrol(w.keepfd) == -1 ||
+		    dup2(in, 0) == -1 || dup2(err, 2) == -1 ||
+		    signal(SIGPIPE, SIG_DFL) == SIG_ERR ||
+		    sigprocmask(SIG_SETMASK, &none, NULL) == -1)
+			w.spawn_err = errno;
+		else {
+			(void)execvpe(w.handler[0], w.handler, env);
+			w.spawn_err = errno;
+		}
+		_exit(127);
 	}
-	/*
-	 * Its own group, so that stopping it stops its children (and a
-	 * terminal's SIGINT, meant for us, does not reach it); the signals
-	 * that we block or ignore as they were.
-	 */
-	if ((e = posix_spawn_file_actions_adddup2(&fa, in, 0)) == 0 &&
-	    (e = posix_spawn_file_actions_adddup2(&fa, err, 2)) == 0 &&
-	    (e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
-	    POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) == 0 &&
-	    (e = posix_spawnattr_setpgroup(&at, 0)) == 0 &&
-	    (e = posix_spawnattr_setsigmask(&at, &none)) == 0 &&
-	    (e = posix_spawnattr_setsigdefault(&at, &dfl)) == 0)
-		e = posix_spawnp(pid, w.handler[0], &fa, &at, w.handler, env);
-	(void)posix_spawnattr_destroy(&at);
-	(void)posix_spawn_file_actions_destroy(&fa);
-	return e;
+	if (w.spawn_err != 0) {
+		keeper_forget(w.keepfd, *pid);
+		(void)waitpid(*pid, NULL, 0);
+	}
+	return w.spawn_err;
 }
 
 /*
@@ -868,11 +897,28 @@ start_job(struct slot *s)
 	return 0;
 }
 
+/* Was the job of s parked by spool-cancel(1)?  Then say by whom. */
+static int
+cancelled(const struct slot *s, const struct spool_result *res)
+{
+	struct spool_job_info info;
+	int yes;
+
+	if (res->refusal != SPOOL_NO_NOT_LEASED || res->state != SPOOL_DEAD ||
+	    spool_job_info(w.sp, s->lease.id, 0, &info) == -1)
+		return 0;
+	if ((yes = info.reason == SPOOL_REASON_CANCELLED))
+		say("%s: cancelled%s%s: handler stopped", s->lease.id,
+		    info.by[0] != '\0' ? " by " : "", info.by);
+	spool_job_info_free(&info);
+	return yes;
+}
+
 /*
  * Extend the lease of a running handler.  A refusal means another claim
- * took the job (or someone finished it with our token): the handler is
- * stopped and the job left alone.  A failure is retried until the lease
- * would have run out, which counts as lost too.
+ * took the job, an operator cancelled it, or someone finished it with our
+ * token: the handler is stopped and the job left alone.  A failure is
+ * retried until the lease would have run out, which counts as lost too.
  */
 static void
 renew_job(struct slot *s, int64_t now)
@@ -888,6 +934,10 @@ renew_job(struct slot *s, int64_t now)
 		return;
 	}
 	if (r == 0 && res.status == 1) {
+		if (cancelled(s, &res)) {
+			stop_handler(s, STOP_CANCELLED);
+			return;
+		}
 		say("%s: lease lost (%s): handler stopped, job not finished",
 		    s->lease.id, spool_refusal_name(res.refusal));
 		stop_handler(s, STOP_LOST);
@@ -1029,12 +1079,45 @@ claim_jobs(void)
 		next_due();
 }
 
+/*
+ * A cancel on this host is an audit line, which wakes us: a lease whose
+ * file has left leased/ is asked about at once, not at its next renewal.
+ * Without inotify, the leases are looked at every FALLBACK_MS.
+ */
+static int64_t
+look_at(void)
+{
+	if (w.busy == 0 || (w.inofd != -1 && !w.news))
+		return NEVER;
+	return w.looked + (w.inofd != -1 ? LOOK_MS : FALLBACK_MS);
+}
+
+static void
+look(int64_t now)
+{
+	struct stat st;
+	struct slot *s;
+	size_t k;
+
+	w.news = 0;
+	w.looked = now;
+	for (k = 0; k < w.nslots; k++) {
+		s = &w.slots[k];
+		if (s->state == RUNNING && !GONE(s->stop) &&
+		    lstat(s->lease.path, &st) == -1 && errno == ENOENT)
+			renew_job(s, now);
+	}
+}
+
 /* Timers: kills, timeouts, the end of the grace, renewals. */
 static void
 tick(int64_t now)
 {
 	struct slot *s;
 	size_t k;
+
+	if (look_at() <= now)
+		look(now);
 
 	for (k = 0; k < w.nslots; k++) {
 		s = &w.slots[k];
@@ -1048,7 +1131,7 @@ tick(int64_t now)
 			stop_handler(s, STOP_TIMEOUT);
 		if (w.stopping && w.grace_end <= now)
 			stop_handler(s, STOP_SHUTDOWN);
-		if (s->stop != STOP_LOST && s->renew_at <= now)
+		if (!GONE(s->stop) && s->renew_at <= now)
 			renew_job(s, now);
 	}
 }
@@ -1068,14 +1151,14 @@ next_wake(void)
 		if (s->state != RUNNING)
 			continue;
 		t = min64(t, min64(s->timeout_at, s->kill_at));
-		if (s->stop != STOP_LOST)
+		if (!GONE(s->stop))
 			t = min64(t, s->renew_at);
 		if (w.stopping && s->stop == STOP_NONE)
 			t = min64(t, w.grace_end);
 	}
 	if (w.idle_ms >= 0 && w.busy == 0)
 		t = min64(t, after(w.idle_since, w.idle_ms));
-	return t;
+	return min64(t, look_at());
 }
 
 static void
@@ -1095,6 +1178,7 @@ drain_inotify(void)
 		w.inofd = -1;
 	}
 	w.want_claim = 1;
+	w.news = 1;
 }
 
 /* The one blocking call: wait for a signal, the spool, a pipe or until. */
@@ -1111,8 +1195,11 @@ wait_events(int64_t until)
 	pfd[n].fd = w.sigfd;
 	pfd[n].events = POLLIN;
 	of[n++] = NULL;
-	/* With no free slot, a change in the spool is no news. */
-	if (w.inofd != -1 && can_claim()) {
+	/*
+	 * A change in the spool is news while a slot is free (work), or a
+	 * handler runs (was its job cancelled?).
+	 */
+	if (w.inofd != -1 && (can_claim() || w.busy > 0)) {
 		pfd[n].fd = w.inofd;
 		pfd[n].events = POLLIN;
 		of[ino = n++] = NULL;
@@ -1168,6 +1255,22 @@ setup(const char *dirarg)
 	    signal(SIGPIPE, SIG_IGN) == SIG_ERR)
 		die(EXIT_TEMP, "signals: %s", strerror(errno));
 
+	/*
+	 * The keeper comes first, before the spool holds a lock or a
+	 * thread; it removes the result directory once we are gone.
+	 */
+	if (asprintf(&w.resdir, "%s/spool-run.XXXXXX", tmp != NULL &&
+	    *tmp == '/' ? tmp : "/tmp") == -1 || mkdtemp(w.resdir) == NULL)
+		die(EXIT_TEMP, "a private directory for results: %s",
+		    strerror(errno));
+	if ((w.keepfd = keeper_start(w.resdir, &w.keeper)) == -1) {
+		say("the keeper of the handlers: %s", strerror(errno));
+		(void)rmdir(w.resdir);
+		exit(EXIT_TEMP);
+	}
+	if ((w.resdirfd = open(w.resdir, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		die(EXIT_TEMP, "%s: %s", w.resdir, strerror(errno));
 	w.sp = open_spool(dirarg);
 	spool_settings(w.sp, &w.set);
 	if (w.timeout_ms == -1)
@@ -1175,12 +1278,6 @@ setup(const char *dirarg)
 	w.clock_said = NEVER;
 	if ((w.dir = realpath(dirarg, NULL)) == NULL)
 		die(EXIT_TEMP, "%s: %s", dirarg, strerror(errno));
-	if (asprintf(&w.resdir, "%s/spool-run.XXXXXX", tmp != NULL &&
-	    *tmp == '/' ? tmp : "/tmp") == -1 || mkdtemp(w.resdir) == NULL ||
-	    (w.resdirfd = open(w.resdir, O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC)) == -1)
-		die(EXIT_TEMP, "a private directory for results: %s",
-		    strerror(errno));
 	if ((w.slots = calloc(w.nslots, sizeof(*w.slots))) == NULL ||
 	    (w.claimed = calloc(w.nslots, sizeof(*w.claimed))) == NULL)
 		die(EXIT_TEMP, "%s", strerror(errno));

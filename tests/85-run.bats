@@ -140,6 +140,17 @@ gone() {
 	[ ! -e "/proc/$1" ] || [ "$(cut -d' ' -f3 "/proc/$1/stat")" = Z ]
 }
 
+# Wait until each PID has gone.
+wait_gone() {
+	local end=$((SECONDS + 20)) p
+	for p; do
+		until gone "$p"; do
+			[ "$SECONDS" -lt "$end" ] || { echo "$p never went" >&2; return 1; }
+			sleep 0.05
+		done
+	done
+}
+
 @test "the handler gets the payload on stdin, the job in its environment, and its arguments" {
 	cat >"$T/show" <<'EOF'
 #!/bin/sh
@@ -524,14 +535,20 @@ EOF
 	equals "$(state_of j1)" done
 }
 
-@test "a worker killed with SIGKILL mid-job loses nothing: the job is reclaimed with a higher token" {
-	enqueue j1 'echo "start $SPOOL_TOKEN" >"$EVENTS"; [ "$SPOOL_TOKEN" -gt 1 ] || { echo $$ >>"$PIDS"; sleep 60; }'
+@test "a worker killed with SIGKILL takes its handlers with it; the job is reclaimed with a higher token" {
+	enqueue j1 'echo "start $SPOOL_TOKEN" >"$EVENTS"; [ "$SPOOL_TOKEN" -gt 1 ] || { sleep 60 & echo "child $!" >"$EVENTS"; echo $$ >>"$PIDS"; wait; }'
 	start_worker --lease 1s --owner w1 -- "$H"
 	equals "$(next_event)" "start 1"
+	child=$(next_event)
+	child=${child#child }
+	keeper=$(pgrep -P "$WPID" -x spool-run-keep)
 	kill -KILL "$WPID"
 	wait_worker 137
-	# Its handler, in a process group of its own, is an orphan now.
-	kill -KILL -- "-$(cat "$PIDS")"
+	# The keeper kills the handler's group, the handler's child with it,
+	# and removes the result directory.
+	wait_gone "$(cat "$PIDS")" "$child" "$keeper"
+	equals "$(cat "$T/err")" "spool-run: the worker is gone: killed 1 handler and what it started"
+	equals "$(cd "$T" && echo spool-run.*)" "spool-run.*"
 	equals "$(cd "$SPOOL_DIR" && find leased -type f)" "leased/j1,1"
 	start_worker --max-jobs 1 --owner w2 -- "$H"
 	equals "$(next_event)" "start 2"
@@ -544,6 +561,42 @@ enqueue j1 0 0 1 - - - -
 claim j1 1 1 1 w1 - - -
 reclaim j1 2 2 1 w2 - lease-expired 1
 ok j1 2 2 1 w2 - - -
+EOF
+	fsck_clean
+}
+
+@test "a keeper killed by hand stops its worker: no handler may start unguarded" {
+	enqueue j1 'echo start >"$EVENTS"; sleep 60'
+	start_worker --owner w1 -- "$H"
+	equals "$(next_event)" start
+	keeper=$(pgrep -P "$WPID" -x spool-run-keep)
+	handler=$(pgrep -P "$WPID" -x handler)
+	# A keeper killed alone: the worker stops as on SIGTERM, and exits 111.
+	kill -KILL "$keeper"
+	kill -TERM "$handler"
+	wait_worker 111
+	equals "$(runlog <"$T/err")" "$(printf '%s\n' "spool-run: the keeper of the handlers (PID $keeper) ended: stopping" \
+	    "spool-run: T j1 token=1 attempt=1 signal=15 duration=D outcome=retry class=crashed state=new")"
+}
+
+@test "a cancel reaches a running handler at once: SIGTERM to its group, and the job stays parked" {
+	enqueue j1 'echo start >"$EVENTS"; trap "echo term >\"\$EVENTS\"; exit 0" TERM; sleep 60 & wait'
+	# A lease of an hour: its first renewal is 20 minutes away.
+	start_worker --max-jobs 1 --lease 1h --owner w1 -- "$H"
+	equals "$(next_event)" start
+	run -0 spool-cancel --by ops --note INC-7 j1
+	equals "$output" j1
+	equals "$(next_event)" term
+	wait_worker 0
+	equals "$(runlog <"$T/err")" "$(printf '%s\n' "spool-run: j1: cancelled by ops: handler stopped" \
+	    "spool-run: T j1 token=1 attempt=1 exit=0 duration=D outcome=- class=- state=- stopped=cancelled")"
+	# The handler's exit 0 finished nothing: the job is parked as cancelled.
+	equals "$(state_of j1)" dead
+	equals "$(last_rec j1 ev reason)" "$(printf '%s\n' ev=cancel reason=cancelled)"
+	diff -u - <(audit_events) <<'EOF'
+enqueue j1 0 0 1 - - - -
+claim j1 1 1 1 w1 - - -
+cancel j1 1 1 1 ops cancelled cancelled INC-7
 EOF
 	fsck_clean
 }
