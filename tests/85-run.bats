@@ -573,6 +573,11 @@ EOF
 	handler=$(pgrep -P "$WPID" -x handler)
 	# A keeper killed alone: the worker stops as on SIGTERM, and exits 111.
 	kill -KILL "$keeper"
+	local end=$((SECONDS + 20))
+	until grep -q keeper "$T/err"; do
+		[ "$SECONDS" -lt "$end" ] || { echo "never said" >&2; return 1; }
+		sleep 0.05
+	done
 	kill -TERM "$handler"
 	wait_worker 111
 	equals "$(runlog <"$T/err")" "$(printf '%s\n' "spool-run: the keeper of the handlers (PID $keeper) ended: stopping" \
