@@ -356,7 +356,7 @@ opt_word(const char *opt, const char *arg, int (*valid)(const char *))
 		die(EXIT_PERM, "%s: bad value (letters, digits, '.', '_', "
 		    "'-'%s, starting with a letter or digit, at most %d bytes)",
 		    opt, valid == spool_valid_owner ? ", ':', '@'" : "",
-		    SPOOL_ID_MAX);
+		    valid == spool_valid_key ? SPOOL_KEY_MAX : SPOOL_ID_MAX);
 	return arg;
 }
 

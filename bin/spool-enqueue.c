@@ -12,7 +12,7 @@
 #include "common.h"
 
 const char *usage_text = "spool-enqueue [-d DIR] [--id ID] [--max-attempts N] "
-    "[--deadline DUR] [--delay DUR] [--trace ID] [FILE ...]";
+    "[--deadline DUR] [--delay DUR] [--key KEY] [--trace ID] [FILE ...]";
 /* --help: a line an option, as the man page's OPTIONS. */
 const char *help_text =
     "  -d DIR            the spool (default: $SPOOL_DIR)\n"
@@ -20,6 +20,7 @@ const char *help_text =
     "  --max-attempts N  deliveries before it parks (default: the spool's, 5)\n"
     "  --deadline DUR    time allowed from now (default: the spool's, 7d)\n"
     "  --delay DUR       eligible after DUR (default: 0, at once)\n"
+    "  --key KEY         the job's key, for the spool's limits (default: none)\n"
     "  --trace ID        a trace ID kept with the job (default: none)\n";
 
 /* Files open at once: well under the usual limit of 1024 descriptors. */
@@ -33,6 +34,7 @@ main(int argc, char **argv)
 		{ "max-attempts", required_argument, NULL, 'm' },
 		{ "deadline", required_argument, NULL, 'D' },
 		{ "delay", required_argument, NULL, 'w' },
+		{ "key", required_argument, NULL, 'k' },
 		{ "trace", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -64,6 +66,9 @@ main(int argc, char **argv)
 			break;
 		case 'w':
 			tmpl.delay_ms = opt_duration("--delay", optarg, 1);
+			break;
+		case 'k':
+			tmpl.key = opt_word("--key", optarg, spool_valid_key);
 			break;
 		case 't':
 			tmpl.trace = opt_word("--trace", optarg, spool_valid_id);

@@ -34,29 +34,29 @@ enum form { PLAIN, NUL, LONG, JSON };
 
 /* The -l columns. */
 enum col {
-	ID, DELIV, DISP, SE, REASON, CLASS, DUE, OWNER, EXPIRES, AGE, CYC, BY,
-	NOTE, DETAIL, NCOL
+	ID, DELIV, DISP, KEY, SE, REASON, CLASS, DUE, OWNER, EXPIRES, AGE, CYC,
+	BY, NOTE, DETAIL, NCOL
 };
 static const char *const heads[NCOL] = {
-	"ID", "DELIV", "DISP", "SE", "REASON", "CLASS", "DUE", "OWNER",
+	"ID", "DELIV", "DISP", "KEY", "SE", "REASON", "CLASS", "DUE", "OWNER",
 	"EXPIRES", "AGE", "CYC", "BY", "NOTE", "DETAIL"
 };
 
 /*
  * The columns of each state, as fit it; DETAIL is last so that its spaces
  * do not misalign.  BY and NOTE may hold spaces too: they are shown
- * as written, and padded like any other column.  -l is for people;
- * scripts read --json.  A list ends at its first ID after
- * the first.
+ * as written, and padded like any other column.  KEY is shown only when
+ * a job of the table has a key.  -l is for people; scripts read --json.
+ * A list ends at its first ID after the first.
  */
 static const enum col cols[][NCOL] = {
-	[SPOOL_NEW] = { ID, DELIV, DISP, DUE, CLASS, AGE, CYC, BY, NOTE,
+	[SPOOL_NEW] = { ID, DELIV, DISP, KEY, DUE, CLASS, AGE, CYC, BY, NOTE,
 	    DETAIL },
-	[SPOOL_LEASED] = { ID, DELIV, DISP, OWNER, EXPIRES, AGE, CYC, BY,
-	    NOTE },
-	[SPOOL_DONE] = { ID, DELIV, DISP, AGE, CYC, BY, NOTE, DETAIL },
-	[SPOOL_DEAD] = { ID, DELIV, DISP, SE, REASON, CLASS, AGE, CYC, BY,
-	    NOTE, DETAIL },
+	[SPOOL_LEASED] = { ID, DELIV, DISP, KEY, OWNER, EXPIRES, AGE, CYC,
+	    BY, NOTE },
+	[SPOOL_DONE] = { ID, DELIV, DISP, KEY, AGE, CYC, BY, NOTE, DETAIL },
+	[SPOOL_DEAD] = { ID, DELIV, DISP, KEY, SE, REASON, CLASS, AGE, CYC,
+	    BY, NOTE, DETAIL },
 };
 
 static size_t
@@ -94,6 +94,7 @@ struct table {
 	struct row *rows;
 	size_t nrows, cap;
 	size_t w[NCOL];
+	int keyed;		/* a row has a key: KEY is shown */
 };
 
 /* prefix and n in decimal, as "%s%d" prints them, at the end of buf. */
@@ -155,6 +156,8 @@ add_row(struct table *t, const struct spool_job_info *in, int64_t now)
 	all[ID] = in->id;
 	all[DELIV] = number(deliv, sizeof(deliv), "#", deliveries(in));
 	all[DISP] = in->payload_resized ? "damaged" : dash(disposition(in));
+	all[KEY] = dash(in->key);
+	t->keyed |= in->key[0] != '\0';
 	all[SE] = in->side_effect ? "yes" : "-";
 	all[REASON] = in->reason ? spool_reason_name(in->reason) : "-";
 	all[CLASS] = in->class ? spool_class_name(in->class) : "-";
@@ -213,8 +216,10 @@ print_row(const struct table *t, const char *cell, char **line, size_t *cap)
 	size_t c, len, pad, n = 0;
 	char *p;
 
-	for (c = 0; c < t->ncol; c++) {
+	for (c = 0; c < t->ncol; c++, cell += len + 1) {
 		len = strlen(cell);
+		if (t->col[c] == KEY && !t->keyed)
+			continue;
 		pad = c + 1 < t->ncol ? t->w[c] + 2 - width(cell) : 1;
 		if (n + len + pad > *cap) {
 			*cap = (n + len + pad) * 2;
@@ -225,7 +230,6 @@ print_row(const struct table *t, const char *cell, char **line, size_t *cap)
 		memcpy(*line + n, cell, len);
 		memset(*line + n + len, ' ', pad);
 		n += len + pad;
-		cell += len + 1;
 	}
 	(*line)[n - 1] = '\n';
 	(void)fwrite(*line, 1, n, stdout);

@@ -217,6 +217,8 @@ show_text(const struct spool_job_info *in, const struct audit *a,
 		printf("lease        %s until %s\n", in->owner,
 		    fmt_time(t1, sizeof(t1), in->lease_until));
 	printf("trace        %s\n", dash(in->trace));
+	if (in->key[0] != '\0')
+		printf("key          %s\n", in->key);
 	if (in->payload_xxh3 != 0)
 		printf("payload      %" PRIu64 " bytes, xxh3 %016" PRIx64 "\n",
 		    in->payload_size, in->payload_xxh3);

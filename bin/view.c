@@ -117,6 +117,7 @@ jjob(const struct spool_job_info *in, int64_t now)
 	jtime("lease_until", in->lease_until);
 	jstr("owner", in->owner);
 	jstr("trace", in->trace);
+	jstr("key", in->key);
 	jnum("token", (int64_t)in->token);
 	jnum("attempts", in->attempts);
 	jnum("max_attempts", in->max_attempts);

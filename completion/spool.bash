@@ -70,7 +70,7 @@ _spool_options()
 	spool-claim)
 		_spool_arg='-d --lease --owner -n' ;;
 	spool-enqueue)
-		_spool_arg='-d --id --max-attempts --deadline --delay --trace' ;;
+		_spool_arg='-d --id --max-attempts --deadline --delay --key --trace' ;;
 	spool-finish)
 		_spool_arg='-d --class --detail --delay' ;;
 	spool-fsck)

@@ -6,6 +6,7 @@
  * have.  A job whose deadline has passed, or whose last lease ran out with
  * its attempts spent, parks instead.  Expired leases are found through the
  * next-expiry hint, so a claim does not read leased/ unless one has expired.
+ * A job whose key is at its limit or its rate is passed over (limits.c).
  */
 #define _GNU_SOURCE
 #include <sys/file.h>
@@ -45,7 +46,32 @@ struct claim {
 	int64_t our_until;	/* expiry of the leases we made */
 	int leaffd;		/* the leaf claim_leaf reads */
 	int64_t leafstart;	/* and its first millisecond */
+	char full[LIMITS_MAX][SPOOL_KEY_MAX + 1];	/* keys found at their
+							   limit: passed over */
+	int nfull;
 };
+
+/*
+ * May a job of key be claimed?  1 yes (its slot is made), 0 no: its key is
+ * at its limit or its rate, and stays so for the rest of this claim.
+ */
+static int
+slot_for(struct claim *c, const char *key, const char *id)
+{
+	int i, r;
+
+	if (limit_of(c->sp, key) == NULL)
+		return 1;
+	for (i = 0; i < c->nfull; i++)
+		if (strcmp(c->full[i], key) == 0)
+			return 0;
+	if ((r = slot_take(c->sp, key, id, c->now, &c->ds)) == 0 &&
+	    c->nfull < LIMITS_MAX)
+		memcpy(c->full[c->nfull++], key, strlen(key) + 1);
+	if (r == -1 && c->job_err == 0)
+		c->job_err = errno;
+	return r == 1;
+}
 
 /* A lease whose move failed is not handed out. */
 static void
@@ -243,6 +269,8 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 		r.loc = SPOOL_DEAD;
 		j->event = SPOOL_EV_PARK;
 	} else {
+		if (!slot_for(c, j->cur.key, j->id))
+			goto skip;
 		rec_next(j, &r, SPOOL_EV_CLAIM, c->now);
 		r.loc = SPOOL_LEASED;
 		r.att = j->cur.att + 1;
@@ -428,6 +456,8 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 	case -1:
 		return -1;
 	}
+	if (config_limits(sp) == -1)
+		return -1;
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return -1;
 	c->sp = sp;

@@ -147,6 +147,7 @@ check_job(struct spool *sp, const struct spool_job *in)
 {
 	if ((in->id != NULL && !spool_valid_id(in->id)) ||
 	    (in->trace != NULL && !spool_valid_id(in->trace)) ||
+	    (in->key != NULL && !spool_valid_key(in->key)) ||
 	    in->max_attempts < 0 || in->delay_ms < 0 ||
 	    in->deadline_ms < -1)
 		return EINVAL;
@@ -239,6 +240,8 @@ record(struct spool *sp, struct pend *p, int64_t now, int dup,
 	r.sum = p->sum;
 	(void)snprintf(r.trace, sizeof(r.trace), "%s",
 	    in->trace != NULL ? in->trace : "");
+	(void)snprintf(r.key, sizeof(r.key), "%s",
+	    in->key != NULL ? in->key : "");
 	if (job_record(&p->j, &r) == -1 || job_write(&p->j) == -1) {
 		failed(&in->res, errno, 0);
 		goto drop;

@@ -651,7 +651,7 @@ check_top(struct fsck *f, struct spool *sp)
 	static const char *const ours[] = {
 		".", "..", "format", "config", "next-expiry", "paused", "tokens",
 		"tmp", "new", "leased", "done", "dead", "meta", "audit",
-		"quarantine", "hosts", "reserve"
+		"quarantine", "hosts", "reserve", "slots"
 	};
 	struct dirent *de;
 	DIR *d;

@@ -236,6 +236,7 @@ info_fill(struct spool *sp, struct job *j, int ev0, int history,
 	in->eligible = c->loc == SPOOL_NEW ? c->eligible : 0;
 	in->lease_until = c->loc == SPOOL_LEASED ? c->until : 0;
 	copy_word(in->trace, sizeof(in->trace), c->trace);
+	copy_word(in->key, sizeof(in->key), c->key);
 	if (c->loc == SPOOL_LEASED)
 		copy_word(in->owner, sizeof(in->owner), c->owner);
 	in->token = j->hi;

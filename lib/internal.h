@@ -22,7 +22,8 @@
  *           place.c    where a job's file is, on disk
  *           sidecar.c  a job: locked, read, settled, recorded and moved
  *           commit.c   a transition's one wait
- *   spool   hosts.c    several hosts: the file-system check, hosts/
+ *   spool   limits.c   config's limits and rates, and the slots of a claim
+ *           hosts.c    several hosts: the file-system check, hosts/
  *           open.c     a handle: directories, config, host ID, clock
  *           init.c     spool_init, and the upgrade from format 1
  *   moves   batch.c    named jobs: lock in ID order, one wait for all
@@ -38,6 +39,7 @@
 #ifndef SPOOL_INTERNAL_H
 #define SPOOL_INTERNAL_H
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <dirent.h>
@@ -54,6 +56,16 @@
 #define NAME_MAX_SPOOL	256
 #define HOST_MAX	SPOOL_HOST_MAX
 
+/* config's limit.KEY=N and rate.KEY=N/DUR, for one key (limits.c). */
+#define LIMITS_MAX	64	/* keys with a limit or a rate */
+#define LIMIT_MAX	1000000	/* the largest N of either */
+struct limit {
+	char key[SPOOL_KEY_MAX + 1];
+	int n;			/* leases at once; -1: no limit */
+	int rate_n;		/* claims in a window; 0: no rate */
+	int64_t rate_ms;	/* the window */
+};
+
 struct spool {
 	int format;		/* 1 or 2: spool-layout.md, "Formats" */
 	int dirfd;		/* the spool's top directory */
@@ -68,6 +80,10 @@ struct spool {
 	int multi_host;		/* config multi-host=yes */
 	int syncfs;		/* config syncfs=yes: a big wait is one syncfs */
 	int64_t skew_ms;	/* clock-skew allowance before a takeover */
+	struct limit limits[LIMITS_MAX];
+	int nlimits;
+	struct stat config_st;	/* config as last read: a claim reads it
+				   again when it changed (limits) */
 	int64_t lock_wait_ms;	/* io.c: a lock's longest wait; -1: for ever */
 	int64_t tokens_gave_up;	/* tokens.c: when a wait for the counter's
 				   lock ran out (monotonic ms); -1: none */
@@ -110,6 +126,7 @@ struct rec {
 	int att, cyc, max;
 	int64_t deadline, ttl, created;
 	char trace[SPOOL_ID_MAX + 1];
+	char key[SPOOL_KEY_MAX + 1];	/* "": none */
 	char owner[SPOOL_ID_MAX + 1];
 	int64_t until;		/* loc leased: lease expiry */
 	int out;		/* finish records: enum spool_outcome */
@@ -123,13 +140,13 @@ struct rec {
 
 /*
  * The longest record rec_format writes, with its newline and a NUL: trace
- * and owner of 128 bytes; by, note and detail at their longest with every
- * byte encoded as three; every number at its widest.  Keys, numbers,
- * names, the newline and the NUL take 407 bytes at most.  A void record,
+ * and owner of 128 bytes, key of 64; by, note and detail at their longest
+ * with every byte encoded as three; every number at its widest.  Keys,
+ * numbers, names, the newline and the NUL take 412 bytes at most.  A void record,
  * which may come before it in one append, takes 56 with its newline.
  */
-#define REC_LINE_MAX	(2 * SPOOL_ID_MAX + \
-	3 * (2 * SPOOL_ID_MAX + SPOOL_DETAIL_MAX) + 407)
+#define REC_LINE_MAX	(2 * SPOOL_ID_MAX + SPOOL_KEY_MAX + \
+	3 * (2 * SPOOL_ID_MAX + SPOOL_DETAIL_MAX) + 412)
 #define REC_VOID_MAX	56
 
 /* A job opened for change: its sidecar locked and folded. */
@@ -381,6 +398,12 @@ void rec_next(const struct job *j, struct rec *r, int ev, int64_t now);
 int commit_sync(struct spool *sp, const int *files, size_t nfiles,
     int *errs, struct dirset *ds, struct abuf *ab);
 
+/* limits.c: config's limits and rates, and the slots a claim takes */
+int limit_line(struct spool *sp, const char *name, const char *val);
+const struct limit *limit_of(const struct spool *sp, const char *key);
+int slot_take(struct spool *sp, const char *key, const char *id,
+    int64_t now, struct dirset *ds);
+
 /* hosts.c: several hosts: the file-system check, this host's hosts/ entry */
 int host_register(struct spool *sp);
 
@@ -390,6 +413,7 @@ extern const char *const subdirs[NSUBDIRS];
 int open_top(const char *dir);
 int read_format(int dirfd);
 int room_below(struct spool *sp, struct spool_room *r);
+int config_limits(struct spool *sp);
 
 /* batch.c: lock in ID order, one transition each, one group commit */
 struct batch {

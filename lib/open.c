@@ -47,7 +47,7 @@ static int
 parse_config(struct spool *sp, char *text, int *bad)
 {
 	char *line, *next, *eq;
-	int n = 0, multi_line = 0, backoff_line = 0;
+	int n = 0, multi_line = 0, backoff_line = 0, r;
 	int64_t v;
 
 	sp->lease_ms = 30000;
@@ -66,6 +66,11 @@ parse_config(struct spool *sp, char *text, int *bad)
 		if ((eq = strchr(line, '=')) == NULL)
 			return -1;
 		*eq++ = '\0';
+		if ((r = limit_line(sp, line, eq)) != 0) {
+			if (r == -1)
+				return -1;
+			continue;
+		}
 		if (strcmp(line, "max-attempts") == 0) {
 			if (spool_parse_token(eq, (uint64_t *)&v) == -1 ||
 			    v > 1000000)
@@ -297,6 +302,9 @@ spool_open(const char *dir)
 	if (fstat(sp->dirfd, &st) == -1)
 		goto fail;
 	sp->group = (st.st_mode & S_ISGID) != 0;
+	if (fstatat(sp->dirfd, "config", &sp->config_st, AT_SYMLINK_NOFOLLOW)
+	    == -1)
+		memset(&sp->config_st, 0, sizeof(sp->config_st));
 	if (read_small(sp->dirfd, "config", cfg, sizeof(cfg)) == -1) {
 		if (errno != ENOENT)
 			goto fail;
@@ -345,6 +353,44 @@ spool_close(struct spool *sp)
 	buckets_free(sp);
 	free(sp->path);
 	free(sp);
+}
+
+/*
+ * The limits of config as it is now: a limit changed by hand takes effect
+ * at the next claim of a handle opened before.  One fstatat when config
+ * has not changed.  EBADMSG: it is malformed now.
+ */
+int
+config_limits(struct spool *sp)
+{
+	struct spool tmp;
+	struct stat st;
+	char cfg[4096];
+	int bad;
+
+	if (fstatat(sp->dirfd, "config", &st, AT_SYMLINK_NOFOLLOW) == -1)
+		memset(&st, 0, sizeof(st));
+	if (st.st_ino == sp->config_st.st_ino &&
+	    st.st_size == sp->config_st.st_size &&
+	    st.st_mtim.tv_sec == sp->config_st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == sp->config_st.st_mtim.tv_nsec &&
+	    st.st_ctim.tv_sec == sp->config_st.st_ctim.tv_sec &&
+	    st.st_ctim.tv_nsec == sp->config_st.st_ctim.tv_nsec)
+		return 0;
+	if (read_small(sp->dirfd, "config", cfg, sizeof(cfg)) == -1) {
+		if (errno != ENOENT)
+			return -1;
+		cfg[0] = '\0';
+	}
+	memset(&tmp, 0, sizeof(tmp));
+	if (parse_config(&tmp, cfg, &bad) == -1) {
+		errno = EBADMSG;
+		return -1;
+	}
+	memcpy(sp->limits, tmp.limits, sizeof(sp->limits));
+	sp->nlimits = tmp.nlimits;
+	sp->config_st = st;
+	return 0;
 }
 
 /*

@@ -54,6 +54,7 @@ static const struct field fields[] = {
 	{ "created", F_I64, AT(created), 1, NULL, NULL, NULL },
 	{ "payload", F_PAYLOAD, AT(size), 0, NULL, NULL, NULL },
 	{ "trace", F_WORD, AT(trace), 0, NULL, NULL, NULL },
+	{ "key", F_WORD, AT(key), 0, spool_valid_key, NULL, NULL },
 	{ "own", F_WORD, AT(owner), 0, spool_valid_owner, NULL, NULL },
 	{ "until", F_I64, AT(until), 0, NULL, NULL, NULL },
 	{ "prev", F_U64, AT(prev), 0, NULL, NULL, NULL },

@@ -59,6 +59,7 @@
 #define SPOOL_ID_MAX	128	/* longest ID, note, owner or trace, in bytes */
 #define SPOOL_DETAIL_MAX 200	/* longest detail kept, in bytes */
 #define SPOOL_HOST_MAX	64	/* longest host ID, in bytes */
+#define SPOOL_KEY_MAX	64	/* longest key, in bytes: spool_valid_key */
 #define SPOOL_BATCH_MAX	256	/* most items one call may carry: each holds
 				   a descriptor until the batch commits */
 
@@ -231,6 +232,8 @@ struct spool_job {
 	const char *id;		/* NULL: a UUID is made and put in idbuf */
 	int fd;			/* payload, read to end of file */
 	const char *trace;	/* trace/correlation ID, or NULL */
+	const char *key;	/* the job's key, for the spool's limits
+				   (spool(7), "Limits"), or NULL: none */
 	int max_attempts;	/* 0: the spool's default */
 	int64_t deadline_ms;	/* time allowed from now; 0 or -1: default */
 	int64_t delay_ms;	/* eligible after this long; 0: at once */
@@ -499,6 +502,7 @@ struct spool_job_info {
 				   does not change it) */
 	int64_t created, deadline, eligible, lease_until;
 	char trace[SPOOL_ID_MAX + 1];
+	char key[SPOOL_KEY_MAX + 1];	/* "": none */
 	char owner[SPOOL_ID_MAX + 1];	/* the lease holder, when leased */
 	uint64_t token;		/* highest token ever issued */
 	int attempts, max_attempts, cycles;
@@ -627,6 +631,7 @@ void spool_set_progress(struct spool *sp, void (*fn)(void *arg,
 
 /* Validation and parsing, shared by every command (return 1 if valid). */
 int spool_valid_id(const char *s);	/* [A-Za-z0-9._-], first alnum, <=128 */
+int spool_valid_key(const char *s);	/* as an ID, <=64 bytes */
 int spool_valid_owner(const char *s);	/* also ':' and '@': host:pid */
 /*
  * Who acts and why (--by, --note): printable UTF-8 text, 1 to 128 bytes.

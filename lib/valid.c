@@ -17,7 +17,7 @@ static const unsigned char word_class[256] = {
 };
 
 static int
-valid_word(const char *s, const char *extra)
+valid_word(const char *s, const char *extra, size_t max)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i;
@@ -25,7 +25,7 @@ valid_word(const char *s, const char *extra)
 	if (s == NULL || word_class[u[0]] != 1)
 		return 0;
 	for (i = 0; u[i] != '\0'; i++) {
-		if (i >= SPOOL_ID_MAX)
+		if (i >= max)
 			return 0;
 		if (word_class[u[i]] == 0 &&
 		    (extra == NULL || strchr(extra, u[i]) == NULL))
@@ -37,7 +37,13 @@ valid_word(const char *s, const char *extra)
 int
 spool_valid_id(const char *s)
 {
-	return valid_word(s, NULL);
+	return valid_word(s, NULL, SPOOL_ID_MAX);
+}
+
+int
+spool_valid_key(const char *s)
+{
+	return valid_word(s, NULL, SPOOL_KEY_MAX);
 }
 
 /*
@@ -101,7 +107,7 @@ spool_valid_note(const char *s)
 int
 spool_valid_owner(const char *s)
 {
-	return valid_word(s, ":@");
+	return valid_word(s, ":@", SPOOL_ID_MAX);
 }
 
 /* A byte that a percent-encoded field holds as it is. */

@@ -291,21 +291,21 @@ EOF
 	run -0 --separate-stderr at_ms $((T + 40000)) spool-ls --json
 	equals "$stderr" ""
 	[ "$(wc -l <<<"$output")" -eq 2 ]
-	keys='["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","payload_size","payload_xxh3","damaged","damage"]'
+	keys='["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","key","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","payload_size","payload_xxh3","damaged","damage"]'
 	while IFS= read -r line; do
 		jq -e . <<<"$line" >/dev/null
 		equals "$(jq -c keys_unsorted <<<"$line")" "$keys"
 	done <<<"$output"
 	diff -u - <(jq -sc 'sort_by(.id)[]' <<<"$output") <<EOF
-{"id":"odd","state":"dead","disposition":"parked","since":$((T + 6000)),"age_ms":34000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"token":6,"attempts":1,"max_attempts":1,"deliveries":1,"cycles":1,"reason":"exhausted","class":"transient","detail":"say \\"no\\" \\\\n \\\\\\\\ {}","side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null,"payload_size":2,"payload_xxh3":"$(printf 'x\n' | xxh_of -)","damaged":false,"damage":null}
-{"id":"plain","state":"dead","disposition":"parked","since":$((T + 2000)),"age_ms":38000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"token":5,"attempts":1,"max_attempts":5,"deliveries":1,"cycles":1,"reason":"permanent","class":"transient","detail":null,"side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null,"payload_size":17,"payload_xxh3":"$(printf 'payload of plain\n' | xxh_of -)","damaged":false,"damage":null}
+{"id":"odd","state":"dead","disposition":"parked","since":$((T + 6000)),"age_ms":34000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"key":null,"token":6,"attempts":1,"max_attempts":1,"deliveries":1,"cycles":1,"reason":"exhausted","class":"transient","detail":"say \\"no\\" \\\\n \\\\\\\\ {}","side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null,"payload_size":2,"payload_xxh3":"$(printf 'x\n' | xxh_of -)","damaged":false,"damage":null}
+{"id":"plain","state":"dead","disposition":"parked","since":$((T + 2000)),"age_ms":38000,"created":$T,"deadline":$((T + 604800000)),"eligible":null,"lease_until":null,"owner":null,"trace":null,"key":null,"token":5,"attempts":1,"max_attempts":5,"deliveries":1,"cycles":1,"reason":"permanent","class":"transient","detail":null,"side_effect":false,"redriven":false,"dropped":false,"by":null,"note":null,"acted":null,"payload_size":17,"payload_xxh3":"$(printf 'payload of plain\n' | xxh_of -)","damaged":false,"damage":null}
 EOF
 	# The detail comes back byte for byte.
 	equals "$(jq -r 'select(.id == "odd") | .detail' <<<"$output")" 'say "no" \n \\ {}'
 	run -0 at_ms $((T + 40000)) spool-ls --json leased
 	jq -e . <<<"$output" >/dev/null
 	diff -u - <(jq -c . <<<"$output") <<EOF
-{"id":"order-1842","state":"leased","disposition":"redriven","since":$((T + 31000)),"age_ms":9000,"created":$T,"deadline":$((T + 30000 + 604800000)),"eligible":null,"lease_until":$((T + 91000)),"owner":"w4","trace":"tr-77","token":4,"attempts":1,"max_attempts":3,"deliveries":1,"cycles":2,"reason":null,"class":null,"detail":null,"side_effect":false,"redriven":true,"dropped":false,"by":"ops","note":"INC-4411","acted":$((T + 30000)),"payload_size":11,"payload_xxh3":"$(printf 'order=1842\n' | xxh_of -)","damaged":false,"damage":null}
+{"id":"order-1842","state":"leased","disposition":"redriven","since":$((T + 31000)),"age_ms":9000,"created":$T,"deadline":$((T + 30000 + 604800000)),"eligible":null,"lease_until":$((T + 91000)),"owner":"w4","trace":"tr-77","key":null,"token":4,"attempts":1,"max_attempts":3,"deliveries":1,"cycles":2,"reason":null,"class":null,"detail":null,"side_effect":false,"redriven":true,"dropped":false,"by":"ops","note":"INC-4411","acted":$((T + 30000)),"payload_size":11,"payload_xxh3":"$(printf 'order=1842\n' | xxh_of -)","damaged":false,"damage":null}
 EOF
 }
 
@@ -378,7 +378,7 @@ EOF
 	equals "$stderr" ""
 	[ "$(wc -l <<<"$output")" -eq 1 ]
 	jq -e . <<<"$output" >/dev/null
-	equals "$(jq -c 'keys_unsorted' <<<"$output")" '["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","payload_size","payload_xxh3","damaged","damage","history","audit"]'
+	equals "$(jq -c 'keys_unsorted' <<<"$output")" '["id","state","disposition","since","age_ms","created","deadline","eligible","lease_until","owner","trace","key","token","attempts","max_attempts","deliveries","cycles","reason","class","detail","side_effect","redriven","dropped","by","note","acted","payload_size","payload_xxh3","damaged","damage","history","audit"]'
 	diff -u - <(jq -c '.history[]' <<<"$output") <<EOF
 {"cycle":1,"attempt":1,"token":1,"owner":"w1","claimed":$((T + 1000)),"ended":$((T + 2000)),"end":"retry","class":"transient","detail":"HTTP 503 \\"busy\\" \\\\ retry"}
 {"cycle":1,"attempt":2,"token":2,"owner":"w2","claimed":$((T + 3000)),"ended":$((T + 20000)),"end":"expired","class":"lease-expired","detail":null}

@@ -1,0 +1,259 @@
+/*
+ * Limits: config's limit.KEY=N (at most N leases of jobs with that key at
+ * once) and rate.KEY=N/DUR (at most N claims of them in any window of
+ * DUR), and the slots a claim takes to honour them (spool-layout.md,
+ * "Slots").
+ *
+ * Invariant: a lease of a keyed job is held only by a claim that found,
+ * under the key's lock, fewer live slots than the limit, and made its own
+ * slot before it let the lock go.  A slot is a name in slots/KEY/: the
+ * job's ID for a lease, @TIME,ID for a claim that a rate counts.  A slot
+ * is live while its job is leased and its lease has not run out (plus the
+ * spool's skew), or while another process holds the job's sidecar lock (a
+ * claim under way).  So the count is derived from the leases: a slot left
+ * by a crash is dead the moment it is looked at, and removed then.  No
+ * lock is held across a sync: the claim syncs slots/KEY/ in its own wait.
+ */
+#define _GNU_SOURCE
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* The entry for key, or a new one (NULL: too many keys). */
+static struct limit *
+limit_entry(struct spool *sp, const char *key)
+{
+	struct limit *l;
+	int i;
+
+	for (i = 0; i < sp->nlimits; i++)
+		if (strcmp(sp->limits[i].key, key) == 0)
+			return &sp->limits[i];
+	if (sp->nlimits == LIMITS_MAX)
+		return NULL;
+	l = &sp->limits[sp->nlimits++];
+	memset(l, 0, sizeof(*l));
+	l->n = -1;
+	(void)snprintf(l->key, sizeof(l->key), "%s", key);
+	return l;
+}
+
+/* A count of 0 to LIMIT_MAX, in decimal. */
+static int
+count(const char *s, size_t len, int min, int *n)
+{
+	int64_t v;
+
+	if (dec18(s, len, &v) == -1 || v < min || v > LIMIT_MAX)
+		return -1;
+	*n = (int)v;
+	return 0;
+}
+
+/*
+ * A line of config, split at its '=': 1 if it is a limit or a rate, taken;
+ * 0 if it is neither; -1 if it is one, malformed.
+ */
+int
+limit_line(struct spool *sp, const char *name, const char *val)
+{
+	const char *key, *slash;
+	struct limit *l;
+	int rate;
+
+	if (strncmp(name, "limit.", 6) == 0)
+		rate = 0;
+	else if (strncmp(name, "rate.", 5) == 0)
+		rate = 1;
+	else
+		return 0;
+	key = name + (rate ? 5 : 6);
+	if (!spool_valid_key(key) || (l = limit_entry(sp, key)) == NULL)
+		return -1;
+	if (!rate)
+		return count(val, strlen(val), 0, &l->n) == 0 ? 1 : -1;
+	if ((slash = strchr(val, '/')) == NULL ||
+	    count(val, (size_t)(slash - val), 1, &l->rate_n) == -1 ||
+	    spool_parse_duration(slash + 1, &l->rate_ms) == -1 ||
+	    l->rate_ms <= 0)
+		return -1;
+	return 1;
+}
+
+const struct limit *
+limit_of(const struct spool *sp, const char *key)
+{
+	int i;
+
+	if (key[0] == '\0')
+		return NULL;
+	for (i = 0; i < sp->nlimits; i++)
+		if (strcmp(sp->limits[i].key, key) == 0)
+			return &sp->limits[i];
+	return NULL;
+}
+
+/*
+ * Is the lease that slot id stands for live?  1 live, 0 not.  A look
+ * without the lock first; a job that does not look leased is asked again
+ * under its lock, without waiting: a job locked by someone else is taken
+ * as live (a claim may be under way), which errs on the side of the limit.
+ */
+static int
+slot_live(struct spool *sp, const char *id, int64_t now)
+{
+	struct job j;
+	int live;
+
+	if (job_peek(sp, id, &j) == -1)
+		return errno == ENOENT ? 0 : 1;
+	live = j.cur.loc == SPOOL_LEASED && j.cur.until + sp->skew_ms > now;
+	job_close(&j);
+	if (live)
+		return 1;
+	if (job_read(sp, id, LOCK_SH | LOCK_NB, &j) == -1)
+		return errno == ENOENT ? 0 : 1;
+	live = j.cur.loc == SPOOL_LEASED && j.cur.until + sp->skew_ms > now;
+	job_close(&j);
+	return live;
+}
+
+/* slots/KEY/, made if it must be: its directories go in ds. */
+static int
+open_slots(struct spool *sp, const char *key, struct dirset *ds)
+{
+	char rel[NAME_MAX_SPOOL];
+	int fd, i;
+
+	(void)snprintf(rel, sizeof(rel), "slots/%s", key);
+	for (i = 0; i < 3; i++) {
+		fd = sys_openat(sp->dirfd, rel, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC, 0);
+		if (fd != -1 || errno != ENOENT)
+			return fd;
+		if (mkdir_mode(sp, sp->dirfd, "slots") == 0) {
+			if (dirset_add(ds, ".") == -1)
+				return -1;
+		} else if (errno != EEXIST)
+			return -1;
+		if (mkdir_mode(sp, sp->dirfd, rel) == 0) {
+			if (dirset_add(ds, "slots") == -1)
+				return -1;
+		} else if (errno != EEXIST)
+			return -1;
+	}
+	return fd;
+}
+
+/* Make the name of a slot; one already there is ours (a takeover's). */
+static int
+make_slot(struct spool *sp, int dirfd, const char *name)
+{
+	int fd;
+
+	fd = sys_openat(dirfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0666);
+	if (fd == -1)
+		return -1;
+	if (file_mode(sp, fd, 0660) == -1) {
+		(void)close_fd(fd);
+		return -1;
+	}
+	return close_fd(fd);
+}
+
+/*
+ * Count the live slots of slots/KEY/ (dirfd), removing the dead: held,
+ * the leases but id's own; claims, the rate's names less than window old.
+ */
+static int
+count_slots(struct spool *sp, int dirfd, const char *id, int64_t now,
+    int64_t window, int *held, int *claims)
+{
+	struct dirent *de;
+	int64_t t;
+	char *comma;
+	DIR *d;
+	int e;
+
+	*held = *claims = 0;
+	if ((d = dir_list(dirfd)) == NULL)
+		return -1;
+	while ((errno = 0, de = dir_next(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (de->d_name[0] == '@') {
+			comma = strchr(de->d_name, ',');
+			if (comma != NULL && dec18(de->d_name + 1,
+			    (size_t)(comma - de->d_name - 1), &t) == 0 &&
+			    t > now - window)
+				(*claims)++;
+			else
+				(void)sys_unlinkat(dirfd, de->d_name, 0);
+			continue;
+		}
+		if (strcmp(de->d_name, id) == 0 || !spool_valid_id(de->d_name))
+			continue;
+		if (slot_live(sp, de->d_name, now))
+			(*held)++;
+		else
+			(void)sys_unlinkat(dirfd, de->d_name, 0);
+	}
+	e = errno;
+	(void)closedir(d);	/* read-only */
+	errno = e;
+	return e != 0 ? -1 : 0;
+}
+
+/*
+ * May the job id, of key, be claimed now?  1: yes, and its slots are made
+ * (slots/KEY/ goes in ds, to be synced with the claim); 0: its key is at
+ * its limit or its rate, pass it over; -1 with errno.  The caller holds the
+ * job's sidecar lock.
+ */
+int
+slot_take(struct spool *sp, const char *key, const char *id, int64_t now,
+    struct dirset *ds)
+{
+	char rel[NAME_MAX_SPOOL], name[SPOOL_ID_MAX + 32];
+	const struct limit *l = limit_of(sp, key);
+	int dirfd, lockfd = -1, held, claims, rv = -1, e;
+
+	if (l == NULL)
+		return 1;
+	if ((dirfd = open_slots(sp, key, ds)) == -1)
+		return -1;
+	lockfd = sys_openat(dirfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0666);
+	if (lockfd == -1 || file_mode(sp, lockfd, 0660) == -1 ||
+	    lock_fd(sp, lockfd, 0) == -1 ||
+	    count_slots(sp, dirfd, id, now, l->rate_ms, &held, &claims) == -1)
+		goto out;
+	rv = (l->n < 0 || held < l->n) && (l->rate_n == 0 ||
+	    claims < l->rate_n);
+	if (rv == 1 && l->n >= 0 && make_slot(sp, dirfd, id) == -1)
+		rv = -1;
+	(void)snprintf(name, sizeof(name), "@%" PRId64 ",%s", now, id);
+	if (rv == 1 && l->rate_n > 0 && make_slot(sp, dirfd, name) == -1)
+		rv = -1;
+	(void)snprintf(rel, sizeof(rel), "slots/%s", key);
+	if (rv == 1 && dirset_add(ds, rel) == -1)
+		rv = -1;
+out:
+	e = errno;
+	if (lockfd != -1)
+		(void)close_fd(lockfd);	/* and its lock: nothing to sync */
+	(void)close_fd(dirfd);	/* synced by the claim, through ds */
+	errno = e;
+	return rv;
+}

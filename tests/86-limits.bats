@@ -1,0 +1,227 @@
+#!/usr/bin/env bats
+# Keys and limits: a job's key is kept for its life and shown; a claim
+# passes over a job whose key is at its limit (limit.KEY=N) or its rate
+# (rate.KEY=N/DUR) and takes the others; a slot comes back when its lease
+# ends, or runs out; a bad key, limit or rate is refused and changes
+# nothing.  The stress of many runners under one limit is at the end.
+
+load helpers
+
+T=1000000
+
+# enq ID MS [OPTION...]: a job enqueued at time MS.
+enq() {
+	local id=$1 ms=$2
+	shift 2
+	printf '%s\n' "$id" | at_ms "$ms" spool-enqueue --id "$id" "$@" >/dev/null
+}
+
+# The names in slots/KEY/, but its lock.
+slots_of() {
+	ls -A "$SPOOL_DIR/slots/$1" | grep -v '^\.lock$' || true
+}
+
+@test "a job's key is kept in every record, and shown by spool-show, spool-ls -l (a table with a key) and --json" {
+	enq mail-1 $T --key mail
+	enq plain $((T + 100))
+	equals "$(last_rec mail-1 key)" key=mail
+	run -0 at_ms $((T + 1000)) spool-claim --owner w1
+	equals "$(cut -f1 <<<"$output")" mail-1
+	equals "$(last_rec mail-1 ev key)" "$(printf '%s\n' ev=claim key=mail)"
+	run -0 at_ms $((T + 2000)) spool-show mail-1
+	equals "$(grep -E '^(trace|key) ' <<<"$output")" "$(printf '%s\n' 'trace        -' 'key          mail')"
+	run -0 at_ms $((T + 2000)) spool-show plain
+	equals "$(grep -c '^key ' <<<"$output")" 0
+	run -0 at_ms $((T + 2000)) spool-ls -l leased new
+	equals "$output" "leased:
+ID      DELIV  DISP  KEY   OWNER  EXPIRES  AGE  CYC  BY  NOTE
+mail-1  #1     -     mail  w1     in 29s   1s   1    -   -
+
+new:
+ID     DELIV  DISP  DUE  CLASS  AGE  CYC  BY  NOTE  DETAIL
+plain  #0     -     now  -      1s   1    -   -     -"
+	run -0 spool-ls --json leased new
+	equals "$(jq -c .key <<<"$output")" "$(printf '%s\n' '"mail"' null)"
+}
+
+@test "a bad key is refused with status 100 and one line, and changes nothing" {
+	local long
+	long=$(printf 'k%.0s' {1..65})
+	before=$(snapshot)
+	for key in '' 'a b' -lead "$long" 'ö'; do
+		run -100 --separate-stderr spool-enqueue --key "$key" <<<x
+		equals "$output" ""
+		equals "$stderr" "spool-enqueue: --key: bad value (letters, digits, '.', '_', '-', starting with a letter or digit, at most 64 bytes)"
+	done
+	equals "$(snapshot)" "$before"
+	# 64 bytes is the longest.
+	run -0 spool-enqueue --id j --key "${long%k}" <<<x
+}
+
+@test "a claim passes over a job whose key is at its limit, and takes the others" {
+	echo 'limit.k=2' >>"$SPOOL_DIR/config"
+	enq k1 $T --key k
+	enq k2 $((T + 100)) --key k
+	enq k3 $((T + 200)) --key k
+	enq u1 $((T + 300))
+	enq m1 $((T + 400)) --key m
+	run -0 at_ms $((T + 1000)) spool-claim -n 10 --owner w1
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'k1\t1\nk2\t2\nu1\t3\nm1\t4')"
+	equals "$(slots_of k)" "$(printf '%s\n' k1 k2)"
+	# No limit for m: no slots.
+	[ ! -e "$SPOOL_DIR/slots/m" ]
+	run -1 at_ms $((T + 1100)) spool-claim -n 10 --owner w1
+	equals "$output" ""
+	# A finish gives the slot back: the next claim takes k3.
+	run -0 at_ms $((T + 1200)) spool-finish k1 1 ok
+	run -0 at_ms $((T + 1300)) spool-claim -n 10 --owner w2
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'k3\t5')"
+	equals "$(slots_of k)" "$(printf '%s\n' k2 k3)"
+	check_invariants
+	fsck_clean
+}
+
+@test "a limit changed in config counts at the next claim; 0 holds a key back" {
+	echo 'limit.k=0' >>"$SPOOL_DIR/config"
+	enq k1 $T --key k
+	enq k2 $((T + 100)) --key k
+	run -1 at_ms $((T + 1000)) spool-claim -n 10
+	sed -i 's/^limit\.k=0$/limit.k=1/' "$SPOOL_DIR/config"
+	run -0 at_ms $((T + 1100)) spool-claim -n 10 --owner w1
+	equals "$(cut -f1 <<<"$output")" k1
+	# Without the line, the key has no limit.
+	sed -i '/^limit\.k=/d' "$SPOOL_DIR/config"
+	run -0 at_ms $((T + 1200)) spool-claim -n 10 --owner w1
+	equals "$(cut -f1 <<<"$output")" k2
+}
+
+@test "a slot comes back when its lease runs out: the job is taken over, and a crashed claim's slot goes" {
+	echo 'limit.k=1' >>"$SPOOL_DIR/config"
+	enq k1 $T --key k
+	enq k2 $((T + 100)) --key k
+	run -0 at_ms $((T + 1000)) spool-claim --lease 10s --owner w1
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'k1\t1')"
+	run -1 at_ms $((T + 5000)) spool-claim --owner w2
+	# After the lease, k1 is taken over first: it keeps the one slot.
+	run -0 at_ms $((T + 12000)) spool-claim --lease 10s --owner w2
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'k1\t2')"
+	equals "$(slots_of k)" k1
+	# A claimer killed after it made its slot, before its rename: the job
+	# is still in new/, and its slot is its own to take again.
+	run -0 at_ms $((T + 13000)) spool-finish k1 2 ok
+	run -137 env SPOOL_TEST_CRASH=claim-recorded SPOOL_TEST_NOW=$((T + 14000)) spool-claim --lease 10s --owner w3
+	equals "$(slots_of k)" k2
+	equals "$(state_of k2)" new
+	run -0 at_ms $((T + 15000)) spool-claim --owner w4
+	equals "$(cut -f1 <<<"$output")" k2
+	# A slot whose job is no longer leased goes at the next claim.
+	run -0 at_ms $((T + 16000)) spool-finish k2 "$(lease_token k2)" ok
+	enq k3 $((T + 16100)) --key k
+	run -0 at_ms $((T + 17000)) spool-claim --owner w4
+	equals "$(cut -f1 <<<"$output")" k3
+	equals "$(slots_of k)" k3
+	check_invariants
+	fsck_clean
+}
+
+@test "rate.KEY=N/DUR: at most N claims of the key in any window of DUR" {
+	echo 'rate.r=2/1m' >>"$SPOOL_DIR/config"
+	for i in 1 2 3 4; do enq "r$i" $((T + i * 100)) --key r; done
+	run -0 at_ms $((T + 1000)) spool-claim -n 10 --owner w1
+	equals "$(cut -f1 <<<"$output")" "$(printf '%s\n' r1 r2)"
+	run -0 at_ms $((T + 2000)) spool-finish r1 1 ok
+	# A finished claim still counts in its window.
+	run -1 at_ms $((T + 60999)) spool-claim -n 10 --owner w1
+	run -0 at_ms $((T + 61001)) spool-claim -n 10 --owner w1
+	equals "$(cut -f1 <<<"$output")" "$(printf '%s\n' r3 r4)"
+	equals "$(slots_of r)" "$(printf '%s\n' "@$((T + 61001)),r3" "@$((T + 61001)),r4")"
+}
+
+@test "a bad limit or rate in config is refused with status 100, naming its line, and changes nothing" {
+	local line
+	enq j $T
+	before=$(snapshot)
+	cp "$SPOOL_DIR/config" "$BATS_TEST_TMPDIR/config"
+	n=$(($(wc -l <"$SPOOL_DIR/config") + 1))
+	for line in 'limit.k=-1' 'limit.k=x' 'limit.k=' 'limit.k=1000001' \
+	    'limit.a b=1' 'limit.=1' 'rate.k=5' 'rate.k=0/1s' 'rate.k=5/0' \
+	    'rate.k=5/x' 'rate.k=/1s'; do
+		cp "$BATS_TEST_TMPDIR/config" "$SPOOL_DIR/config"
+		printf '%s\n' "$line" >>"$SPOOL_DIR/config"
+		run -100 --separate-stderr spool-claim
+		equals "$output" ""
+		equals "$stderr" "spool-claim: $SPOOL_DIR/config:$n: malformed (see spool(7), FILES)"
+	done
+	cp "$BATS_TEST_TMPDIR/config" "$SPOOL_DIR/config"
+	equals "$(snapshot)" "$before"
+}
+
+# The stress: four runners of -j 8 share limit.k=3 while runners are
+# killed at random.  Each handler counts, under a lock of its own, how many
+# handlers of its kind run at once: one whose process is gone no longer
+# counts.  Never more than 3 keyed; every job done, none lost.  The
+# unkeyed jobs, counted the same way, show that the count sees more than 3
+# when nothing holds them to it.
+@test "stress: four runners of -j 8 under limit.k=3, killed at random: never more than 3, nothing lost" {
+	local r i n pids=() deadline
+	echo 'limit.k=3' >>"$SPOOL_DIR/config"
+	mkdir "$BATS_TEST_TMPDIR/run"
+	H=$BATS_TEST_TMPDIR/handler
+	cat >"$H" <<'EOF'
+#!/bin/bash
+# Count the live handlers of this kind, this one with them, under a lock.
+kind=${SPOOL_JOB_ID%%-*}
+dir=$RUN/$kind
+mkdir -p "$dir"
+{
+	flock 9
+	n=1
+	for f in "$dir"/*; do
+		[ -e "$f" ] || continue
+		kill -0 "${f##*.}" 2>/dev/null && n=$((n + 1))
+	done
+	echo "$n" >>"$RUN/$kind.max"
+	: >"$dir/$SPOOL_JOB_ID.$$"
+} 9>"$RUN/lock"
+sleep 0.0$((RANDOM % 5 + 1))
+rm -f "$dir/$SPOOL_JOB_ID.$$"
+echo "$SPOOL_JOB_ID" >>"$RUN/done"
+EOF
+	chmod +x "$H"
+	export RUN=$BATS_TEST_TMPDIR/run
+	for i in $(seq 1 200); do echo "k-$i"; done >"$BATS_TEST_TMPDIR/ids.k"
+	for i in $(seq 1 100); do echo "u-$i"; done >"$BATS_TEST_TMPDIR/ids.u"
+	while read -r i; do printf '%s\n' "$i" | spool-enqueue --id "$i" --key k --max-attempts 1000 >/dev/null; done <"$BATS_TEST_TMPDIR/ids.k"
+	while read -r i; do printf '%s\n' "$i" | spool-enqueue --id "$i" --max-attempts 1000 >/dev/null; done <"$BATS_TEST_TMPDIR/ids.u"
+	start_runner() {
+		spool-run -j 8 --lease 2s --idle-exit 3s -- "$H" 2>>"$BATS_TEST_TMPDIR/err" 3>&- &
+		pids[$1]=$!
+	}
+	for r in 0 1 2 3; do start_runner $r; done
+	kills=0
+	deadline=$((SECONDS + 40))
+	while [ "$(ls "$SPOOL_DIR/done" | wc -l)" -lt 300 ] && [ "$SECONDS" -lt "$deadline" ]; do
+		sleep 0.$((RANDOM % 5 + 3))
+		if [ "$kills" -lt 6 ]; then
+			r=$((RANDOM % 4))
+			kill -KILL "${pids[$r]}" 2>/dev/null && kills=$((kills + 1))
+			wait "${pids[$r]}" 2>/dev/null || true
+			start_runner $r
+		fi
+	done
+	for r in 0 1 2 3; do wait "${pids[$r]}" || true; done
+	echo "kills $kills" >&3
+	# Every job is done, once in done/, none elsewhere.
+	equals "$(ls "$SPOOL_DIR/done" | sort)" "$(sort "$BATS_TEST_TMPDIR/ids.k" "$BATS_TEST_TMPDIR/ids.u")"
+	equals "$(find "$SPOOL_DIR/new" "$SPOOL_DIR/leased" "$SPOOL_DIR/dead" -type f | wc -l)" 0
+	# Each handler that ran to its end is in done: at least one a job.
+	equals "$(sort -u "$RUN/done" | wc -l)" 300
+	max_k=$(sort -n "$RUN/k.max" | tail -n 1)
+	max_u=$(sort -n "$RUN/u.max" | tail -n 1)
+	echo "highest at once: k $max_k, u $max_u" >&3
+	[ "$max_k" -le 3 ]
+	[ "$max_k" -eq 3 ]
+	# Unkeyed jobs are not held to the key's limit.
+	[ "$max_u" -gt 3 ]
+	fsck_clean
+}
