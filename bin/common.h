@@ -77,6 +77,7 @@ void progress_erase(void);
 
 /* Times and jobs as people read them. */
 const char *fmt_age(char *buf, size_t len, int64_t ms);
+const char *fmt_duration(char *buf, size_t len, int64_t ms);
 const char *fmt_time(char *buf, size_t len, int64_t ms);
 const char *dash(const char *s);
 const char *disposition(const struct spool_job_info *in);

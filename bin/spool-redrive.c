@@ -23,7 +23,7 @@
     "[--reconciled] [--edited] [--dry-run] ID ..."
 #define BULK_USAGE "spool-redrive [-d DIR] --by WHO --note TICKET " \
     "[--reconciled] [--edited] [--dry-run] [--rate N/s] [-0] - | --all " \
-    "[--reason R] [--class C] [--older-than DUR]"
+    "[--reason R] [--class C] [--key KEY] [--older-than DUR]"
 const char *usage_text = NAMED_USAGE "\n       " BULK_USAGE;
 /* --help: a line an option, as the man page's OPTIONS. */
 const char *help_text =
@@ -36,6 +36,7 @@ const char *help_text =
     "  --all             every parked job that the filters keep\n"
     "  --reason R        only jobs parked for reason R\n"
     "  --class C         only jobs whose last failure was of class C\n"
+    "  --key KEY         only jobs with key KEY\n"
     "  --older-than DUR  only jobs parked for at least DUR\n"
     "  --rate N/s        at most N jobs a second (default: 10/s)\n"
     "  --dry-run         print what would be redriven, change nothing\n";
@@ -44,6 +45,7 @@ const char *help_text =
 
 struct bulk {
 	int all, dry_run, reason, class, paced;
+	const char *key;	/* --key, or NULL */
 	int64_t older_than;	/* ms; -1: any age */
 	int64_t cutoff;		/* --all: what parked after is not selected */
 	long rate;		/* jobs a second */
@@ -69,6 +71,7 @@ matches(void *arg, const struct spool_job_info *in)
 
 	return (b->reason == 0 || in->reason == b->reason) &&
 	    (b->class == 0 || in->class == b->class) &&
+	    (b->key == NULL || strcmp(in->key, b->key) == 0) &&
 	    in->since <= b->cutoff;
 }
 
@@ -252,6 +255,7 @@ main(int argc, char **argv)
 		{ "class", required_argument, NULL, 'c' },
 		{ "dry-run", no_argument, NULL, 'D' },
 		{ "edited", no_argument, NULL, 'e' },
+		{ "key", required_argument, NULL, 'k' },
 		{ "note", required_argument, NULL, 'n' },
 		{ "older-than", required_argument, NULL, 'o' },
 		{ "rate", required_argument, NULL, 'R' },
@@ -291,6 +295,10 @@ main(int argc, char **argv)
 			break;
 		case 'e':
 			op.edited = 1;
+			break;
+		case 'k':
+			b.key = opt_word("--key", optarg, spool_valid_key);
+			filters = 1;
 			break;
 		case 'n':
 			op.note = opt_word("--note", optarg, spool_valid_note);

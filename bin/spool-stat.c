@@ -1,8 +1,8 @@
 /*
  * spool-stat: what an operator or a cron job watches (spool(7), "Watching
  * a spool"): jobs per state, parked jobs by reason and class, the age of the
- * oldest parked job, ready job and lease, what became of redriven jobs, and
- * the last operator action.  It reads directories, sidecars and the audit
+ * oldest parked job, ready job and lease, what became of redriven jobs,
+ * the last operator action, and each key with a limit or a rate.  It reads directories, sidecars and the audit
  * log, never a payload, so its cost does not grow with the jobs' size.
  * With --warn or --crit it is a monitoring check, and then speaks the
  * monitoring-plugin convention (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN)
@@ -63,6 +63,14 @@ static const int age_bounds[] = { 5, 10, 20, 40, 80, 160, 320, 640, 1280 };
 #define NAGE	((int)(sizeof(age_bounds) / sizeof(age_bounds[0])) + 1)
 #define NROW	(SPOOL_DEAD + NREASON - 1)	/* states, then reasons */
 
+/* A key with a limit or a rate: its leases, and its ready jobs. */
+#define KEYS_MAX	64	/* as many as a config may have */
+struct keystat {
+	struct spool_limit l;
+	long leased, waiting;
+	int64_t first_waiting;	/* earliest eligible time of those */
+};
+
 /* What became of jobs whose current cycle began with a redrive. */
 static const char *const outcomes[] = { "queued", "done", "parked", "dropped" };
 
@@ -85,6 +93,8 @@ struct stats {
 	unsigned long events[NEVENT];	/* by enum spool_event */
 	struct spool_audit last;	/* the last operator action, if
 					   last.event is not SPOOL_EV_NONE */
+	struct keystat keys[KEYS_MAX];
+	size_t nkeys;
 };
 
 struct walk {
@@ -173,6 +183,27 @@ count_age(struct stats *st, const struct spool_job_info *in)
 		st->ages[SPOOL_DEAD + in->reason - 1][col]++;
 }
 
+/* A job with a key that has a limit or a rate: leased, or waiting. */
+static void
+count_key(struct stats *st, const struct spool_job_info *in)
+{
+	struct keystat *k;
+	size_t i;
+
+	for (i = 0; i < st->nkeys; i++)
+		if (strcmp(st->keys[i].l.key, in->key) == 0)
+			break;
+	if (in->key[0] == '\0' || i == st->nkeys)
+		return;
+	k = &st->keys[i];
+	if (in->state == SPOOL_LEASED)
+		k->leased++;
+	else if (in->state == SPOOL_NEW && in->eligible <= st->now) {
+		k->waiting++;
+		k->first_waiting = min64(k->first_waiting, in->eligible);
+	}
+}
+
 static int
 visit(void *arg, const char *id, const char *file,
     const struct spool_job_info *in)
@@ -194,6 +225,7 @@ visit(void *arg, const char *id, const char *file,
 	}
 	st->state[in->state]++;
 	count_age(st, in);
+	count_key(st, in);
 	if (in->payload_resized)
 		st->damaged++;	/* in its place, but not the bytes enqueued */
 	if (in->cycles >= 2)
@@ -264,13 +296,22 @@ audit_line(void *arg, const char *line, size_t len)
 static void
 gather(struct spool *sp, struct stats *st)
 {
+	struct spool_limit lim[KEYS_MAX];
 	struct walk w = { sp, st };
 	struct spool_census c;
+	size_t i;
 
 	memset(st, 0, sizeof(*st));
 	st->now = spool_now();
 	st->first_ready = st->first_dead = st->first_lease = INT64_MAX;
 	spool_settings(sp, &st->set);
+	st->nkeys = spool_limits(sp, lim, KEYS_MAX);
+	if (st->nkeys > KEYS_MAX)
+		st->nkeys = KEYS_MAX;
+	for (i = 0; i < st->nkeys; i++) {
+		st->keys[i].l = lim[i];
+		st->keys[i].first_waiting = INT64_MAX;
+	}
 	if (spool_list_jobs(sp, SPOOL_ABSENT, 0, visit, &w) == -1)
 		fail(EXIT_TEMP, "meta/: %s", strerror(errno));
 	if (spool_census(sp, st->state, &c) == -1)
@@ -362,6 +403,29 @@ metrics(const struct stats *st, struct metric *m)
 #define NFLAT	19
 #define NMETRIC	(NFLAT + NREASON - 1 + NCLASS)
 
+/*
+ * "key smtp  3 leased of 4, rate 100/1m, 12 waiting, oldest 2m10s": a key
+ * with a limit or a rate (spool(7), "Limits").
+ */
+static void
+key_line(const struct stats *st, const struct keystat *k)
+{
+	char name[SPOOL_KEY_MAX + 8], lim[32] = "", rate[48] = "", old[48] = "";
+	char buf[32];
+
+	(void)snprintf(name, sizeof(name), "key %s", k->l.key);
+	if (k->l.limit >= 0)
+		(void)snprintf(lim, sizeof(lim), " of %d", k->l.limit);
+	if (k->l.rate > 0)
+		(void)snprintf(rate, sizeof(rate), ", rate %d/%s", k->l.rate,
+		    fmt_duration(buf, sizeof(buf), k->l.window_ms));
+	if (k->waiting > 0)
+		(void)snprintf(old, sizeof(old), ", oldest %s", age(buf,
+		    sizeof(buf), age_of(st, k->first_waiting)));
+	printf("%-31s %ld leased%s%s, %ld waiting%s\n", name, k->leased, lim,
+	    rate, k->waiting, old);
+}
+
 static void
 print_plain(const struct stats *st, const struct metric *m, size_t n,
     int all)
@@ -391,6 +455,8 @@ print_plain(const struct stats *st, const struct metric *m, size_t n,
 	else
 		printf("%-31s none\n", "timeout");
 	reserve_line(&st->room);
+	for (i = 0; i < st->nkeys; i++)
+		key_line(st, &st->keys[i]);
 	if (!st->set.multi_host)
 		return;
 	printf("%-31s %s, skew %s\n", "multi_host", st->set.host,
@@ -434,6 +500,7 @@ print_ages(const struct stats *st)
 static void
 print_json(const struct stats *st, const struct metric *m)
 {
+	const struct keystat *k;
 	size_t i;
 
 	jbegin(NULL, '{');
@@ -455,6 +522,27 @@ print_json(const struct stats *st, const struct metric *m)
 	for (i = 0; i < NCOUNTED; i++)
 		jnum(spool_event_name(counted[i]),
 		    (int64_t)st->events[counted[i]]);
+	jend('}');
+	jbegin("keys", '{');
+	for (i = 0; i < st->nkeys; i++) {
+		k = &st->keys[i];
+		jbegin(k->l.key, '{');
+		jnum("leased", k->leased);
+		if (k->l.limit >= 0)
+			jnum("limit", k->l.limit);
+		else
+			jstr("limit", NULL);
+		if (k->l.rate > 0) {
+			jnum("rate", k->l.rate);
+			jnum("window_ms", k->l.window_ms);
+		} else {
+			jstr("rate", NULL);
+			jstr("window_ms", NULL);
+		}
+		jnum("waiting", k->waiting);
+		jnum("oldest_waiting_ms", age_of(st, k->first_waiting));
+		jend('}');
+	}
 	jend('}');
 	if (st->last.event == SPOOL_EV_NONE)
 		jstr("last_action", NULL);
@@ -501,6 +589,38 @@ static void
 family(const char *name, const char *type, const char *help)
 {
 	printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* The keys with a limit or a rate: a family a figure, a line a key. */
+static void
+prom_keys(const struct stats *st, const char *sv)
+{
+	const struct keystat *k;
+	char buf[32];
+	size_t i;
+
+	family("spool_key_leased_jobs", "gauge",
+	    "Leased jobs of each key with a limit or a rate.");
+	for (i = 0, k = st->keys; i < st->nkeys; i++, k++)
+		printf("spool_key_leased_jobs{spool=\"%s\",key=\"%s\"} %ld\n",
+		    sv, k->l.key, k->leased);
+	family("spool_key_limit", "gauge",
+	    "Most leases of the key at once (config limit.KEY).");
+	for (i = 0, k = st->keys; i < st->nkeys; i++, k++)
+		if (k->l.limit >= 0)
+			printf("spool_key_limit{spool=\"%s\",key=\"%s\"} %d\n",
+			    sv, k->l.key, k->l.limit);
+	family("spool_key_waiting_jobs", "gauge",
+	    "Ready jobs of the key, waiting for a slot or a worker.");
+	for (i = 0, k = st->keys; i < st->nkeys; i++, k++)
+		printf("spool_key_waiting_jobs{spool=\"%s\",key=\"%s\"} "
+		    "%ld\n", sv, k->l.key, k->waiting);
+	family("spool_key_oldest_waiting_seconds", "gauge",
+	    "How long the key's oldest ready job has been due.");
+	for (i = 0, k = st->keys; i < st->nkeys; i++, k++)
+		printf("spool_key_oldest_waiting_seconds{spool=\"%s\",key="
+		    "\"%s\"} %s\n", sv, k->l.key, seconds(buf, sizeof(buf),
+		    age_of(st, k->first_waiting)));
 }
 
 /* The text exposition format, for node_exporter's textfile collector. */
@@ -580,6 +700,8 @@ print_prom(const struct stats *st, const char *dir)
 		printf("spool_clock_synchronised{spool=\"%s\"} %d\n", sv,
 		    st->clock_synced);
 	}
+	if (st->nkeys > 0)
+		prom_keys(st, sv);
 	family("spool_audit_events_total", "counter", "Lines in the audit "
 	    "logs kept, by event; falls when old logs are removed.");
 	for (i = 0; i < NCOUNTED; i++)

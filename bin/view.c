@@ -17,6 +17,31 @@
 
 #include "common.h"
 
+/*
+ * A duration as a person gives it: 300ms, 30s, 5m, 2h, 7d, in the largest
+ * unit that holds it exactly (1500ms stays 1500ms).
+ */
+const char *
+fmt_duration(char *buf, size_t len, int64_t ms)
+{
+	static const struct {
+		int64_t ms;
+		const char *unit;
+	} units[] = {
+		{ 86400000, "d" }, { 3600000, "h" }, { 60000, "m" }, { 1000, "s" }
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (ms >= units[i].ms && ms % units[i].ms == 0) {
+			(void)snprintf(buf, len, "%" PRId64 "%s",
+			    ms / units[i].ms, units[i].unit);
+			return buf;
+		}
+	(void)snprintf(buf, len, "%" PRId64 "ms", ms);
+	return buf;
+}
+
 /* A short age: 950ms, 42s, 7m12s, 3h04m, 2d05h; a time to come is 0ms. */
 const char *
 fmt_age(char *buf, size_t len, int64_t ms)

@@ -86,7 +86,7 @@ _spool_options()
 		_spool_arg='-d --older-than --keep --by --note'
 		_spool_flag='-0 --dry-run --missing' ;;
 	spool-redrive)
-		_spool_arg='-d --by --note --rate --reason --class --older-than'
+		_spool_arg='-d --by --note --rate --reason --class --key --older-than'
 		_spool_flag='-0 --reconciled --edited --dry-run --all' ;;
 	spool-renew)
 		_spool_arg='-d --lease' ;;

@@ -56,15 +56,9 @@
 #define NAME_MAX_SPOOL	256
 #define HOST_MAX	SPOOL_HOST_MAX
 
-/* config's limit.KEY=N and rate.KEY=N/DUR, for one key (limits.c). */
+/* config's limit.KEY=N and rate.KEY=N/DUR (limits.c) */
 #define LIMITS_MAX	64	/* keys with a limit or a rate */
 #define LIMIT_MAX	1000000	/* the largest N of either */
-struct limit {
-	char key[SPOOL_KEY_MAX + 1];
-	int n;			/* leases at once; -1: no limit */
-	int rate_n;		/* claims in a window; 0: no rate */
-	int64_t rate_ms;	/* the window */
-};
 
 struct spool {
 	int format;		/* 1 or 2: spool-layout.md, "Formats" */
@@ -80,7 +74,7 @@ struct spool {
 	int multi_host;		/* config multi-host=yes */
 	int syncfs;		/* config syncfs=yes: a big wait is one syncfs */
 	int64_t skew_ms;	/* clock-skew allowance before a takeover */
-	struct limit limits[LIMITS_MAX];
+	struct spool_limit limits[LIMITS_MAX];
 	int nlimits;
 	struct stat config_st;	/* config as last read: a claim reads it
 				   again when it changed (limits) */
@@ -400,7 +394,8 @@ int commit_sync(struct spool *sp, const int *files, size_t nfiles,
 
 /* limits.c: config's limits and rates, and the slots a claim takes */
 int limit_line(struct spool *sp, const char *name, const char *val);
-const struct limit *limit_of(const struct spool *sp, const char *key);
+const struct spool_limit *limit_of(const struct spool *sp,
+    const char *key);
 int slot_take(struct spool *sp, const char *key, const char *id,
     int64_t now, struct dirset *ds);
 

@@ -30,10 +30,10 @@
 #include "internal.h"
 
 /* The entry for key, or a new one (NULL: too many keys). */
-static struct limit *
+static struct spool_limit *
 limit_entry(struct spool *sp, const char *key)
 {
-	struct limit *l;
+	struct spool_limit *l;
 	int i;
 
 	for (i = 0; i < sp->nlimits; i++)
@@ -43,7 +43,7 @@ limit_entry(struct spool *sp, const char *key)
 		return NULL;
 	l = &sp->limits[sp->nlimits++];
 	memset(l, 0, sizeof(*l));
-	l->n = -1;
+	l->limit = -1;
 	(void)snprintf(l->key, sizeof(l->key), "%s", key);
 	return l;
 }
@@ -68,7 +68,7 @@ int
 limit_line(struct spool *sp, const char *name, const char *val)
 {
 	const char *key, *slash;
-	struct limit *l;
+	struct spool_limit *l;
 	int rate;
 
 	if (strncmp(name, "limit.", 6) == 0)
@@ -81,16 +81,16 @@ limit_line(struct spool *sp, const char *name, const char *val)
 	if (!spool_valid_key(key) || (l = limit_entry(sp, key)) == NULL)
 		return -1;
 	if (!rate)
-		return count(val, strlen(val), 0, &l->n) == 0 ? 1 : -1;
+		return count(val, strlen(val), 0, &l->limit) == 0 ? 1 : -1;
 	if ((slash = strchr(val, '/')) == NULL ||
-	    count(val, (size_t)(slash - val), 1, &l->rate_n) == -1 ||
-	    spool_parse_duration(slash + 1, &l->rate_ms) == -1 ||
-	    l->rate_ms <= 0)
+	    count(val, (size_t)(slash - val), 1, &l->rate) == -1 ||
+	    spool_parse_duration(slash + 1, &l->window_ms) == -1 ||
+	    l->window_ms <= 0)
 		return -1;
 	return 1;
 }
 
-const struct limit *
+const struct spool_limit *
 limit_of(const struct spool *sp, const char *key)
 {
 	int i;
@@ -226,7 +226,7 @@ slot_take(struct spool *sp, const char *key, const char *id, int64_t now,
     struct dirset *ds)
 {
 	char rel[NAME_MAX_SPOOL], name[SPOOL_ID_MAX + 32];
-	const struct limit *l = limit_of(sp, key);
+	const struct spool_limit *l = limit_of(sp, key);
 	int dirfd, lockfd = -1, held, claims, rv = -1, e;
 
 	if (l == NULL)
@@ -237,14 +237,14 @@ slot_take(struct spool *sp, const char *key, const char *id, int64_t now,
 	    O_CLOEXEC, 0666);
 	if (lockfd == -1 || file_mode(sp, lockfd, 0660) == -1 ||
 	    lock_fd(sp, lockfd, 0) == -1 ||
-	    count_slots(sp, dirfd, id, now, l->rate_ms, &held, &claims) == -1)
+	    count_slots(sp, dirfd, id, now, l->window_ms, &held, &claims) == -1)
 		goto out;
-	rv = (l->n < 0 || held < l->n) && (l->rate_n == 0 ||
-	    claims < l->rate_n);
-	if (rv == 1 && l->n >= 0 && make_slot(sp, dirfd, id) == -1)
+	rv = (l->limit < 0 || held < l->limit) && (l->rate == 0 ||
+	    claims < l->rate);
+	if (rv == 1 && l->limit >= 0 && make_slot(sp, dirfd, id) == -1)
 		rv = -1;
 	(void)snprintf(name, sizeof(name), "@%" PRId64 ",%s", now, id);
-	if (rv == 1 && l->rate_n > 0 && make_slot(sp, dirfd, name) == -1)
+	if (rv == 1 && l->rate > 0 && make_slot(sp, dirfd, name) == -1)
 		rv = -1;
 	(void)snprintf(rel, sizeof(rel), "slots/%s", key);
 	if (rv == 1 && dirset_add(ds, rel) == -1)

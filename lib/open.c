@@ -393,6 +393,18 @@ config_limits(struct spool *sp)
 	return 0;
 }
 
+/* The limits of config as it is now; those of the handle if unreadable. */
+size_t
+spool_limits(struct spool *sp, struct spool_limit *out, size_t max)
+{
+	size_t i;
+
+	(void)config_limits(sp);	/* a claim says what is wrong */
+	for (i = 0; i < (size_t)sp->nlimits && i < max; i++)
+		out[i] = sp->limits[i];
+	return (size_t)sp->nlimits;
+}
+
 /*
  * Which line of dir's config is malformed: its number, 0 if the file is
  * not (or is longer than any config), -1 with errno if it cannot be read.

@@ -181,6 +181,16 @@ struct spool_settings {
 };
 void spool_settings(struct spool *sp, struct spool_settings *s);
 
+/* A key's limit and rate, from config (spool(7), "Limits"). */
+struct spool_limit {
+	char key[SPOOL_KEY_MAX + 1];
+	int limit;		/* leases at once; -1: none */
+	int rate;		/* claims in a window; 0: none */
+	int64_t window_ms;	/* the rate's window */
+};
+/* The limits config has now, up to max of them; returns how many it has. */
+size_t spool_limits(struct spool *sp, struct spool_limit *out, size_t max);
+
 /*
  * The room left on the spool's file system, as statvfs(3) reports it to an
  * unprivileged process, beside the reserve its config keeps for draining

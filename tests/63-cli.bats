@@ -36,7 +36,7 @@ help_options() {
 	# Wherever it is among the options, and whatever else is missing.
 	run -0 --separate-stderr spool-redrive --by ops --help
 	equals "${lines[0]}" "usage: $(forms spool-redrive | head -n 1)"
-	[ "${#lines[@]}" -eq 14 ]
+	[ "${#lines[@]}" -eq 15 ]
 	# But as an option's value it is not one.
 	run -100 --separate-stderr spool-ls --reason --help
 	equals "$output" ""
@@ -47,7 +47,7 @@ help_options() {
 	run -0 --separate-stderr spool-redrive --help
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
 usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] [--dry-run] ID ...
-       spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] [--dry-run] [--rate N/s] [-0] - | --all [--reason R] [--class C] [--older-than DUR]
+       spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] [--dry-run] [--rate N/s] [-0] - | --all [--reason R] [--class C] [--key KEY] [--older-than DUR]
   -d DIR            the spool (default: $SPOOL_DIR)
   --by WHO          who redrives: an operator handle or role
   --note TICKET     why: a ticket or incident identifier
@@ -57,6 +57,7 @@ usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] [
   --all             every parked job that the filters keep
   --reason R        only jobs parked for reason R
   --class C         only jobs whose last failure was of class C
+  --key KEY         only jobs with key KEY
   --older-than DUR  only jobs parked for at least DUR
   --rate N/s        at most N jobs a second (default: 10/s)
   --dry-run         print what would be redriven, change nothing

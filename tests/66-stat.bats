@@ -116,7 +116,7 @@ plain() {
 	run -0 --separate-stderr at_ms $T spool-stat --json
 	equals "$stderr" ""
 	diff -u - <(printf '%s\n' "$output") <<EOF
-{"now":$T,"paused":false,"timeout_ms":3600000,"new":0,"ready":0,"leased":0,"done":0,"dropped":0,"dead":0,"damaged":0,"quarantined":0,"hand_edits":0,"cycles2":0,"lag":0,"oldest_dead":0,"oldest_lease":0,"overdue":0,"redriven_queued":0,"redriven_done":0,"redriven_parked":0,"redriven_dropped":0,"dead_by_reason":{"permanent":0,"exhausted":0,"deadline":0,"side-effect":0,"cancelled":0},"dead_by_class":{"none":0,"transient":0,"rate-limited":0,"dependency-down":0,"invalid-input":0,"permission":0,"cancelled":0,"unknown-side-effect":0,"crashed":0,"timeout":0,"lease-expired":0},"audit_events":{"enqueue":0,"claim":0,"reclaim":0,"renew":0,"ok":0,"retry":0,"release":0,"park":0,"supersede":0,"redrive":0,"drop":0,"cancel":0,"purge":0,"pause":0,"resume":0,"restore":0,"rebuild":0},"last_action":null}
+{"now":$T,"paused":false,"timeout_ms":3600000,"new":0,"ready":0,"leased":0,"done":0,"dropped":0,"dead":0,"damaged":0,"quarantined":0,"hand_edits":0,"cycles2":0,"lag":0,"oldest_dead":0,"oldest_lease":0,"overdue":0,"redriven_queued":0,"redriven_done":0,"redriven_parked":0,"redriven_dropped":0,"dead_by_reason":{"permanent":0,"exhausted":0,"deadline":0,"side-effect":0,"cancelled":0},"dead_by_class":{"none":0,"transient":0,"rate-limited":0,"dependency-down":0,"invalid-input":0,"permission":0,"cancelled":0,"unknown-side-effect":0,"crashed":0,"timeout":0,"lease-expired":0},"audit_events":{"enqueue":0,"claim":0,"reclaim":0,"renew":0,"ok":0,"retry":0,"release":0,"park":0,"supersede":0,"redrive":0,"drop":0,"cancel":0,"purge":0,"pause":0,"resume":0,"restore":0,"rebuild":0},"keys":{},"last_action":null}
 EOF
 	jq -e . <<<"$output" >/dev/null
 }

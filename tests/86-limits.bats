@@ -156,6 +156,48 @@ plain  #0     -     now  -      1s   1    -   -     -"
 	equals "$(snapshot)" "$before"
 }
 
+@test "spool-stat shows each key with a limit or a rate: leased, the bound, waiting and the oldest's age" {
+	printf '%s\n' 'limit.k=2' 'rate.r=5/1m' >>"$SPOOL_DIR/config"
+	enq k1 $T --key k
+	enq k2 $((T + 100)) --key k
+	enq k3 $((T + 200)) --key k
+	enq r1 $((T + 300)) --key r
+	enq other $((T + 400)) --key other
+	run -0 at_ms $((T + 1000)) spool-claim -n 2 --owner w1
+	run -0 --separate-stderr at_ms $((T + 61200)) spool-stat
+	equals "$stderr" ""
+	equals "$(grep '^key ' <<<"$output")" "$(printf '%-31s %s\n' \
+	    'key k' '2 leased of 2, 1 waiting, oldest 1m01s' \
+	    'key r' '0 leased, rate 5/1m, 1 waiting, oldest 1m00s')"
+	run -0 at_ms $((T + 61200)) spool-stat --json
+	equals "$(jq -c .keys <<<"$output")" '{"k":{"leased":2,"limit":2,"rate":null,"window_ms":null,"waiting":1,"oldest_waiting_ms":61000},"r":{"leased":0,"limit":null,"rate":5,"window_ms":60000,"waiting":1,"oldest_waiting_ms":60900}}'
+	run -0 at_ms $((T + 61200)) spool-stat --prom
+	promtool check metrics <<<"$output"
+	equals "$(grep '^spool_key_' <<<"$output" | sed "s|$(realpath "$SPOOL_DIR")|S|")" 'spool_key_leased_jobs{spool="S",key="k"} 2
+spool_key_leased_jobs{spool="S",key="r"} 0
+spool_key_limit{spool="S",key="k"} 2
+spool_key_waiting_jobs{spool="S",key="k"} 1
+spool_key_waiting_jobs{spool="S",key="r"} 1
+spool_key_oldest_waiting_seconds{spool="S",key="k"} 61
+spool_key_oldest_waiting_seconds{spool="S",key="r"} 60.900'
+}
+
+@test "spool-redrive --all --key redrives the parked jobs of one key" {
+	enq a1 $T --key a --max-attempts 1
+	enq a2 $((T + 100)) --key a --max-attempts 1
+	enq b1 $((T + 200)) --key b --max-attempts 1
+	run -0 at_ms $((T + 1000)) spool-claim -n 3 --owner w1
+	for id in a1 a2 b1; do
+		run -0 at_ms $((T + 2000)) spool-finish "$id" "$(lease_token "$id")" permanent
+	done
+	run -0 --separate-stderr at_ms $((T + 3000)) spool-redrive --by ops --note INC-9 --all --key a
+	equals "$output" "$(printf '%s\n' a1 a2)"
+	equals "$(ids_in new)" "$(printf '%s\n' a1 a2)"
+	equals "$(ids_in dead)" b1
+	run -100 --separate-stderr spool-redrive --by ops --note INC-9 --all --key 'a b'
+	equals "$stderr" "spool-redrive: --key: bad value (letters, digits, '.', '_', '-', starting with a letter or digit, at most 64 bytes)"
+}
+
 # The stress: four runners of -j 8 share limit.k=3 while runners are
 # killed at random.  Each handler counts, under a lock of its own, how many
 # handlers of its kind run at once: one whose process is gone no longer
