@@ -35,6 +35,7 @@
 #include <limits.h>
 #include <liburing.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -2046,16 +2047,33 @@ run_op(struct sys *s, long k)
 		errx(1, "spool-run exited with jobs due");
 }
 
+/*
+ * The handler spawned with s->procs in flight, by posix_spawn(3) as
+ * spool-run spawns it, so that the floor is not a fork of qbench and its
+ * libraries.
+ */
 static void
 spawn_many_op(struct sys *s, long k)
 {
 	char *argv[] = { (char *)truebin, NULL };
+	posix_spawn_file_actions_t fa;
 	long started = 0, ended = 0;
-	int st;
+	pid_t pid;
+	int st, e, fd;
 
+	if ((e = posix_spawn_file_actions_init(&fa)) != 0)
+		errx(1, "posix_spawn_file_actions_init: %s", strerror(e));
+	for (fd = 0; fd < 3; fd++)
+		if ((e = posix_spawn_file_actions_adddup2(&fa, devnull,
+		    fd)) != 0)
+			errx(1, "posix_spawn_file_actions_adddup2: %s",
+			    strerror(e));
 	while (ended < k) {
 		while (started < k && started - ended < s->procs) {
-			(void)start_quiet(argv);
+			if ((e = posix_spawn(&pid, truebin, &fa, NULL, argv,
+			    environ)) != 0)
+				errx(1, "posix_spawn %s: %s", truebin,
+				    strerror(e));
 			started++;
 		}
 		while (waitpid(-1, &st, 0) == -1)
@@ -2066,6 +2084,7 @@ spawn_many_op(struct sys *s, long k)
 			    WEXITSTATUS(st) : 128 + WTERMSIG(st));
 		ended++;
 	}
+	(void)posix_spawn_file_actions_destroy(&fa);
 }
 
 /* Name, setup, one round's work, its unit and default K. */
