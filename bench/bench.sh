@@ -293,7 +293,7 @@ flush_dev() {
 start_pg() {
 	pgdata=$1/data pgconn=
 	if [ "$(id -u)" != 0 ]; then
-		meta "pg_$2" "not run: the server must run as another user than root, which needs root"
+		meta "pg_$2" "not run: only root can start the server as another user"
 		return 1
 	fi
 	pgbin=
