@@ -1774,6 +1774,7 @@ many_pg_prep(struct sys *s)
 {
 	PGconn *c = pg_connect();
 
+	(void)s;
 	pg_exec(c, "SET client_min_messages = warning");
 	pg_exec(c, "CREATE TABLE IF NOT EXISTS jobs(id bigserial PRIMARY KEY, "
 	    "payload bytea NOT NULL, state text NOT NULL, "
@@ -1783,7 +1784,6 @@ many_pg_prep(struct sys *s)
 	pg_exec(c, "CREATE INDEX IF NOT EXISTS jobs_ready ON jobs(id) "
 	    "WHERE state = 'ready'");
 	PQfinish(c);
-	(void)s;
 }
 
 static void
