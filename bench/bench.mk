@@ -7,6 +7,8 @@
 #				10 minutes on 2 cores
 #	make bench-full		adds claim latency and peak RSS at 1,000,000
 #				jobs
+#	make bench-many		rows 10 and 11 alone: many workers, and
+#				spool-run
 #
 # Both exit 0 when every row ran, whether or not the targets were met; a
 # missed target is a MISS in the table, not a failure.  Results:
@@ -16,10 +18,13 @@ BENCH_BIN = bench/results/bin
 BENCH_TOOLS = $(BENCH_BIN)/qbench $(BENCH_BIN)/depth $(BENCH_BIN)/peakrss \
     $(BENCH_BIN)/sidecars $(BENCH_BIN)/true $(BENCH_BIN)/true-dyn
 
+# libpq's headers, where Debian's libpq-dev puts them.
+PQ_CPPFLAGS = -I/usr/include/postgresql
+
 $(BENCH_BIN)/qbench: bench/qbench.c bench/bench.h lib/spool.h lib/libspool.a
 	@mkdir -p $(BENCH_BIN)
-	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS) -o $@ bench/qbench.c \
-	    lib/libspool.a -lsqlite3 $(LDLIBS) -lpthread
+	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS) $(PQ_CPPFLAGS) -o $@ \
+	    bench/qbench.c lib/libspool.a -lsqlite3 -lpq $(LDLIBS) -lpthread
 
 $(BENCH_BIN)/depth: bench/depth.c bench/bench.h lib/spool.h lib/libspool.a
 	@mkdir -p $(BENCH_BIN)
@@ -45,7 +50,8 @@ $(BENCH_BIN)/true-dyn: bench/true.c
 	@mkdir -p $(BENCH_BIN)
 	$(CC) -O2 $(WARN) -o $@ bench/true.c -Wl,--no-as-needed $(LDLIBS)
 
-# SQLite's headers and shell, beanstalkd, nq and strace come from Debian:
+# SQLite's headers and shell, libpq's headers, PostgreSQL's server,
+# beanstalkd, nq and strace come from Debian:
 # bench/deps.sh installs them as root, or names them and stops.
 bench-deps:
 	@bench/deps.sh
@@ -59,9 +65,13 @@ bench: bench-tools
 bench-full: bench-tools
 	@BENCH_FULL=1 bench/bench.sh
 
+# Rows 10 and 11 alone: many workers, and spool-run.
+bench-many: bench-tools
+	@BENCH_ROWS=many bench/bench.sh
+
 clean: bench-clean
 
 bench-clean:
 	rm -f $(BENCH_TOOLS)
 
-.PHONY: bench bench-full bench-deps bench-tools bench-clean
+.PHONY: bench bench-full bench-many bench-deps bench-tools bench-clean

@@ -8,8 +8,10 @@
 # depth, 6 peak RSS of every command, 7 fsyncs per transition, 8 enqueue
 # speed right after a purge of 100,000 jobs, 9 the operator's view: the
 # listings, spool-stat and spool-fsck at 100,000 jobs (and 1,000,000)
-# beside every sidecar read once.  Rows 1-4 run on the default
-# file system and, when this is root and a loop device can be had, on a
+# beside every sidecar read once, 10 many workers on one spool against
+# SQLite-WAL, beanstalkd, PostgreSQL and their floor, 11 spool-run against
+# spawning its handler.  Rows 1-4, 10 and 11 run on the default file
+# system and, when this is root and a loop device can be had, on a
 # journaled ext4 made on a loop device here and removed at the end.
 #
 # The machine is shared: every comparison is timed side by side, the
@@ -39,7 +41,10 @@
 # that took),
 # BENCH_QUICK=1 (a smoke test of the suite itself: one round, short turns,
 # the depth and purge spools a hundredth of their size; its numbers are
-# not a measurement and the table says so).
+# not a measurement and the table says so).  Rows 10 and 11:
+# BENCH_MANY_PROCS ("1 4 16 64": the P of row 10), BENCH_MANY_SLICE (0.8 s
+# a turn), BENCH_MANY_ROUNDS (3), BENCH_ROWS=many (only rows 10 and 11:
+# make bench-many).
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,11 +62,22 @@ procs=${BENCH_PROCS:-4}
 mrounds=${BENCH_MEM_ROUNDS:-5}
 vrounds=${BENCH_VIEW_ROUNDS:-3}
 quick=${BENCH_QUICK:-0}
+mprocs=${BENCH_MANY_PROCS:-1 4 16 64}
+mslice=${BENCH_MANY_SLICE:-0.8}
+manyrounds=${BENCH_MANY_ROUNDS:-3}
+rows=${BENCH_ROWS:-all}
 scale=1 bfiles=10000 bclaims=1000
 if [ "$quick" = 1 ]; then
 	vrounds=1 rounds=1 brounds=1 mrounds=${BENCH_MEM_ROUNDS:-1} slice=0.1 \
-	    bslice=0.2 scale=100 bfiles=1000 bclaims=200
+	    bslice=0.2 scale=100 bfiles=1000 bclaims=200 \
+	    mprocs=${BENCH_MANY_PROCS:-1 4} mslice=${BENCH_MANY_SLICE:-0.2} \
+	    manyrounds=${BENCH_MANY_ROUNDS:-1}
 fi
+case $rows in
+all|many) ;;
+*)	echo "bench: BENCH_ROWS=$rows: want all or many" >&2
+	exit 2 ;;
+esac
 case $mrounds in
 ''|0|*[!0-9]*)
 	echo "bench: BENCH_MEM_ROUNDS=$mrounds: want a count from 1" >&2
@@ -71,6 +87,8 @@ start=$(date +%s)
 last=$start
 
 beanpid=
+pgpid=
+pgsock=
 loopdev=
 loopmnt=$work/loopfs
 img=$work/loop.img
@@ -102,6 +120,20 @@ stop_beanstalkd() {
 		kill "$beanpid" 2>/dev/null || true
 		wait "$beanpid" 2>/dev/null || true
 		beanpid=
+	fi
+}
+
+# PostgreSQL's fast shutdown, by its PID; then its socket directory.
+stop_pg() {
+	if [ -n "$pgpid" ]; then
+		kill -INT "$pgpid" 2>/dev/null || true
+		wait "$pgpid" 2>/dev/null || true
+		pgpid=
+	fi
+	if [ -n "$pgsock" ]; then
+		rm -f "$pgsock"/.s.PGSQL.* 2>/dev/null || true
+		rmdir "$pgsock" 2>/dev/null || true
+		pgsock=
 	fi
 }
 
@@ -137,6 +169,7 @@ cleanup() {
 	status=$?
 	trap - EXIT INT TERM
 	stop_beanstalkd
+	stop_pg
 	unmount_loop || status=1
 	if [ "${BENCH_KEEP:-0}" = 1 ]; then
 		say "scratch data kept in $work (BENCH_KEEP=1)"
@@ -238,6 +271,105 @@ cycle_rows() {
 	    floor-batch-cycle:2560 >>"$raw"
 	stop_beanstalkd
 	mark "$label batches"
+}
+
+# The block device whose flushes a directory's writes cost: the disk under
+# its file system (a partition's disk, which is where Linux counts
+# flushes), or nothing when there is none, as on tmpfs or overlayfs.
+flush_dev() {
+	mm=$(stat -c '%Hd:%Ld' "$1")
+	p=$(readlink -f "/sys/dev/block/$mm" 2>/dev/null) || return 0
+	[ -d "$p" ] || return 0
+	[ -e "$p/partition" ] && p=${p%/*}
+	echo "${p##*/}"
+}
+
+# PostgreSQL for row 10, with its data in $1: a cluster made there by
+# initdb, owned by an unprivileged user, since the server refuses root.
+# It listens on a unix socket in a directory of its own, no TCP.  fsync
+# and synchronous_commit are on, as they are by default; they are named
+# so that no configuration file can turn them off.  Sets pgconn, or says
+# in the table why the column is missing.
+start_pg() {
+	pgdata=$1/data pgconn=
+	if [ "$(id -u)" != 0 ]; then
+		meta "pg_$2" "not run: only root can start the server as another user"
+		return 1
+	fi
+	pgbin=
+	for d in /usr/lib/postgresql/*/bin; do
+		[ -x "$d/postgres" ] && pgbin=$d
+	done
+	if [ -z "$pgbin" ]; then
+		meta "pg_$2" "not run: no PostgreSQL server (Debian: postgresql)"
+		return 1
+	fi
+	pguser=postgres
+	id "$pguser" >/dev/null 2>&1 || pguser=nobody
+	pggroup=$(id -gn "$pguser")
+	mkdir -p "$pgdata"
+	chown "$pguser:$pggroup" "$pgdata"
+	chmod 700 "$pgdata"
+	pgsock=$(mktemp -d /tmp/spool-bench-pg.XXXXXX)
+	chown "$pguser:$pggroup" "$pgsock"
+	if ! setpriv --reuid="$pguser" --regid="$pggroup" --clear-groups -- \
+	    "$pgbin/initdb" -D "$pgdata" -A trust -U bench -E UTF8 \
+	    --no-locale >"$1/initdb.log" 2>&1; then
+		meta "pg_$2" "not run: initdb failed: see $1/initdb.log"
+		return 1
+	fi
+	maxp=0
+	for p in $mprocs; do
+		[ "$p" -gt "$maxp" ] && maxp=$p
+	done
+	setpriv --reuid="$pguser" --regid="$pggroup" --clear-groups -- \
+	    "$pgbin/postgres" -D "$pgdata" -k "$pgsock" -p 5432 \
+	    -c listen_addresses= -c fsync=on -c synchronous_commit=on \
+	    -c max_connections=$((maxp + 10)) 2>"$1/postgres.log" &
+	pgpid=$!
+	i=0
+	while [ ! -S "$pgsock/.s.PGSQL.5432" ]; do
+		if ! kill -0 "$pgpid" 2>/dev/null || [ $i = 200 ]; then
+			stop_pg
+			meta "pg_$2" "not run: postgres did not start: see $1/postgres.log"
+			return 1
+		fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+	meta "pg_$2" "PostgreSQL $("$pgbin/postgres" -V | awk '{ print $3 }') as $pguser"
+	pgconn="host=$pgsock port=5432 user=bench dbname=postgres"
+}
+
+# Rows 10 and 11 on one file system: $1 its label, $2 a scratch directory.
+many_rows() {
+	label=$1 dir=$2/many
+	mkdir -p "$dir"
+	dev=$(flush_dev "$dir")
+	meta "flushdev_$label" "${dev:-none}"
+	systems="many-spool many-floor many-sqlite-wal"
+	set --
+	if command -v beanstalkd >/dev/null && start_beanstalkd "$dir/binlog"
+	then
+		systems="$systems many-beanstalk"
+	fi
+	if start_pg "$dir/pg" "$label"; then
+		set -- "$@" -q "$pgconn"
+		systems="$systems many-pg"
+	fi
+	[ -n "$dev" ] && set -- "$@" -F "$dev"
+	say "$label: many workers, P = $mprocs ($manyrounds rounds)"
+	# shellcheck disable=SC2086
+	"$tools/qbench" -l "$label-m" -w "$dir" -b "$bin" -p "${port:-0}" \
+	    -m "$mprocs" -r "$manyrounds" -T "$mslice" "$@" $systems >>"$raw"
+	stop_pg
+	stop_beanstalkd
+	mark "$label many workers"
+	say "$label: spool-run and its handler spawned ($manyrounds rounds)"
+	"$tools/qbench" -l "$label-r" -w "$dir" -b "$bin" -t "$tools/true" \
+	    -r "$manyrounds" -T "$mslice" run-j16 run-j1 spawn-16 \
+	    spawn-1 >>"$raw"
+	mark "$label runner"
 }
 
 # Wait for each process named; fail if any failed.
@@ -383,6 +515,12 @@ view_rows() {
 	done
 }
 
+finish_report() {
+	meta load_end "$(cut -d ' ' -f 1-3 /proc/loadavg)"
+	meta wall_seconds $(($(date +%s) - start))
+	awk -F, -f "$bench_dir/report.awk" -v res="$res" "$raw"
+}
+
 for tool in qbench depth peakrss sidecars true true-dyn; do
 	[ -x "$tools/$tool" ] || { echo "bench: $tools/$tool: run make" \
 	    "bench" >&2; exit 1; }
@@ -434,6 +572,10 @@ meta batch_slice "$bslice"
 meta procs "$procs"
 meta full "$full"
 meta quick "$quick"
+meta rows "$rows"
+meta many_procs "$mprocs"
+meta many_slice "$mslice"
+meta many_rounds "$manyrounds"
 meta leftover "$leftover"
 meta fs_default "$(fs_desc "$work")"
 for tool in sqlite3 nq beanstalkd strace; do
@@ -473,12 +615,15 @@ else
 fi
 mark setup
 
-cycle_rows default "$work/default"
+[ "$rows" = all ] && cycle_rows default "$work/default"
+many_rows default "$work/default"
 if [ $loop = yes ]; then
-	cycle_rows loop "$loopmnt/w"
+	[ "$rows" = all ] && cycle_rows loop "$loopmnt/w"
+	many_rows loop "$loopmnt/w"
 	unmount_loop
 	rm -f "$img"
 fi
+[ "$rows" = many ] && { finish_report; exit 0; }
 
 say "fsyncs per transition (strace)"
 "$bench_dir/fsyncs.sh" "$tbin" "$work/default/fsyncs" >>"$raw"
@@ -568,6 +713,4 @@ say "purge: enqueue after"
     -r 3 enq-lib:1024 enq-cli:30 >>"$raw"
 mark purge
 
-meta load_end "$(cut -d ' ' -f 1-3 /proc/loadavg)"
-meta wall_seconds $(($(date +%s) - start))
-awk -F, -f "$bench_dir/report.awk" -v res="$res" "$raw"
+finish_report

@@ -1,8 +1,10 @@
 #!/bin/sh
 # What make bench needs beyond the build: SQLite (its headers for the C
-# queue, its shell for the CLI queue), beanstalkd and nq (the rivals),
-# strace (fsyncs per transition), util-linux (findmnt) and, as root,
-# e2fsprogs and mount (the journaled loop file system).  As root on Debian
+# queue, its shell for the CLI queue), libpq's headers (the PostgreSQL
+# client in qbench), beanstalkd and nq (the rivals), strace (fsyncs per
+# transition), util-linux (findmnt, setpriv) and, as root, e2fsprogs and
+# mount (the journaled loop file system) and postgresql (the server of
+# row 10, which runs only as root).  As root on Debian
 # the missing packages are installed; otherwise this says exactly what to
 # install and fails.
 missing=
@@ -12,10 +14,14 @@ command -v beanstalkd >/dev/null 2>&1 || missing="$missing beanstalkd"
 command -v nq >/dev/null 2>&1 || missing="$missing nq"
 command -v strace >/dev/null 2>&1 || missing="$missing strace"
 command -v findmnt >/dev/null 2>&1 || missing="$missing util-linux"
-# The loop file system is made only as root.
+[ -f /usr/include/postgresql/libpq-fe.h ] || missing="$missing libpq-dev"
+# The loop file system is made, and PostgreSQL run, only as root.
 if [ "$(id -u)" = 0 ]; then
 	command -v mkfs.ext4 >/dev/null 2>&1 || missing="$missing e2fsprogs"
 	command -v losetup >/dev/null 2>&1 || missing="$missing mount"
+	command -v setpriv >/dev/null 2>&1 || missing="$missing util-linux"
+	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 ||
+	    missing="$missing postgresql"
 fi
 [ -f /usr/include/uuid/uuid.h ] || missing="$missing uuid-dev"
 command -v cc >/dev/null 2>&1 || missing="$missing gcc libc6-dev"

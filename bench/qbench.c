@@ -19,6 +19,7 @@
  * beanstalkd with its binlog fsync'd on every write (-f 0).
  */
 #define _GNU_SOURCE
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -30,8 +31,11 @@
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libpq-fe.h>
 #include <limits.h>
 #include <liburing.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -46,13 +50,14 @@
 #define BATCH		SPOOL_BATCH_MAX
 #define CLI_CLAIM_N	100	/* spool-claim -n, spool-finish - lines */
 #define OUT_MAX		65536
+#define MANY_MAX	128	/* -m: the most processes a turn */
 
 extern char **environ;
 
 static const char *label = "default";
 static const char *workdir, *bindir, *truebin, *truedyn, *target_spool;
 static char *sqlite3_bin, *nq_bin;
-static char *init_cmd, *enqueue_cmd, *claim_cmd, *finish_cmd;
+static char *init_cmd, *enqueue_cmd, *claim_cmd, *finish_cmd, *run_cmd;
 static char payload_path[PATH_MAX];
 static char payload[PAYLOAD_SIZE];
 static int devnull, bean_port, cli_files = 10000;
@@ -95,6 +100,13 @@ struct sys {
 	int where;		/* floor-dirsync: which side the file is on */
 	int fixed;		/* named with =K: -T does not resize it */
 	char **argv;		/* batch-cli-spool: spool-enqueue FILE ... */
+	/* many workers, and the runner */
+	struct pool *pool;	/* many-*: the workers, shared by every P */
+	int procs;		/* P: workers of a turn, or jobs in flight */
+	long ran;		/* >= 0: the cycles done, not K */
+	long own_fsyncs;	/* >= 0: the workers' fsyncs */
+	int dfd[8];		/* many-floor: its directories */
+	PGconn *pg;
 };
 
 /* snprintf into buf[size], or die: a cut path would name another file. */
@@ -1039,10 +1051,10 @@ stmt(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 		errx(1, "sqlite: %s: %s", sql, sqlite3_errmsg(db));
 }
 
+/* The queue's three statements, the same for one process and for many. */
 static void
-lib_sqlite_init(struct sys *s, int wal)
+sqlite_stmts(struct sys *s)
 {
-	db_open(s, wal);
 	stmt(s->db, "INSERT INTO jobs(payload, state, eligible) "
 	    "VALUES(?1, 'new', ?2)", &s->ins);
 	stmt(s->db, "UPDATE jobs SET state='leased', token=token+1, "
@@ -1051,6 +1063,13 @@ lib_sqlite_init(struct sys *s, int wal)
 	    "ORDER BY eligible, id LIMIT ?3) RETURNING id, token", &s->claim);
 	stmt(s->db, "UPDATE jobs SET state='done', lease_until=NULL "
 	    "WHERE id=?1 AND token=?2 AND state='leased'", &s->fin);
+}
+
+static void
+lib_sqlite_init(struct sys *s, int wal)
+{
+	db_open(s, wal);
+	sqlite_stmts(s);
 	if ((s->jobs = calloc(BATCH, sizeof(*s->jobs))) == NULL)
 		err(1, "calloc");
 }
@@ -1230,44 +1249,52 @@ bean_skip(struct sys *s, size_t n)
 	s->inlen -= n;
 }
 
-/* put, reserve, delete: beanstalkd's job cycle, one job at a time. */
+/* put, reserve, delete: beanstalkd's job cycle, each step's time added. */
 static void
-bean_op(struct sys *s, long k)
+bean_cycle(struct sys *s, double t[3])
 {
 	char cmd[PAYLOAD_SIZE + 64], line[256];
 	unsigned long long id, bytes;
-	double te = 0, tc = 0, tf = 0, t0;
+	double t0;
 	int n;
+
+	t0 = now_s();
+	n = snprintf(cmd, sizeof(cmd), "put 0 0 60 %d\r\n", PAYLOAD_SIZE);
+	memcpy(cmd + n, payload, PAYLOAD_SIZE);
+	memcpy(cmd + n + PAYLOAD_SIZE, "\r\n", 2);
+	write_all(s->sock, cmd, (size_t)n + PAYLOAD_SIZE + 2);
+	bean_line(s, line, sizeof(line));
+	if (strncmp(line, "INSERTED ", 9) != 0)
+		errx(1, "beanstalkd put: %s", line);
+	t[P_ENQ] += now_s() - t0;
+	t0 = now_s();
+	write_all(s->sock, "reserve\r\n", 9);
+	bean_line(s, line, sizeof(line));
+	if (sscanf(line, "RESERVED %llu %llu", &id, &bytes) != 2)
+		errx(1, "beanstalkd reserve: %s", line);
+	bean_skip(s, bytes + 2);
+	t[P_CLAIM] += now_s() - t0;
+	t0 = now_s();
+	n = snprintf(cmd, sizeof(cmd), "delete %llu\r\n", id);
+	write_all(s->sock, cmd, (size_t)n);
+	bean_line(s, line, sizeof(line));
+	if (strcmp(line, "DELETED") != 0)
+		errx(1, "beanstalkd delete: %s", line);
+	t[P_FIN] += now_s() - t0;
+}
+
+/* beanstalkd's cycles, one job at a time. */
+static void
+bean_op(struct sys *s, long k)
+{
+	double t[3] = { 0, 0, 0 };
 	long i;
 
-	for (i = 0; i < k; i++) {
-		t0 = now_s();
-		n = snprintf(cmd, sizeof(cmd), "put 0 0 60 %d\r\n", PAYLOAD_SIZE);
-		memcpy(cmd + n, payload, PAYLOAD_SIZE);
-		memcpy(cmd + n + PAYLOAD_SIZE, "\r\n", 2);
-		write_all(s->sock, cmd, (size_t)n + PAYLOAD_SIZE + 2);
-		bean_line(s, line, sizeof(line));
-		if (strncmp(line, "INSERTED ", 9) != 0)
-			errx(1, "beanstalkd put: %s", line);
-		te += now_s() - t0;
-		t0 = now_s();
-		write_all(s->sock, "reserve\r\n", 9);
-		bean_line(s, line, sizeof(line));
-		if (sscanf(line, "RESERVED %llu %llu", &id, &bytes) != 2)
-			errx(1, "beanstalkd reserve: %s", line);
-		bean_skip(s, bytes + 2);
-		tc += now_s() - t0;
-		t0 = now_s();
-		n = snprintf(cmd, sizeof(cmd), "delete %llu\r\n", id);
-		write_all(s->sock, cmd, (size_t)n);
-		bean_line(s, line, sizeof(line));
-		if (strcmp(line, "DELETED") != 0)
-			errx(1, "beanstalkd delete: %s", line);
-		tf += now_s() - t0;
-	}
-	phase(s, "enqueue", k, te, -1);
-	phase(s, "claim", k, tc, -1);
-	phase(s, "finish", k, tf, -1);
+	for (i = 0; i < k; i++)
+		bean_cycle(s, t);
+	phase(s, "enqueue", k, t[P_ENQ], -1);
+	phase(s, "claim", k, t[P_CLAIM], -1);
+	phase(s, "finish", k, t[P_FIN], -1);
 }
 
 /*
@@ -1382,6 +1409,684 @@ enq_cli_op(struct sys *s, long k)
 		run_ok(enq, NULL, devnull);
 }
 
+/*
+ * Many workers (row 10): P processes on one spool or one database, each
+ * looping over the job cycle, all released at once and stopped by the
+ * clock.  A pool of workers is forked once for each system, as many as the
+ * largest P; a turn at P sets its first P to work for -T seconds (half in
+ * the warm-up).  A worker answers with its cycles, the time its last cycle
+ * ended and, for spool, its fsyncs.  The turn's time runs from the release
+ * to the last cycle's end.  With -F DEV, the device's flushes over the turn
+ * come from /proc/diskstats.
+ */
+struct order {
+	double until;		/* no new cycle from then on */
+};
+
+struct reply {
+	long cycles;
+	long fsyncs;
+	double end;
+};
+
+struct pool {
+	struct sys proto;	/* the workers' common state, as forked */
+	void (*prep)(struct sys *);	/* once, in qbench: the data */
+	void (*setup)(struct sys *);	/* in each worker: its handle */
+	void (*cycle)(struct sys *);
+	int counts;		/* the library counts its fsyncs */
+	int n;			/* workers started */
+	int fd[MANY_MAX];	/* qbench's end of each worker's socket */
+};
+
+static int procs[8], nprocs;	/* -m: the P of each turn */
+static double turn_slice;	/* -T */
+static const char *pg_conninfo;	/* -q */
+static const char *flush_dev;	/* -F */
+static int pool_fds[5 * MANY_MAX], npool_fds;
+
+/*
+ * The flush requests the device has completed: the 16th field after its
+ * name in /proc/diskstats (Linux 5.5 on; the 15th is the time spent on
+ * discards), or -1.
+ */
+static long long
+flushes_now(void)
+{
+	char line[512], name[64], *p, *f;
+	long long v = -1;
+	FILE *fp;
+	int i;
+
+	if (flush_dev == NULL || (fp = fopen("/proc/diskstats", "re")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		if (sscanf(line, "%*u %*u %63s", name) != 1 ||
+		    strcmp(name, flush_dev) != 0)
+			continue;
+		p = strstr(line, name) + strlen(name);
+		for (i = 0; (f = strtok(i == 0 ? p : NULL, " \n")) != NULL;
+		    i++)
+			if (i == 15) {
+				v = atoll(f);
+				break;
+			}
+		break;
+	}
+	(void)fclose(fp);
+	return v;
+}
+
+/* A whole message from a worker; 0 if it is gone. */
+static int
+recv_all(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+	ssize_t r;
+
+	while (n > 0) {
+		if ((r = read(fd, p, n)) == -1) {
+			if (errno == EINTR)
+				continue;
+			err(1, "read from a worker");
+		}
+		if (r == 0)
+			return 0;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 1;
+}
+
+static void
+worker_main(struct pool *pl, int fd)
+{
+	struct order o;
+	struct reply r;
+	struct sys w = pl->proto;
+	unsigned long f0;
+
+	(void)prctl(PR_SET_PDEATHSIG, SIGTERM);
+	pl->setup(&w);
+	memset(&r, 0, sizeof(r));
+	write_all(fd, &r, sizeof(r));
+	while (recv_all(fd, &o, sizeof(o))) {
+		f0 = fsyncs_now();
+		r.cycles = 0;
+		do {
+			pl->cycle(&w);
+			r.cycles++;
+		} while (now_s() < o.until);
+		r.end = now_s();
+		r.fsyncs = (long)(fsyncs_now() - f0);
+		write_all(fd, &r, sizeof(r));
+	}
+	_exit(0);
+}
+
+/* Fork the pool's workers and wait until each has its handle. */
+static void
+pool_start(struct pool *pl, int n)
+{
+	struct reply r;
+	pid_t pid;
+	int sv[2], i;
+
+	pl->prep(&pl->proto);
+	if (fflush(stdout) == EOF)
+		err(1, "stdout");
+	for (i = 0; i < n; i++) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
+			err(1, "socketpair");
+		if ((pid = fork()) == -1)
+			err(1, "fork");
+		if (pid == 0) {
+			while (npool_fds > 0)
+				(void)close(pool_fds[--npool_fds]);
+			(void)close(sv[0]);
+			worker_main(pl, sv[1]);
+		}
+		(void)close(sv[1]);
+		pl->fd[i] = pool_fds[npool_fds++] = sv[0];
+	}
+	for (i = 0; i < n; i++)
+		if (!recv_all(pl->fd[i], &r, sizeof(r)))
+			errx(1, "%s: a worker failed to start", pl->proto.name);
+	pl->n = n;
+}
+
+static void
+many_init(struct sys *s)
+{
+	int i, max = 0;
+
+	if (s->pool->n > 0)
+		return;
+	for (i = 0; i < nprocs; i++)
+		if (procs[i] > max)
+			max = procs[i];
+	pool_start(s->pool, max);
+}
+
+static void
+many_op(struct sys *s, long k)
+{
+	struct pool *pl = s->pool;
+	struct order o;
+	struct reply r;
+	long long fl0, fl1;
+	double t0, end = 0;
+	long n = 0, f = 0;
+	int i;
+
+	(void)k;
+	fl0 = flushes_now();
+	t0 = now_s();
+	o.until = t0 + (s->round == 0 ? turn_slice / 2 : turn_slice);
+	for (i = 0; i < s->procs; i++)
+		write_all(pl->fd[i], &o, sizeof(o));
+	for (i = 0; i < s->procs; i++) {
+		if (!recv_all(pl->fd[i], &r, sizeof(r)))
+			errx(1, "%s: a worker died", s->name);
+		n += r.cycles;
+		f += r.fsyncs;
+		if (r.end > end)
+			end = r.end;
+	}
+	fl1 = flushes_now();
+	s->own_seconds = end - t0;
+	s->ran = n;
+	s->own_fsyncs = pl->counts ? f : -1;
+	if (fl0 >= 0 && fl1 >= fl0)
+		printf("flush,%s,%s,%d,%ld,%lld\n", label, s->name, s->round, n,
+		    fl1 - fl0);
+}
+
+/* spool: P library processes on one spool, a job a cycle. */
+static void
+many_spool_prep(struct sys *s)
+{
+	spool_make(s);
+}
+
+static void
+many_spool_setup(struct sys *s)
+{
+	if ((s->sp = spool_open(s->dir)) == NULL)
+		err(1, "spool_open %s", s->dir);
+	payload_fds(s);
+}
+
+/*
+ * A claim finds nothing while every due job is locked by another worker:
+ * it asks again.
+ */
+static void
+many_spool_cycle(struct sys *s)
+{
+	struct spool_claim_opts opts = { 0, "bench" };
+	size_t m = 0;
+
+	lib_enqueue(s, 1);
+	while (m == 0)
+		if (spool_claim(s->sp, &opts, s->leases, 1, &m) == -1)
+			err(1, "spool_claim");
+	memset(&s->fins[0], 0, sizeof(s->fins[0]));
+	s->fins[0].id = s->leases[0].id;
+	s->fins[0].token = s->leases[0].token;
+	s->fins[0].outcome = SPOOL_OK;
+	s->fins[0].delay_ms = -1;
+	if (spool_finish(s->sp, s->fins, 1) == -1)
+		err(1, "spool_finish");
+	if (s->fins[0].res.status != 0)
+		errx(1, "spool_finish: %s: status %d errno %d", s->fins[0].id,
+		    s->fins[0].res.status, s->fins[0].res.err);
+	spool_free_leases(s->leases, 1);
+}
+
+/* SQLite-WAL: one database, a connection a worker, waits by busy_timeout. */
+static void
+many_sqlite_prep(struct sys *s)
+{
+	db_open(s, 1);
+	sqlite3_close(s->db);
+	s->db = NULL;
+}
+
+static void
+many_sqlite_setup(struct sys *s)
+{
+	char path[PATH_MAX];
+
+	pathf(path, sizeof(path), "%s/queue.db", s->dir);
+	if (sqlite3_open(path, &s->db) != SQLITE_OK)
+		errx(1, "%s: %s", path, sqlite3_errmsg(s->db));
+	sqlite3_busy_timeout(s->db, 60000);
+	db_exec(s->db, "PRAGMA synchronous=FULL");
+	sqlite_stmts(s);
+	if ((s->fds[0] = open(payload_path, O_RDONLY | O_CLOEXEC)) == -1)
+		err(1, "%s", payload_path);
+}
+
+static void
+many_sqlite_cycle(struct sys *s)
+{
+	char buf[PAYLOAD_SIZE];
+	long long id = 0, tok = 0, now;
+	int got = 0;
+
+	if (pread(s->fds[0], buf, sizeof(buf), 0) != (ssize_t)sizeof(buf))
+		err(1, "pread payload");
+	sqlite3_bind_blob(s->ins, 1, buf, sizeof(buf), SQLITE_STATIC);
+	sqlite3_bind_int64(s->ins, 2, now_ms());
+	step_done(s->db, s->ins);
+	while (!got) {
+		now = now_ms();
+		db_exec(s->db, "BEGIN IMMEDIATE");
+		sqlite3_bind_int64(s->claim, 1, now + 30000);
+		sqlite3_bind_int64(s->claim, 2, now);
+		sqlite3_bind_int64(s->claim, 3, 1);
+		if (sqlite3_step(s->claim) == SQLITE_ROW) {
+			id = sqlite3_column_int64(s->claim, 0);
+			tok = sqlite3_column_int64(s->claim, 1);
+			got = 1;
+		}
+		(void)sqlite3_reset(s->claim);
+		db_exec(s->db, "COMMIT");
+	}
+	sqlite3_bind_int64(s->fin, 1, id);
+	sqlite3_bind_int64(s->fin, 2, tok);
+	step_done(s->db, s->fin);
+	if (sqlite3_changes(s->db) != 1)
+		errx(1, "sqlite finish: %lld not leased", id);
+}
+
+/* beanstalkd -f 0: a client a worker. */
+static void
+many_bean_prep(struct sys *s)
+{
+	if (bean_port == 0)
+		errx(1, "%s needs -p PORT", s->name);
+}
+
+static void
+many_bean_cycle(struct sys *s)
+{
+	double t[3] = { 0, 0, 0 };
+
+	bean_cycle(s, t);
+}
+
+/*
+ * PostgreSQL: a connection a worker, each statement its own transaction,
+ * committed with fsync=on and synchronous_commit=on (the server's
+ * settings, which bench.sh gives).  A claim takes the oldest ready row
+ * that no other claim holds: SELECT ... FOR UPDATE SKIP LOCKED.
+ */
+static void
+pg_die(PGconn *c, const char *what)
+{
+	char *m = PQerrorMessage(c);
+
+	errx(1, "postgresql: %s: %.*s", what, (int)strcspn(m, "\n"), m);
+}
+
+static PGconn *
+pg_connect(void)
+{
+	double give_up = now_s() + 20;
+	PGconn *c;
+
+	if (pg_conninfo == NULL)
+		errx(1, "many-pg needs -q CONNINFO");
+	/* The script has just started the server: wait for it. */
+	for (;;) {
+		c = PQconnectdb(pg_conninfo);
+		if (PQstatus(c) == CONNECTION_OK)
+			return c;
+		if (now_s() > give_up)
+			pg_die(c, "connect");
+		PQfinish(c);
+		(void)usleep(50000);
+	}
+}
+
+static void
+pg_ok(PGconn *c, PGresult *res, const char *what)
+{
+	ExecStatusType st = PQresultStatus(res);
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		pg_die(c, what);
+}
+
+static void
+pg_exec(PGconn *c, const char *sql)
+{
+	PGresult *res = PQexec(c, sql);
+
+	pg_ok(c, res, sql);
+	PQclear(res);
+}
+
+static void
+many_pg_prep(struct sys *s)
+{
+	PGconn *c = pg_connect();
+
+	(void)s;
+	pg_exec(c, "SET client_min_messages = warning");
+	pg_exec(c, "CREATE TABLE IF NOT EXISTS jobs(id bigserial PRIMARY KEY, "
+	    "payload bytea NOT NULL, state text NOT NULL, "
+	    "token bigint NOT NULL DEFAULT 0, "
+	    "attempts integer NOT NULL DEFAULT 0, "
+	    "lease_until timestamptz, owner text)");
+	pg_exec(c, "CREATE INDEX IF NOT EXISTS jobs_ready ON jobs(id) "
+	    "WHERE state = 'ready'");
+	PQfinish(c);
+}
+
+static void
+pg_prepare(PGconn *c, const char *name, const char *sql, int n)
+{
+	PGresult *res = PQprepare(c, name, sql, n, NULL);
+
+	pg_ok(c, res, name);
+	PQclear(res);
+}
+
+static void
+many_pg_setup(struct sys *s)
+{
+	s->pg = pg_connect();
+	pg_prepare(s->pg, "ins", "INSERT INTO jobs(payload, state) "
+	    "VALUES($1, 'ready')", 1);
+	pg_prepare(s->pg, "claim", "UPDATE jobs SET state = 'running', "
+	    "token = token + 1, attempts = attempts + 1, owner = 'bench', "
+	    "lease_until = now() + interval '30 s' WHERE id = "
+	    "(SELECT id FROM jobs WHERE state = 'ready' ORDER BY id "
+	    "FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id, token", 0);
+	pg_prepare(s->pg, "fin", "UPDATE jobs SET state = 'done', "
+	    "lease_until = NULL WHERE id = $1 AND token = $2 AND "
+	    "state = 'running'", 2);
+}
+
+/* A claim finds nothing while every ready row is held: it asks again. */
+static void
+many_pg_cycle(struct sys *s)
+{
+	const char *vals[2];
+	int lens[2] = { PAYLOAD_SIZE, 0 }, fmts[2] = { 1, 0 };
+	char id[32], tok[32];
+	PGresult *res;
+
+	vals[0] = payload;
+	res = PQexecPrepared(s->pg, "ins", 1, vals, lens, fmts, 0);
+	pg_ok(s->pg, res, "insert");
+	PQclear(res);
+	for (;;) {
+		res = PQexecPrepared(s->pg, "claim", 0, NULL, NULL, NULL, 0);
+		pg_ok(s->pg, res, "claim");
+		if (PQntuples(res) == 1)
+			break;
+		PQclear(res);
+	}
+	pathf(id, sizeof(id), "%s", PQgetvalue(res, 0, 0));
+	pathf(tok, sizeof(tok), "%s", PQgetvalue(res, 0, 1));
+	PQclear(res);
+	vals[0] = id;
+	vals[1] = tok;
+	res = PQexecPrepared(s->pg, "fin", 2, vals, NULL, NULL, 0);
+	pg_ok(s->pg, res, "finish");
+	if (strcmp(PQcmdTuples(res), "1") != 0)
+		errx(1, "postgresql finish: job %s not running", id);
+	PQclear(res);
+}
+
+/*
+ * The floor: the file work of one job's cycle as this layout does it, and
+ * nothing else.  All workers share the directories and one audit log, as
+ * a spool's processes on one host do.  The bucket path is fixed, so no
+ * bucket is made or removed; nothing is locked or read.  A cycle's four
+ * waits each submit their syncs side by side through io_uring and wait
+ * once (spool-layout.md, "fsyncs per transition"):
+ *
+ *	enqueue: payload + sidecar + tmp/ + meta/;
+ *	         audit log + the leaf + the middle and top buckets + new/;
+ *	claim:   sidecar + audit log + leased/;
+ *	finish:  sidecar + audit log + done/.
+ */
+enum { D_TMP, D_META, D_NEW, D_TOP, D_MID, D_LEAF, D_LEASED, D_DONE, D_N };
+_Static_assert(D_N <= 8, "struct sys has dfd[8]");
+
+static const char *const floor_dirs[D_N] = {
+	"tmp", "meta", "new", "new/00000000", "new/00000000/000",
+	"new/00000000/000/000", "leased", "done"
+};
+
+static void
+many_floor_prep(struct sys *s)
+{
+	int i;
+
+	sys_dir(s);
+	for (i = 0; i < D_N; i++)
+		(void)close(open_dir(s->dir, floor_dirs[i]));
+}
+
+static void
+many_floor_setup(struct sys *s)
+{
+	char path[PATH_MAX];
+	int i, r;
+
+	for (i = 0; i < D_N; i++)
+		s->dfd[i] = open_dir(s->dir, floor_dirs[i]);
+	pathf(path, sizeof(path), "%s/audit.log", s->dir);
+	if ((s->logfd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0666)) == -1)
+		err(1, "%s", path);
+	if ((r = io_uring_queue_init(8, &s->ring, 0)) < 0)
+		errx(1, "io_uring_queue_init: %s", strerror(-r));
+}
+
+/* Sync n files side by side, waited for once; data[i]: an fdatasync. */
+static void
+ring_syncs(struct io_uring *ring, const int *fds, const int *data, int n)
+{
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	int j;
+
+	for (j = 0; j < n; j++) {
+		sqe = io_uring_get_sqe(ring);
+		io_uring_prep_fsync(sqe, fds[j], data[j] ?
+		    IORING_FSYNC_DATASYNC : 0);
+	}
+	if (io_uring_submit_and_wait(ring, n) != n)
+		errx(1, "io_uring_submit_and_wait");
+	for (j = 0; j < n; j++) {
+		if (io_uring_wait_cqe(ring, &cqe) < 0 || cqe->res < 0)
+			errx(1, "a sync through the ring failed");
+		io_uring_cqe_seen(ring, cqe);
+	}
+}
+
+static void
+floor_line(struct sys *s, int fd, const char *ev, const char *id)
+{
+	char line[PAYLOAD_SIZE];
+	int n;
+
+	n = snprintf(line, sizeof(line), "t=1796026336000 ev=%s id=%s\n", ev,
+	    id);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		errx(1, "floor line too long");
+	write_all(fd, line, (size_t)n);
+	write_all(s->logfd, line, (size_t)n);
+}
+
+static void
+many_floor_cycle(struct sys *s)
+{
+	static const int one[5] = { 1, 1, 0, 0, 0 };
+	char id[64], tmpn[96], newn[96], leased[96];
+	int fd, sc, fds[5];
+	long seq = s->seq++;
+
+	pathf(id, sizeof(id), "f%d.%ld", (int)getpid(), seq);
+	pathf(tmpn, sizeof(tmpn), "%s,%d.%ld", id, (int)getpid(), seq);
+	pathf(newn, sizeof(newn), "%s,1796026336000", id);
+	pathf(leased, sizeof(leased), "%s,1", id);
+	if ((fd = openat(s->dfd[D_TMP], tmpn, O_WRONLY | O_CREAT | O_EXCL |
+	    O_CLOEXEC, 0444)) == -1)
+		err(1, "tmp/%s", tmpn);
+	write_all(fd, payload, sizeof(payload));
+	if ((sc = openat(s->dfd[D_META], id, O_WRONLY | O_CREAT | O_APPEND |
+	    O_CLOEXEC, 0644)) == -1)
+		err(1, "meta/%s", id);
+	write_all(sc, "ev=enqueue\n", 11);
+	fds[0] = fd;
+	fds[1] = sc;
+	fds[2] = s->dfd[D_TMP];
+	fds[3] = s->dfd[D_META];
+	ring_syncs(&s->ring, fds, one, 4);
+	(void)close(fd);
+	if (renameat(s->dfd[D_TMP], tmpn, s->dfd[D_LEAF], newn) == -1)
+		err(1, "rename into new/");
+	write_all(s->logfd, "ev=enqueue\n", 11);
+	fds[0] = s->logfd;
+	fds[1] = s->dfd[D_LEAF];
+	fds[2] = s->dfd[D_MID];
+	fds[3] = s->dfd[D_TOP];
+	fds[4] = s->dfd[D_NEW];
+	ring_syncs(&s->ring, fds, one, 5);
+	if (renameat(s->dfd[D_LEAF], newn, s->dfd[D_LEASED], leased) == -1)
+		err(1, "rename into leased/");
+	floor_line(s, sc, "claim", id);
+	fds[0] = sc;
+	fds[1] = s->logfd;
+	fds[2] = s->dfd[D_LEASED];
+	ring_syncs(&s->ring, fds, one, 3);
+	if (renameat(s->dfd[D_LEASED], leased, s->dfd[D_DONE], id) == -1)
+		err(1, "rename into done/");
+	floor_line(s, sc, "ok", id);
+	fds[2] = s->dfd[D_DONE];
+	ring_syncs(&s->ring, fds, one, 3);
+	(void)close(sc);
+}
+
+static struct pool pools[] = {
+	{ .proto = { .name = "many-spool" }, .prep = many_spool_prep,
+	    .setup = many_spool_setup, .cycle = many_spool_cycle, .counts = 1 },
+	{ .proto = { .name = "many-sqlite-wal" }, .prep = many_sqlite_prep,
+	    .setup = many_sqlite_setup, .cycle = many_sqlite_cycle },
+	{ .proto = { .name = "many-beanstalk" }, .prep = many_bean_prep,
+	    .setup = bean_init, .cycle = many_bean_cycle },
+	{ .proto = { .name = "many-pg" }, .prep = many_pg_prep,
+	    .setup = many_pg_setup, .cycle = many_pg_cycle },
+	{ .proto = { .name = "many-floor" }, .prep = many_floor_prep,
+	    .setup = many_floor_setup, .cycle = many_floor_cycle },
+};
+
+/*
+ * The runner (row 11): spool-run -j N with a no-op handler, draining jobs
+ * enqueued untimed before it starts (--idle-exit 0: it exits once nothing
+ * is due and no handler runs).  Beside it, the handler spawned with N in
+ * flight and nothing else.
+ */
+static void
+run_init(struct sys *s)
+{
+	if (truebin == NULL)
+		errx(1, "%s needs -t TRUE", s->name);
+	lib_spool_init(s);
+	run_cmd = cmd_path("spool-run");
+}
+
+/* argv with stdin and stdout on /dev/null, and stderr too. */
+static pid_t
+start_quiet(char *const argv[])
+{
+	pid_t pid;
+
+	if ((pid = fork()) == -1)
+		err(1, "fork");
+	if (pid == 0) {
+		if (dup2(devnull, 0) == -1 || dup2(devnull, 1) == -1 ||
+		    dup2(devnull, 2) == -1)
+			_exit(126);
+		execve(argv[0], argv, environ);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void
+run_op(struct sys *s, long k)
+{
+	struct spool_claim_opts opts = { 0, "bench" };
+	char jobs[16];
+	char *argv[] = { run_cmd, "-d", s->dir, "-j", jobs, "--idle-exit", "0",
+	    "--", (char *)truebin, NULL };
+	double t0;
+	size_t m;
+	long i;
+	int st;
+
+	for (i = 0; i < k; i += BATCH)
+		lib_enqueue(s, k - i < BATCH ? (size_t)(k - i) : BATCH);
+	pathf(jobs, sizeof(jobs), "%d", s->procs);
+	t0 = now_s();
+	if ((st = reap(start_quiet(argv))) != 0)
+		errx(1, "spool-run exited %d", st);
+	s->own_seconds = now_s() - t0;
+	if (spool_claim(s->sp, &opts, s->leases, 1, &m) == -1)
+		err(1, "spool_claim");
+	if (m != 0)
+		errx(1, "spool-run exited with jobs due");
+}
+
+/*
+ * The handler spawned with s->procs in flight, by posix_spawn(3) as
+ * spool-run spawns it, so that the floor is not a fork of qbench and its
+ * libraries.
+ */
+static void
+spawn_many_op(struct sys *s, long k)
+{
+	char *argv[] = { (char *)truebin, NULL };
+	posix_spawn_file_actions_t fa;
+	long started = 0, ended = 0;
+	pid_t pid;
+	int st, e, fd;
+
+	if ((e = posix_spawn_file_actions_init(&fa)) != 0)
+		errx(1, "posix_spawn_file_actions_init: %s", strerror(e));
+	for (fd = 0; fd < 3; fd++)
+		if ((e = posix_spawn_file_actions_adddup2(&fa, devnull,
+		    fd)) != 0)
+			errx(1, "posix_spawn_file_actions_adddup2: %s",
+			    strerror(e));
+	while (ended < k) {
+		while (started < k && started - ended < s->procs) {
+			if ((e = posix_spawn(&pid, truebin, &fa, NULL, argv,
+			    environ)) != 0)
+				errx(1, "posix_spawn %s: %s", truebin,
+				    strerror(e));
+			started++;
+		}
+		while (waitpid(-1, &st, 0) == -1)
+			if (errno != EINTR)
+				err(1, "waitpid");
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			errx(1, "%s exited %d", truebin, WIFEXITED(st) ?
+			    WEXITSTATUS(st) : 128 + WTERMSIG(st));
+		ended++;
+	}
+	(void)posix_spawn_file_actions_destroy(&fa);
+}
+
 /* Name, setup, one round's work, its unit and default K. */
 #define SYS(N, I, O, U, K) { .name = N, .init = I, .op = O, .unit = U, .k = K }
 static struct sys table[] = {
@@ -1412,6 +2117,14 @@ static struct sys table[] = {
 	SYS("batch-cli-spool", batch_cli_init, batch_cli_op, CLI_CLAIM_N, 10000),
 	SYS("enq-lib", lib_spool_init, enq_lib_op, BATCH, BATCH * 4),
 	SYS("enq-cli", cli_init, enq_cli_op, 1, 50),
+	{ .name = "run-j16", .init = run_init, .op = run_op, .unit = 1,
+	    .k = 200, .procs = 16 },
+	{ .name = "run-j1", .init = run_init, .op = run_op, .unit = 1,
+	    .k = 100, .procs = 1 },
+	{ .name = "spawn-16", .init = spawn_init, .op = spawn_many_op,
+	    .unit = 1, .k = 200, .procs = 16 },
+	{ .name = "spawn-1", .init = spawn_init, .op = spawn_many_op,
+	    .unit = 1, .k = 100, .procs = 1 },
 };
 
 static void
@@ -1419,7 +2132,8 @@ usage(void)
 {
 	fprintf(stderr, "usage: qbench -w WORKDIR -b BINDIR [-l LABEL] "
 	    "[-r ROUNDS] [-T SLICE] [-t TRUE] [-p PORT] [-f FILES] [-c CLAIMS] "
-	    "[-n FILES] [-u KIB] [-s SPOOL] SYSTEM[:K | =K] ...\n"
+	    "[-n FILES] [-u KIB] [-s SPOOL] [-m PROCS] [-q CONNINFO] [-F DEV] "
+	    "SYSTEM[:K | =K] ...\n"
 	    "       qbench -P -p PORT\n");
 	exit(2);
 }
@@ -1427,15 +2141,39 @@ usage(void)
 int
 main(int argc, char **argv)
 {
-	struct sys *run[32];
+	struct sys *run[64];
+	struct pool *kinds[sizeof(pools) / sizeof(pools[0])];
+	int nkinds = 0;
+	char *tok, *save;
 	struct spool_counters c0, c1;
 	double t0, secs;
 	double slice = 0;
 	int c, i, j, n = 0, rounds = 5, r, fd, probe = 0;
 	long k;
 
-	while ((c = getopt(argc, argv, "b:c:D:f:l:n:Pp:r:s:T:t:u:w:")) != -1) {
+	while ((c = getopt(argc, argv, "b:c:D:F:f:l:m:n:Pp:q:r:s:T:t:u:w:")) !=
+	    -1) {
 		switch (c) {
+		case 'F':
+			flush_dev = optarg;
+			break;
+		case 'm':
+			for (tok = strtok_r(optarg, " ,", &save); tok != NULL;
+			    tok = strtok_r(NULL, " ,", &save)) {
+				if (nprocs == (int)(sizeof(procs) /
+				    sizeof(procs[0])))
+					errx(2, "-m: too many counts");
+				procs[nprocs] = atoi(tok);
+				if (procs[nprocs] < 1 ||
+				    procs[nprocs] > MANY_MAX)
+					errx(2, "-m %s: want 1 to %d", tok,
+					    MANY_MAX);
+				nprocs++;
+			}
+			break;
+		case 'q':
+			pg_conninfo = optarg;
+			break;
 		case 'P':
 			probe = 1;
 			break;
@@ -1511,9 +2249,21 @@ main(int argc, char **argv)
 		err(1, "%s", payload_path);
 	write_all(fd, payload, sizeof(payload));
 	(void)close(fd);
+	turn_slice = slice > 0 ? slice : 1;
 	for (i = optind; i < argc; i++) {
 		char *colon = strpbrk(argv[i], ":=");
 		int fixed = colon != NULL && *colon == '=';
+
+		/* many-*: a turn for each -m count, added below. */
+		for (j = 0; j < (int)(sizeof(pools) / sizeof(pools[0])); j++)
+			if (strcmp(pools[j].proto.name, argv[i]) == 0)
+				break;
+		if (j < (int)(sizeof(pools) / sizeof(pools[0]))) {
+			if (nprocs == 0)
+				errx(2, "%s needs -m PROCS", argv[i]);
+			kinds[nkinds++] = &pools[j];
+			continue;
+		}
 
 		if (colon != NULL)
 			*colon = '\0';
@@ -1539,6 +2289,33 @@ main(int argc, char **argv)
 		run[n]->init(run[n]);
 		n++;
 	}
+	/* P by P, so that the systems at one P take turns next to each
+	 * other; a pool is forked at its first turn's set-up. */
+	for (i = 0; i < nprocs; i++)
+		for (j = 0; j < nkinds; j++) {
+			struct sys *m;
+			char *nm;
+
+			if (n == (int)(sizeof(run) / sizeof(run[0])))
+				errx(2, "too many systems");
+			if ((m = calloc(1, sizeof(*m))) == NULL)
+				err(1, "calloc");
+			if (asprintf(&nm, "%s-p%d", kinds[j]->proto.name,
+			    procs[i]) == -1)
+				err(1, "asprintf");
+			m->name = nm;
+			m->init = many_init;
+			m->op = many_op;
+			m->unit = 1;
+			m->k = 1;
+			m->fixed = 1;
+			m->pool = kinds[j];
+			m->procs = procs[i];
+			m->init(m);
+			run[n++] = m;
+		}
+	if (n == 0)
+		usage();
 	/*
 	 * Round 0 warms the caches with a fifth of the work (a twentieth
 	 * for a system named with =K: a big fixed step); it is not
@@ -1557,6 +2334,8 @@ main(int argc, char **argv)
 				k = s->unit;
 			s->round = r;
 			s->own_seconds = -1;
+			s->ran = -1;
+			s->own_fsyncs = -1;
 			spool_get_counters(&c0);
 			t0 = now_s();
 			s->op(s, k);
@@ -1579,7 +2358,8 @@ main(int argc, char **argv)
 			}
 			/* Commands count in their own processes: -1. */
 			printf("%s,%s,%d,%ld,%.9f,%ld,%ld\n", label, s->name, r,
-			    k, secs, s->sp != NULL ? (long)(c1.fsyncs -
+			    s->ran >= 0 ? s->ran : k, secs, s->own_fsyncs >= 0 ?
+			    s->own_fsyncs : s->sp != NULL ? (long)(c1.fsyncs -
 			    c0.fsyncs) : -1L, s->sp != NULL ? (long)(c1.renames -
 			    c0.renames) : -1L);
 			if (fflush(stdout) == EOF)

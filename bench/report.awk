@@ -63,7 +63,10 @@ function persec(us) {
 	return sprintf("%s/s (%s)", commas(1e6 / us), ms(us))
 }
 
+# With BENCH_ROWS=many, rows 1-9 ran not: their lines and targets are muted.
 function out(line) {
+	if (mute)
+		return
 	print line
 	print line > table
 }
@@ -92,7 +95,7 @@ function head(text) {
 
 # One number for results.csv and results.json.
 function metric(section, name, fs, value, unit) {
-	if (!have(value))
+	if (!have(value) || mute)
 		return
 	nm++
 	m_sec[nm] = section
@@ -105,6 +108,8 @@ function metric(section, name, fs, value, unit) {
 # One target: measured ratio, the bound, and whether it holds.
 # kind "min": ratio >= bound passes; "max": ratio <= bound passes.
 function target(name, fs, ratio, kind, bound, note,    r) {
+	if (mute)
+		return
 	nt++
 	t_name[nt] = name
 	t_fs[nt] = fs
@@ -119,6 +124,171 @@ function target(name, fs, ratio, kind, bound, note,    r) {
 	t_ratio[nt] = ratio
 	r = kind == "min" ? ratio >= bound : ratio <= bound
 	t_res[nt] = r ? "PASS" : "MISS"
+}
+
+# A cell of row 10: cycles/s, then the ratio to spool's time at that P.
+function mcell(us, ref) {
+	if (!have(us) || us <= 0)
+		return "-"
+	return sprintf("%s/s%s", commas(1e6 / us), have(ref) && ref > 0 ? \
+	    sprintf(" %.2f", us / ref) : "")
+}
+
+function mrow(label, cells) {
+	out(sprintf("  %-44s%s", label, cells))
+}
+
+# Rows 10 (many workers) and 11 (the runner): their table and targets.
+function many_rows(    k, L, M, R, i, j, P, key, np, mp, nk, mk, ml, line,
+    any, bound, r1, rn, rl) {
+	np = split(meta["many_procs"], mp, " ")
+	nk = split("spool floor sqlite-wal beanstalk pg", mk, " ")
+	ml["floor"] = "  its floor: the layout's file work alone"
+	ml["sqlite-wal"] = "SQLite-WAL in C, a connection each"
+	ml["beanstalk"] = "beanstalkd -f 0, a client each"
+	ml["pg"] = "PostgreSQL, FOR UPDATE SKIP LOCKED"
+	for (k = 1; k <= 2; k++) {
+		L = fsl[k]
+		M = L "-m"
+		for (i = 1; i <= np; i++) {
+			P = mp[i]
+			for (j = 1; j <= nk; j++) {
+				key = M SUBSEP "many-" mk[j] "-p" P
+				many[L, mk[j], P] = med(key)
+				manyfl[L, mk[j], P] = flc[key] ? \
+				    flsum[key] / flc[key] : ""
+			}
+			key = M SUBSEP "many-spool-p" P
+			manyf[L, P] = csum[key] ? fsum[key] / csum[key] : ""
+		}
+		R = L "-r"
+		split("run-j16 run-j1 spawn-16 spawn-1", rn, " ")
+		for (j = 1; j <= 4; j++)
+			runr[L, rn[j]] = med(R SUBSEP rn[j])
+	}
+
+	head("10 many workers: P processes on one spool or database, a job " \
+	    "a cycle (cycles/s, and ratio:")
+	out("   its time / spool's at that P; each P's systems take turns; " \
+	    "flushes: the device's, a cycle)")
+	for (k = 1; k <= 2; k++) {
+		L = fsl[k]
+		any = 0
+		for (i = 1; i <= np; i++)
+			any += have(many[L, "spool", mp[i]])
+		if (!any)
+			continue
+		line = ""
+		for (i = 1; i <= np; i++)
+			line = line sprintf("%-18s", "P=" mp[i])
+		mrow(L == "loop" ? "loop fs (journaled ext4)" : "default fs",
+		    line)
+		line = ""
+		for (i = 1; i <= np; i++)
+			line = line sprintf("%-18s",
+			    mcell(many[L, "spool", mp[i]], ""))
+		mrow("spool: libspool, a process each", line)
+		line = ""
+		for (i = 1; i <= np; i++)
+			line = line sprintf("%-18s", have(manyf[L, mp[i]]) ? \
+			    sprintf("%.2f", manyf[L, mp[i]]) : "-")
+		mrow("  fsyncs a cycle", line)
+		line = ""
+		for (i = 1; i <= np; i++)
+			line = line sprintf("%-18s",
+			    have(many[L, "spool", mp[i]]) && \
+			    have(many[L, "spool", mp[1]]) ? sprintf("%.2f",
+			    many[L, "spool", mp[1]] / many[L, "spool", mp[i]]) : \
+			    "-")
+		mrow(sprintf("  its speed / its speed at P=%s", mp[1]), line)
+		for (j = 2; j <= nk; j++) {
+			line = ""
+			for (i = 1; i <= np; i++)
+				line = line sprintf("%-18s",
+				    mcell(many[L, mk[j], mp[i]],
+				    many[L, "spool", mp[i]]))
+			mrow(ml[mk[j]], line)
+		}
+		if (meta["pg_" L] != "" && meta["pg_" L] !~ /^PostgreSQL/)
+			mrow("  PostgreSQL " meta["pg_" L], "")
+		for (j = 1; j <= nk; j++) {
+			line = ""
+			for (i = 1; i <= np; i++)
+				line = line sprintf("%-18s",
+				    have(manyfl[L, mk[j], mp[i]]) ? sprintf("%.2f",
+				    manyfl[L, mk[j], mp[i]]) : "-")
+			mrow(sprintf("flushes a cycle on %s: %s",
+			    meta["flushdev_" L], mk[j]), line)
+		}
+	}
+
+	head("11 spool-run -j N and a no-op handler, on a spool filled " \
+	    "before (jobs/s; ratio: spawn's time / spool-run's)")
+	hdr2("", "default fs", loop_ok ? "loop fs (journaled ext4)" : "")
+	row("spool-run -j 16 --idle-exit 0", persec(runr["default", "run-j16"]),
+	    persec(runr["loop", "run-j16"]))
+	row("  the handler spawned, 16 in flight, nothing else",
+	    cell(runr["default", "spawn-16"], runr["default", "run-j16"]),
+	    cell(runr["loop", "spawn-16"], runr["loop", "run-j16"]))
+	row("spool-run -j 1 --idle-exit 0", persec(runr["default", "run-j1"]),
+	    persec(runr["loop", "run-j1"]))
+	row("  the handler spawned one at a time, nothing else",
+	    cell(runr["default", "spawn-1"], runr["default", "run-j1"]),
+	    cell(runr["loop", "spawn-1"], runr["loop", "run-j1"]))
+
+	for (k = 1; k <= 2; k++) {
+		L = fsl[k]
+		if (L == "loop" && !loop_ok)
+			continue
+		bound = L == "loop" ? 1.5 : 1.2
+		for (i = 16; i <= 64; i *= 4) {
+			r1 = many[L, "spool", i]
+			target(sprintf("many workers, P=%d: spool >= %.1fx " \
+			    "SQLite-WAL", i, bound), L,
+			    have(r1) && have(many[L, "sqlite-wal", i]) ? \
+			    many[L, "sqlite-wal", i] / r1 : "", "min", bound)
+			target(sprintf("many workers, P=%d: spool >= %.1fx " \
+			    "beanstalkd -f 0", i, bound), L,
+			    have(r1) && have(many[L, "beanstalk", i]) ? \
+			    many[L, "beanstalk", i] / r1 : "", "min", bound)
+			target(sprintf("many workers, P=%d: spool >= 0.8x " \
+			    "PostgreSQL", i), L,
+			    have(r1) && have(many[L, "pg", i]) ? \
+			    many[L, "pg", i] / r1 : "", "min", 0.8)
+		}
+		r1 = many[L, "spool", 16]
+		target("many workers: spool at P=16 >= 4x at P=1", L,
+		    have(r1) && have(many[L, "spool", 1]) ? \
+		    many[L, "spool", 1] / r1 : "", "min", 4)
+		target("many workers: spool at P=64 >= 0.9x at P=16", L,
+		    have(r1) && have(many[L, "spool", 64]) ? \
+		    r1 / many[L, "spool", 64] : "", "min", 0.9)
+		for (i = 1; i <= np; i++) {
+			r1 = many[L, "spool", mp[i]]
+			target(sprintf("many workers, P=%s: spool within 1.3x " \
+			    "its floor", mp[i]), L,
+			    have(r1) && have(many[L, "floor", mp[i]]) ? \
+			    many[L, "floor", mp[i]] / r1 : "", "min", 0.77)
+		}
+		rl = runr[L, "run-j16"]
+		target("spool-run -j 16 >= 0.7x spawning 16 in flight", L,
+		    have(rl) && have(runr[L, "spawn-16"]) ? \
+		    runr[L, "spawn-16"] / rl : "", "min", 0.7)
+		rl = runr[L, "run-j1"]
+		target("spool-run -j 1 >= 0.7x spawning one at a time", L,
+		    have(rl) && have(runr[L, "spawn-1"]) ? \
+		    runr[L, "spawn-1"] / rl : "", "min", 0.7)
+		for (i = 1; i <= np; i++)
+			for (j = 1; j <= nk; j++) {
+				metric(10, sprintf("many %s P=%s", mk[j], mp[i]),
+				    L, rate(many[L, mk[j], mp[i]]), "cycles/s")
+				metric(10, sprintf("many %s P=%s flushes", mk[j],
+				    mp[i]), L, manyfl[L, mk[j], mp[i]],
+				    "per cycle")
+			}
+		for (j = 1; j <= 4; j++)
+			metric(11, rn[j], L, rate(runr[L, rn[j]]), "jobs/s")
+	}
 }
 
 function jstr(s) {
@@ -195,6 +365,14 @@ $1 == "drain" {
 	drain_n = $3
 	drain_s = $4
 	drain_procs = $5
+	next
+}
+# Row 10: a device's flushes over a turn (round 0, the warm-up, left out).
+$1 == "flush" {
+	if ($4 > 0) {
+		flsum[$2 SUBSEP $3] += $6
+		flc[$2 SUBSEP $3] += $5
+	}
 	next
 }
 $1 == "purge" {
@@ -309,9 +487,14 @@ END {
 	out(sprintf("loop fs: %s", loop_ok ? meta["fs_loop"] : meta["loop"]))
 	out(sprintf("load average (1, 5, 15 min): %s at the start, %s at " \
 	    "the end", meta["load_start"], meta["load_end"]))
-	out(sprintf("rows 1-3: turns of %s s, median of %d rounds; row 4: " \
-	    "turns of %s s, median of %d rounds;", meta["slice"],
-	    meta["rounds"], meta["batch_slice"], meta["batch_rounds"]))
+	if (meta["rows"] != "many")
+		out(sprintf("rows 1-3: turns of %s s, median of %d rounds; " \
+		    "row 4: turns of %s s, median of %d rounds;",
+		    meta["slice"], meta["rounds"], meta["batch_slice"],
+		    meta["batch_rounds"]))
+	out(sprintf("rows 10-11: turns of %s s, median of %d rounds; " \
+	    "row 10 at P = %s;", meta["many_slice"], meta["many_rounds"],
+	    meta["many_procs"]))
 	out("the systems of a row take turns, in an order that rotates; " \
 	    "every ratio is between")
 	out("medians of this run.  ratio = its time / spool's time (above " \
@@ -327,6 +510,7 @@ END {
 	out("")
 	hdr2("", "default fs", loop_ok ? "loop fs (journaled ext4)" : "")
 
+	mute = meta["rows"] == "many"
 	head("1 floors (time of one)")
 	row("static spawn: fork+exec+wait", ms(a["default"]), ms(a["loop"]))
 	row("durable publish: write, fdatasync, rename, fsync dir",
@@ -650,6 +834,10 @@ END {
 			    "audit line", bound))
 		}
 	}
+
+	# Rows 10 and 11 ran in every mode.
+	mute = 0
+	many_rows()
 
 	out("")
 	out(sprintf("%-58s %-8s %-10s %-9s %s", "targets (ratios of this run)",
