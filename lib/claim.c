@@ -49,6 +49,7 @@ struct claim {
 	char full[LIMITS_MAX][SPOOL_KEY_MAX + 1];	/* keys found at their
 							   limit: passed over */
 	int nfull;
+	struct dirset slots;	/* slots/KEY/ of the group's keyed claims */
 };
 
 /*
@@ -65,7 +66,7 @@ slot_for(struct claim *c, const char *key, const char *id)
 	for (i = 0; i < c->nfull; i++)
 		if (strcmp(c->full[i], key) == 0)
 			return 0;
-	if ((r = slot_take(c->sp, key, id, c->now, &c->ds)) == 0 &&
+	if ((r = slot_take(c->sp, key, id, c->now, &c->slots)) == 0 &&
 	    c->nfull < LIMITS_MAX)
 		memcpy(c->full[c->nfull++], key, strlen(key) + 1);
 	if (r == -1 && c->job_err == 0)
@@ -154,6 +155,23 @@ flush(struct claim *c)
 
 	if (c->nheld == 0)
 		return 0;
+	/*
+	 * The slots of keyed claims are durable before any of their leases
+	 * can be: a lease without its slot would let the key past its limit.
+	 */
+	if (c->slots.n > 0 && dirset_sync(c->sp, &c->slots) == -1) {
+		if (c->job_err == 0)
+			c->job_err = errno;
+		for (i = 0; i < c->nheld; i++) {
+			if (c->slot[i] != -1)
+				withdraw(c, c->slot[i]);
+			job_close(&c->held[i]);
+		}
+		c->nheld = 0;
+		dirset_free(&c->slots);
+		return -1;
+	}
+	dirset_free(&c->slots);
 	record_claims(c);
 	for (i = 0; i < c->nheld; i++) {
 		if (c->held[i].fd == -1)
@@ -506,6 +524,7 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 		crash_point("claim-logged");
 	buckets_drop(sp);
 	dirset_free(&c->ds);
+	dirset_free(&c->slots);
 	abuf_free(&c->ab);
 	free(c);
 	errno = e;

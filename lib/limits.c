@@ -11,8 +11,10 @@
  * is live while its job is leased and its lease has not run out (plus the
  * spool's skew), or while another process holds the job's sidecar lock (a
  * claim under way).  So the count is derived from the leases: a slot left
- * by a crash is dead the moment it is looked at, and removed then.  No
- * lock is held across a sync: the claim syncs slots/KEY/ in its own wait.
+ * by a crash is dead the moment it is looked at, and removed then.  The
+ * claim syncs slots/KEY/ after it lets the lock go and before it records
+ * a lease, so no lease can outlive a power cut without its slot, and no
+ * lock is held across a sync.
  */
 #define _GNU_SOURCE
 #include <sys/file.h>
@@ -217,7 +219,7 @@ count_slots(struct spool *sp, int dirfd, const char *id, int64_t now,
 
 /*
  * May the job id, of key, be claimed now?  1: yes, and its slots are made
- * (slots/KEY/ goes in ds, to be synced with the claim); 0: its key is at
+ * (slots/KEY/ goes in ds, to be synced before the claim); 0: its key is at
  * its limit or its rate, pass it over; -1 with errno.  The caller holds the
  * job's sidecar lock.
  */
