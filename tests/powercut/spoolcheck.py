@@ -96,6 +96,14 @@ scenario('retry-full', ENQ.format('j1') + CLAIM1,
          env=dict(FULL, SHIM_FAMILY='mkdir'))
 scenario('claim-full', ENQ.format('j1'), ['spool-claim'],
          env=dict(FULL, SHIM_FAMILY='rename'))
+# A key under a limit of 1 (spool-layout.md, "Slots"): the claim takes
+# j1 and its slot, and passes over j2; the finish gives the slot back.
+KEYED = 'echo limit.k=1 >>"$SPOOL_DIR/config"\n' + \
+    ENQ.format('j1').replace('--id', '--key k --id') + \
+    ENQ.format('j2').replace('--id', '--key k --delay 1ms --id')
+scenario('claim-keyed', KEYED, ['spool-claim', '-n', '2'])
+scenario('finish-keyed', KEYED + CLAIM1,
+         ['spool-finish', 'j1', '{tok:j1}', 'ok'])
 scenario('renew', ENQ.format('j1') + CLAIM1,
          ['spool-renew', '--lease', '2m', 'j1', '{tok:j1}'])
 DEAD = ENQ.format('j1') + CLAIM1 + \
@@ -239,6 +247,37 @@ def tokens_next(spool):
         return int(re.match(r'next=(\d+) ', t).group(1))
     except (OSError, AttributeError, ValueError, UnicodeError):
         return None
+
+
+def slot_violations(spool):
+    """No key has more leases than its limit, and each lease of a limited
+    key has its slot (spool-layout.md, "Slots")."""
+    limits, held, v = {}, collections.Counter(), []
+    try:
+        with open(os.path.join(spool, 'config')) as f:
+            for line in f:
+                m = re.match(r'limit\.([A-Za-z0-9._-]+)=(\d+)$', line.strip())
+                if m:
+                    limits[m.group(1)] = int(m.group(2))
+    except OSError:
+        return v
+    for name in os.listdir(os.path.join(spool, 'leased')):
+        jid = name.split(',')[0]
+        try:
+            with open(os.path.join(spool, 'meta', jid), 'rb') as f:
+                m = re.search(rb' key=(\S+)', f.read())
+        except OSError:
+            continue
+        if m is None or m.group(1).decode() not in limits:
+            continue
+        key = m.group(1).decode()
+        held[key] += 1
+        if not os.path.exists(os.path.join(spool, 'slots', key, jid)):
+            v.append('leased %s of key %s has no slot' % (jid, key))
+    for key, n in sorted(held.items()):
+        if n > limits[key]:
+            v.append('key %s: %d leases, limit %d' % (key, n, limits[key]))
+    return v
 
 
 def run_fsck(spool, now, repair):
@@ -405,6 +444,7 @@ class Oracle:
                                                 nxt2 < nxt):
             v.append('tokens after repair: next=%s, before %s, issued %d'
                      % (nxt2, nxt, issued))
+        v += slot_violations(spool)
         jobs, quar = jobs_of(spool)
         if quar:
             v.append('quarantined: %s' % ' '.join(quar))
