@@ -137,6 +137,8 @@ finish-fail 0 0
 finish-retry 0 0
 retry-full 0 0
 claim-full 0 0
+claim-keyed 0 0
+finish-keyed 0 0
 renew 0 0
 redrive 0 0
 drop 0 0

@@ -198,72 +198,11 @@ spool_key_oldest_waiting_seconds{spool="S",key="r"} 60.900'
 	equals "$stderr" "spool-redrive: --key: bad value (letters, digits, '.', '_', '-', starting with a letter or digit, at most 64 bytes)"
 }
 
-# The stress: four runners of -j 8 share limit.k=3 while runners are
-# killed at random.  Each handler counts, under a lock of its own, how many
-# handlers of its kind run at once: one whose process is gone no longer
-# counts.  Never more than 3 keyed; every job done, none lost.  The
-# unkeyed jobs, counted the same way, show that the count sees more than 3
-# when nothing holds them to it.
+# The stress: four runners of -j 8 share limit.k=3, runners killed at
+# random (tests/limitstress says what it checks).  make torture runs it
+# longer; make check-multihost runs it on three hosts.
 @test "stress: four runners of -j 8 under limit.k=3, killed at random: never more than 3, nothing lost" {
-	local r i n pids=() deadline
-	echo 'limit.k=3' >>"$SPOOL_DIR/config"
-	mkdir "$BATS_TEST_TMPDIR/run"
-	H=$BATS_TEST_TMPDIR/handler
-	cat >"$H" <<'EOF'
-#!/bin/bash
-# Count the live handlers of this kind, this one with them, under a lock.
-kind=${SPOOL_JOB_ID%%-*}
-dir=$RUN/$kind
-mkdir -p "$dir"
-{
-	flock 9
-	n=1
-	for f in "$dir"/*; do
-		[ -e "$f" ] || continue
-		kill -0 "${f##*.}" 2>/dev/null && n=$((n + 1))
-	done
-	echo "$n" >>"$RUN/$kind.max"
-	: >"$dir/$SPOOL_JOB_ID.$$"
-} 9>"$RUN/lock"
-sleep 0.0$((RANDOM % 5 + 1))
-rm -f "$dir/$SPOOL_JOB_ID.$$"
-echo "$SPOOL_JOB_ID" >>"$RUN/done"
-EOF
-	chmod +x "$H"
-	export RUN=$BATS_TEST_TMPDIR/run
-	for i in $(seq 1 200); do echo "k-$i"; done >"$BATS_TEST_TMPDIR/ids.k"
-	for i in $(seq 1 100); do echo "u-$i"; done >"$BATS_TEST_TMPDIR/ids.u"
-	while read -r i; do printf '%s\n' "$i" | spool-enqueue --id "$i" --key k --max-attempts 1000 >/dev/null; done <"$BATS_TEST_TMPDIR/ids.k"
-	while read -r i; do printf '%s\n' "$i" | spool-enqueue --id "$i" --max-attempts 1000 >/dev/null; done <"$BATS_TEST_TMPDIR/ids.u"
-	start_runner() {
-		spool-run -j 8 --lease 2s --idle-exit 3s -- "$H" 2>>"$BATS_TEST_TMPDIR/err" 3>&- &
-		pids[$1]=$!
-	}
-	for r in 0 1 2 3; do start_runner $r; done
-	kills=0
-	deadline=$((SECONDS + 40))
-	while [ "$(ls "$SPOOL_DIR/done" | wc -l)" -lt 300 ] && [ "$SECONDS" -lt "$deadline" ]; do
-		sleep 0.$((RANDOM % 5 + 3))
-		if [ "$kills" -lt 6 ]; then
-			r=$((RANDOM % 4))
-			kill -KILL "${pids[$r]}" 2>/dev/null && kills=$((kills + 1))
-			wait "${pids[$r]}" 2>/dev/null || true
-			start_runner $r
-		fi
-	done
-	for r in 0 1 2 3; do wait "${pids[$r]}" || true; done
-	echo "kills $kills" >&3
-	# Every job is done, once in done/, none elsewhere.
-	equals "$(ls "$SPOOL_DIR/done" | sort)" "$(sort "$BATS_TEST_TMPDIR/ids.k" "$BATS_TEST_TMPDIR/ids.u")"
-	equals "$(find "$SPOOL_DIR/new" "$SPOOL_DIR/leased" "$SPOOL_DIR/dead" -type f | wc -l)" 0
-	# Each handler that ran to its end is in done: at least one a job.
-	equals "$(sort -u "$RUN/done" | wc -l)" 300
-	max_k=$(sort -n "$RUN/k.max" | tail -n 1)
-	max_u=$(sort -n "$RUN/u.max" | tail -n 1)
-	echo "highest at once: k $max_k, u $max_u" >&3
-	[ "$max_k" -le 3 ]
-	[ "$max_k" -eq 3 ]
-	# Unkeyed jobs are not held to the key's limit.
-	[ "$max_u" -gt 3 ]
-	fsck_clean
+	run -0 "$BATS_TEST_DIRNAME/limitstress" -d "$SPOOL_DIR" -c "$BATS_TEST_TMPDIR/count"
+	echo "$output" >&3
+	[[ ${lines[0]} = "limitstress: jobs 300, runners 4 on 1 host(s), kills 6, "* ]]
 }
