@@ -57,8 +57,9 @@ struct claim {
  * at its limit or its rate, and stays so for the rest of this claim.
  */
 static int
-slot_for(struct claim *c, const char *key, const char *id)
+slot_for(struct claim *c, const struct job *j)
 {
+	const char *key = j->cur.key;
 	int i, r;
 
 	if (limit_of(c->sp, key) == NULL)
@@ -66,7 +67,8 @@ slot_for(struct claim *c, const char *key, const char *id)
 	for (i = 0; i < c->nfull; i++)
 		if (strcmp(c->full[i], key) == 0)
 			return 0;
-	if ((r = slot_take(c->sp, key, id, c->now, &c->slots)) == 0 &&
+	if ((r = slot_take(c->sp, j, c->now, c->now + c->lease, &c->slots)) ==
+	    0 &&
 	    c->nfull < LIMITS_MAX)
 		memcpy(c->full[c->nfull++], key, strlen(key) + 1);
 	if (r == -1 && c->job_err == 0)
@@ -171,6 +173,8 @@ flush(struct claim *c)
 		dirset_free(&c->slots);
 		return -1;
 	}
+	if (c->slots.n > 0)
+		crash_point("claim-slotted");
 	dirset_free(&c->slots);
 	record_claims(c);
 	for (i = 0; i < c->nheld; i++) {
@@ -287,7 +291,7 @@ take(struct claim *c, const char *id, int loc, uint64_t val)
 		r.loc = SPOOL_DEAD;
 		j->event = SPOOL_EV_PARK;
 	} else {
-		if (!slot_for(c, j->cur.key, j->id))
+		if (!slot_for(c, j))
 			goto skip;
 		rec_next(j, &r, SPOOL_EV_CLAIM, c->now);
 		r.loc = SPOOL_LEASED;

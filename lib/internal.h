@@ -396,8 +396,8 @@ int commit_sync(struct spool *sp, const int *files, size_t nfiles,
 int limit_line(struct spool *sp, const char *name, const char *val);
 const struct spool_limit *limit_of(const struct spool *sp,
     const char *key);
-int slot_take(struct spool *sp, const char *key, const char *id,
-    int64_t now, struct dirset *ds);
+int slot_take(struct spool *sp, const struct job *j, int64_t now,
+    int64_t until, struct dirset *ds);
 
 /* hosts.c: several hosts: the file-system check, this host's hosts/ entry */
 int host_register(struct spool *sp);

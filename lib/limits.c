@@ -9,15 +9,15 @@
  * slot before it let the lock go.  A slot is a name in slots/KEY/: the
  * job's ID for a lease, @TIME,ID for a claim that a rate counts.  A slot
  * is live while its job is leased and its lease has not run out (plus the
- * spool's skew), or while another process holds the job's sidecar lock (a
- * claim under way).  So the count is derived from the leases: a slot left
- * by a crash is dead the moment it is looked at, and removed then.  The
+ * spool's skew), or, before the claim's record, until the lease it asked
+ * for would end (slot_live).  So the count is derived from the leases: a
+ * slot whose lease has ended is dead the moment it is looked at, and
+ * removed then.  The
  * claim syncs slots/KEY/ after it lets the lock go and before it records
  * a lease, so no lease can outlive a power cut without its slot, and no
  * lock is held across a sync.
  */
 #define _GNU_SOURCE
-#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -106,26 +106,46 @@ limit_of(const struct spool *sp, const char *key)
 }
 
 /*
- * Is the lease that slot id stands for live?  1 live, 0 not.  A look
- * without the lock first; a job that does not look leased is asked again
- * under its lock, without waiting: a job locked by someone else is taken
- * as live (a claim may be under way), which errs on the side of the limit.
+ * Is the slot live?  Its file holds "PREV SIZE UNTIL": the job's token
+ * and its sidecar's size when the claim made it, holding the sidecar's
+ * lock, and the lease that claim asked for.  While the sidecar has neither
+ * a later token nor more records, the claim may be under way: the slot is
+ * live until UNTIL.  Once it has, the claim took effect, or ended and
+ * someone else wrote since: the slot is live while the job's record says
+ * leased and unexpired.  A slot whose file is empty (a power cut) goes by
+ * the record alone.  Times are judged with the spool's skew, as a takeover
+ * is.  No lock is tried: a lease, not a lock a killed client may keep,
+ * gives a slot back.
  */
 static int
-slot_live(struct spool *sp, const char *id, int64_t now)
+slot_live(struct spool *sp, int dirfd, const char *id, int64_t now)
 {
+	char buf[80];
+	uint64_t prev = 0;
+	int64_t until = 0, size = 0;
+	struct stat st;
 	struct job j;
-	int live;
+	ssize_t n;
+	int fd, live, known = 0;
 
+	if ((fd = sys_openat(dirfd, id, O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
+	    0)) != -1) {
+		n = read_full(fd, buf, sizeof(buf) - 1);
+		(void)close_fd(fd);	/* read-only */
+		if (n > 0) {
+			buf[n] = '\0';
+			known = sscanf(buf, "%" SCNu64 " %" SCNd64 " %" SCNd64,
+			    &prev, &size, &until) == 3;
+		}
+	}
 	if (job_peek(sp, id, &j) == -1)
 		return errno == ENOENT ? 0 : 1;
-	live = j.cur.loc == SPOOL_LEASED && j.cur.until + sp->skew_ms > now;
-	job_close(&j);
-	if (live)
-		return 1;
-	if (job_read(sp, id, LOCK_SH | LOCK_NB, &j) == -1)
-		return errno == ENOENT ? 0 : 1;
-	live = j.cur.loc == SPOOL_LEASED && j.cur.until + sp->skew_ms > now;
+	if (known && j.cur.tok <= prev && fstat(j.fd, &st) == 0 &&
+	    st.st_size <= size)
+		live = until + sp->skew_ms > now;
+	else
+		live = j.cur.loc == SPOOL_LEASED &&
+		    j.cur.until + sp->skew_ms > now;
 	job_close(&j);
 	return live;
 }
@@ -157,17 +177,21 @@ open_slots(struct spool *sp, const char *key, struct dirset *ds)
 	return fd;
 }
 
-/* Make the name of a slot; one already there is ours (a takeover's). */
+/*
+ * Make a slot, holding text; one already there is ours (a takeover's).
+ * Its text is not synced: after a power cut only the name counts.
+ */
 static int
-make_slot(struct spool *sp, int dirfd, const char *name)
+make_slot(struct spool *sp, int dirfd, const char *name, const char *text)
 {
 	int fd;
 
-	fd = sys_openat(dirfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0666);
+	fd = sys_openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC |
+	    O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (fd == -1)
 		return -1;
-	if (file_mode(sp, fd, 0660) == -1) {
+	if (file_mode(sp, fd, 0660) == -1 ||
+	    write_all(fd, text, strlen(text)) == -1) {
 		(void)close_fd(fd);
 		return -1;
 	}
@@ -206,7 +230,7 @@ count_slots(struct spool *sp, int dirfd, const char *id, int64_t now,
 		}
 		if (strcmp(de->d_name, id) == 0 || !spool_valid_id(de->d_name))
 			continue;
-		if (slot_live(sp, de->d_name, now))
+		if (slot_live(sp, dirfd, de->d_name, now))
 			(*held)++;
 		else
 			(void)sys_unlinkat(dirfd, de->d_name, 0);
@@ -218,21 +242,25 @@ count_slots(struct spool *sp, int dirfd, const char *id, int64_t now,
 }
 
 /*
- * May the job id, of key, be claimed now?  1: yes, and its slots are made
- * (slots/KEY/ goes in ds, to be synced before the claim); 0: its key is at
- * its limit or its rate, pass it over; -1 with errno.  The caller holds the
- * job's sidecar lock.
+ * May job j be claimed now, for a lease until then?  1: yes, and its
+ * slots are made (slots/KEY/ goes in ds, to be synced before the claim);
+ * 0: its key is at its limit or its rate, pass it over; -1 with errno.
+ * The caller holds the job's sidecar lock, and has not yet recorded.
  */
 int
-slot_take(struct spool *sp, const char *key, const char *id, int64_t now,
+slot_take(struct spool *sp, const struct job *j, int64_t now, int64_t until,
     struct dirset *ds)
 {
-	char rel[NAME_MAX_SPOOL], name[SPOOL_ID_MAX + 32];
+	char rel[NAME_MAX_SPOOL], name[SPOOL_ID_MAX + 32], text[80];
+	const char *key = j->cur.key, *id = j->id;
 	const struct spool_limit *l = limit_of(sp, key);
 	int dirfd, lockfd = -1, held, claims, rv = -1, e;
+	struct stat st;
 
 	if (l == NULL)
 		return 1;
+	if (fstat(j->fd, &st) == -1)
+		return -1;
 	if ((dirfd = open_slots(sp, key, ds)) == -1)
 		return -1;
 	lockfd = sys_openat(dirfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW |
@@ -243,10 +271,12 @@ slot_take(struct spool *sp, const char *key, const char *id, int64_t now,
 		goto out;
 	rv = (l->limit < 0 || held < l->limit) && (l->rate == 0 ||
 	    claims < l->rate);
-	if (rv == 1 && l->limit >= 0 && make_slot(sp, dirfd, id) == -1)
+	(void)snprintf(text, sizeof(text), "%" PRIu64 " %" PRId64 " %" PRId64
+	    "\n", j->cur.tok, (int64_t)st.st_size, until);
+	if (rv == 1 && l->limit >= 0 && make_slot(sp, dirfd, id, text) == -1)
 		rv = -1;
 	(void)snprintf(name, sizeof(name), "@%" PRId64 ",%s", now, id);
-	if (rv == 1 && l->rate > 0 && make_slot(sp, dirfd, name) == -1)
+	if (rv == 1 && l->rate > 0 && make_slot(sp, dirfd, name, "") == -1)
 		rv = -1;
 	(void)snprintf(rel, sizeof(rel), "slots/%s", key);
 	if (rv == 1 && dirset_add(ds, rel) == -1)

@@ -124,6 +124,37 @@ plain  #0     -     now  -      1s   1    -   -     -"
 	fsck_clean
 }
 
+@test "a claim killed after its slot, before its record: the slot holds until the lease it asked for would end" {
+	echo 'limit.k=1' >>"$SPOOL_DIR/config"
+	enq k1 $T --key k
+	enq k2 $((T + 100)) --key k
+	enq k3 $((T + 200)) --key k
+	size=$(stat -c %s "$SPOOL_DIR/meta/k1")
+	run -137 env SPOOL_TEST_CRASH=claim-slotted SPOOL_TEST_NOW=$((T + 1000)) spool-claim --lease 10s --owner w1
+	equals "$(slots_of k)" k1
+	equals "$(cat "$SPOOL_DIR/slots/k/k1")" "0 $size $((T + 11000))"
+	equals "$(state_of k1)" new
+	# k1 cannot be claimed (a hand took its mode): its slot holds k2 back
+	# until the lease the dead claim asked for would have ended.
+	chmod 000 "$(find "$SPOOL_DIR/new" -name 'k1,*')"
+	run -1 at_ms $((T + 5000)) spool-claim --owner w2
+	run -0 at_ms $((T + 11001)) spool-claim --owner w2
+	equals "$(cut -f1 <<<"$output")" k2
+	equals "$(slots_of k)" k2
+	# Once the job has a record after the slot's, the slot goes by it:
+	# k1 cancelled, its dead slot is no bar.
+	chmod 644 "$(find "$SPOOL_DIR/new" -name 'k1,*')"
+	run -0 at_ms $((T + 12000)) spool-finish k2 "$(lease_token k2)" ok
+	run -137 env SPOOL_TEST_CRASH=claim-slotted SPOOL_TEST_NOW=$((T + 13000)) spool-claim --lease 10s --owner w1
+	equals "$(slots_of k)" k1
+	run -0 at_ms $((T + 14000)) spool-cancel --by ops --note T-1 k1
+	run -0 at_ms $((T + 15000)) spool-claim --owner w3
+	equals "$(cut -f1 <<<"$output")" k3
+	equals "$(slots_of k)" k3
+	check_invariants
+	fsck_clean
+}
+
 @test "rate.KEY=N/DUR: at most N claims of the key in any window of DUR" {
 	echo 'rate.r=2/1m' >>"$SPOOL_DIR/config"
 	for i in 1 2 3 4; do enq "r$i" $((T + i * 100)) --key r; done

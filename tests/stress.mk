@@ -3,3 +3,10 @@
 torture:: test-build
 	STRESS_SECONDS=300 bats tests/79-stress.bats
 .PHONY: torture
+
+# Runners under one limit, longer: 2,000 keyed jobs, eight runners, 40
+# kills (tests/limitstress).
+torture:: test-build
+	@d=$$(mktemp -d) && tests/bin/spool-init -d "$$d/spool" && \
+	    tests/limitstress -d "$$d/spool" -c "$$d/count" -r 8 -j 2000 \
+	    -k 40 -t 900 && rm -rf "$$d"
