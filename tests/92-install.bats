@@ -77,8 +77,8 @@ f 755 usr/local/bin/spool-stat
 f 644 usr/local/include/spool.h
 f 644 usr/local/lib/libspool.a
 l 777 usr/local/lib/libspool.so -> libspool.so.0
-l 777 usr/local/lib/libspool.so.0 -> libspool.so.0.1.0
-f 644 usr/local/lib/libspool.so.0.1.0
+l 777 usr/local/lib/libspool.so.0 -> libspool.so.0.2.0
+f 644 usr/local/lib/libspool.so.0.2.0
 f 644 usr/local/lib/pkgconfig/spool.pc
 f 644 usr/local/lib/systemd/system/spool-check.service
 f 644 usr/local/lib/systemd/system/spool-check.timer
@@ -135,7 +135,7 @@ EOF
 		run -0 readelf -S "$D/usr/local/bin/$c"
 		[[ $output != *.symtab* ]] || { echo "$c: not stripped" >&2; return 1; }
 	done
-	run -0 readelf -S "$D/usr/local/lib/libspool.so.0.1.0"
+	run -0 readelf -S "$D/usr/local/lib/libspool.so.0.2.0"
 	[[ $output != *.symtab* && $output == *.dynsym* ]]
 	"$D/usr/local/bin/spool-init"
 	echo x | "$D/usr/local/bin/spool-enqueue" --id j1
@@ -199,7 +199,7 @@ EOF
 	    "$BATS_TEST_TMPDIR/example.c" $(pc --cflags --libs)
 	run -0 readelf -d "$BATS_TEST_TMPDIR/example"
 	[[ $output == *"Shared library: [libspool.so.0]"* ]]
-	run -0 readelf -d "$D/usr/local/lib/libspool.so.0.1.0"
+	run -0 readelf -d "$D/usr/local/lib/libspool.so.0.2.0"
 	[[ $output == *"Library soname: [libspool.so.0]"* ]]
 	s="$BATS_TEST_TMPDIR/s"
 	run -0 --separate-stderr env LD_LIBRARY_PATH="$D/usr/local/lib" \
@@ -241,7 +241,7 @@ EOF
 @test "the libraries export the functions of spool.h and libspool(3) and no other global name" {
 	run -0 --separate-stderr foreign_names "$D/usr/local/lib/libspool.a"
 	equals "$output$stderr" ""
-	run -0 --separate-stderr foreign_names "$D/usr/local/lib/libspool.so.0.1.0"
+	run -0 --separate-stderr foreign_names "$D/usr/local/lib/libspool.so.0.2.0"
 	equals "$output$stderr" ""
 	# The API: what the header declares, the page documents, both export.
 	grep -oE '\<spool_[a-z_]+\(' "$ROOT/lib/spool.h" | tr -d '(' |
@@ -252,7 +252,7 @@ EOF
 	    diff -u "$BATS_TEST_TMPDIR/header" -
 	sed -n 's/^\.Nm \(spool_[a-z_]*\).*/\1/p' "$ROOT/man/libspool.3" | LC_ALL=C sort -u |
 	    diff -u "$BATS_TEST_TMPDIR/header" -
-	nm -D --defined-only "$D/usr/local/lib/libspool.so.0.1.0" |
+	nm -D --defined-only "$D/usr/local/lib/libspool.so.0.2.0" |
 	    awk '$2 == "T" { print $3 }' | LC_ALL=C sort | diff -u "$BATS_TEST_TMPDIR/header" -
 	nm -g --defined-only "$D/usr/local/lib/libspool.a" |
 	    awk '$2 == "T" { print $3 }' | LC_ALL=C sort | diff -u "$BATS_TEST_TMPDIR/header" -
