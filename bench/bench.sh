@@ -10,9 +10,11 @@
 # listings, spool-stat and spool-fsck at 100,000 jobs (and 1,000,000)
 # beside every sidecar read once, 10 many workers on one spool against
 # SQLite-WAL, beanstalkd, PostgreSQL and their floor, 11 spool-run against
-# spawning its handler.  Rows 1-4, 10 and 11 run on the default file
-# system and, when this is root and a loop device can be had, on a
-# journaled ext4 made on a loop device here and removed at the end.
+# spawning its handler, 12 the library's cycle of a keyed job under a
+# limit or a rate against an unkeyed one.  Rows 1-4 and 10-12 run on the
+# default file system and, when this is root and a loop device can be
+# had, on a journaled ext4 made on a loop device here and removed at the
+# end.
 #
 # The machine is shared: every comparison is timed side by side, the
 # systems taking turns round by round (bench/qbench.c), and the report
@@ -44,7 +46,8 @@
 # not a measurement and the table says so).  Rows 10 and 11:
 # BENCH_MANY_PROCS ("1 4 16 64": the P of row 10), BENCH_MANY_SLICE (0.8 s
 # a turn), BENCH_MANY_ROUNDS (3), BENCH_ROWS=many (only rows 10 and 11:
-# make bench-many).
+# make bench-many).  Row 12 takes BENCH_ROUNDS and BENCH_SLICE, as rows
+# 1-3 do; BENCH_ROWS=limits runs it alone (make bench-limits).
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -74,8 +77,8 @@ if [ "$quick" = 1 ]; then
 	    manyrounds=${BENCH_MANY_ROUNDS:-1}
 fi
 case $rows in
-all|many) ;;
-*)	echo "bench: BENCH_ROWS=$rows: want all or many" >&2
+all|many|limits) ;;
+*)	echo "bench: BENCH_ROWS=$rows: want all, many or limits" >&2
 	exit 2 ;;
 esac
 case $mrounds in
@@ -372,6 +375,20 @@ many_rows() {
 	mark "$label runner"
 }
 
+# Row 12 on one file system: $1 its label, $2 a scratch directory.  The
+# library's cycle of an unkeyed job, and of jobs of key k under a limit
+# and a rate, taking turns with a directory fsync after a rename.  That
+# fsync is the floor of the wait a keyed claim adds: it syncs slots/k/.
+limit_rows() {
+	label=$1 dir=$2/limits
+	mkdir -p "$dir"
+	say "$label: a claim under a limit ($rounds rounds)"
+	"$tools/qbench" -l "$label-k" -w "$dir" -b "$bin" -r "$rounds" \
+	    -T "$slice" lib-spool:100 lib-spool-limit:100 \
+	    lib-spool-limit1:100 lib-spool-rate:100 floor-dirsync=400 >>"$raw"
+	mark "$label limits"
+}
+
 # Wait for each process named; fail if any failed.
 waitall() {
 	ok=0
@@ -616,14 +633,16 @@ fi
 mark setup
 
 [ "$rows" = all ] && cycle_rows default "$work/default"
-many_rows default "$work/default"
+[ "$rows" != limits ] && many_rows default "$work/default"
+[ "$rows" != many ] && limit_rows default "$work/default"
 if [ $loop = yes ]; then
 	[ "$rows" = all ] && cycle_rows loop "$loopmnt/w"
-	many_rows loop "$loopmnt/w"
+	[ "$rows" != limits ] && many_rows loop "$loopmnt/w"
+	[ "$rows" != many ] && limit_rows loop "$loopmnt/w"
 	unmount_loop
 	rm -f "$img"
 fi
-[ "$rows" = many ] && { finish_report; exit 0; }
+[ "$rows" != all ] && { finish_report; exit 0; }
 
 say "fsyncs per transition (strace)"
 "$bench_dir/fsyncs.sh" "$tbin" "$work/default/fsyncs" >>"$raw"
