@@ -46,8 +46,8 @@
 # not a measurement and the table says so).  Rows 10 and 11:
 # BENCH_MANY_PROCS ("1 4 16 64": the P of row 10), BENCH_MANY_SLICE (0.8 s
 # a turn), BENCH_MANY_ROUNDS (3), BENCH_ROWS=many (only rows 10 and 11:
-# make bench-many).  Row 12 takes BENCH_ROUNDS and BENCH_SLICE, as rows
-# 1-3 do; BENCH_ROWS=limits runs it alone (make bench-limits).
+# make bench-many).  Row 12: BENCH_LIMIT_ROUNDS (7), BENCH_LIMIT_SLICE
+# (0.3 s a turn), BENCH_ROWS=limits (only row 12: make bench-limits).
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,13 +68,16 @@ quick=${BENCH_QUICK:-0}
 mprocs=${BENCH_MANY_PROCS:-1 4 16 64}
 mslice=${BENCH_MANY_SLICE:-0.8}
 manyrounds=${BENCH_MANY_ROUNDS:-3}
+lrounds=${BENCH_LIMIT_ROUNDS:-7}
+lslice=${BENCH_LIMIT_SLICE:-0.3}
 rows=${BENCH_ROWS:-all}
 scale=1 bfiles=10000 bclaims=1000
 if [ "$quick" = 1 ]; then
 	vrounds=1 rounds=1 brounds=1 mrounds=${BENCH_MEM_ROUNDS:-1} slice=0.1 \
 	    bslice=0.2 scale=100 bfiles=1000 bclaims=200 \
 	    mprocs=${BENCH_MANY_PROCS:-1 4} mslice=${BENCH_MANY_SLICE:-0.2} \
-	    manyrounds=${BENCH_MANY_ROUNDS:-1}
+	    manyrounds=${BENCH_MANY_ROUNDS:-1} \
+	    lrounds=${BENCH_LIMIT_ROUNDS:-1} lslice=${BENCH_LIMIT_SLICE:-0.1}
 fi
 case $rows in
 all|many|limits) ;;
@@ -382,9 +385,9 @@ many_rows() {
 limit_rows() {
 	label=$1 dir=$2/limits
 	mkdir -p "$dir"
-	say "$label: a claim under a limit ($rounds rounds)"
-	"$tools/qbench" -l "$label-k" -w "$dir" -b "$bin" -r "$rounds" \
-	    -T "$slice" lib-spool:100 lib-spool-limit:100 \
+	say "$label: a claim under a limit ($lrounds rounds)"
+	"$tools/qbench" -l "$label-k" -w "$dir" -b "$bin" -r "$lrounds" \
+	    -T "$lslice" lib-spool:100 lib-spool-limit:100 \
 	    lib-spool-limit1:100 lib-spool-rate:100 floor-dirsync=400 >>"$raw"
 	mark "$label limits"
 }
@@ -593,6 +596,8 @@ meta rows "$rows"
 meta many_procs "$mprocs"
 meta many_slice "$mslice"
 meta many_rounds "$manyrounds"
+meta limit_rounds "$lrounds"
+meta limit_slice "$lslice"
 meta leftover "$leftover"
 meta fs_default "$(fs_desc "$work")"
 for tool in sqlite3 nq beanstalkd strace; do

@@ -583,7 +583,7 @@ END {
 		    meta["many_rounds"], meta["many_procs"]))
 	if (meta["rows"] != "many")
 		out(sprintf("row 12: turns of %s s, median of %d rounds;",
-		    meta["slice"], meta["rounds"]))
+		    meta["limit_slice"], meta["limit_rounds"]))
 	out("the systems of a row take turns, in an order that rotates; " \
 	    "every ratio is between")
 	out("medians of this run.  ratio = its time / spool's time (above " \
