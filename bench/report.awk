@@ -358,6 +358,12 @@ function limit_rows(    k, L, K, j, key, nl, ls, ll, ph, extra) {
 		L = fsl[k]
 		if (L == "loop" && !loop_ok)
 			continue
+		# One wait more than the unkeyed cycle's four is 1.25 times
+		# it, if the waits are all; a second would be 1.5.
+		target("keyed cycle, limit.k=1000, within 1.5x unkeyed", L,
+		    have(lim["lib-spool-limit", L]) && \
+		    have(lim["lib-spool", L]) ? lim["lib-spool-limit", L] / \
+		    lim["lib-spool", L] : "", "max", 1.5)
 		for (j = 1; j <= nl; j++) {
 			metric(12, ls[j], L, rate(lim[ls[j], L]), "cycles/s")
 			metric(12, ls[j] " claim", L, limc[ls[j], L], "us")
