@@ -9,6 +9,7 @@
 #				jobs
 #	make bench-many		rows 10 and 11 alone: many workers, and
 #				spool-run
+#	make bench-limits	row 12 alone: a claim under a limit
 #
 # Both exit 0 when every row ran, whether or not the targets were met; a
 # missed target is a MISS in the table, not a failure.  Results:
@@ -69,9 +70,14 @@ bench-full: bench-tools
 bench-many: bench-tools
 	@BENCH_ROWS=many bench/bench.sh
 
+# Row 12 alone: the library's cycle of keyed jobs under a limit.
+bench-limits: bench-tools
+	@BENCH_ROWS=limits bench/bench.sh
+
 clean: bench-clean
 
 bench-clean:
 	rm -f $(BENCH_TOOLS)
 
-.PHONY: bench bench-full bench-many bench-deps bench-tools bench-clean
+.PHONY: bench bench-full bench-many bench-limits bench-deps bench-tools \
+    bench-clean

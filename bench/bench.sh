@@ -10,9 +10,11 @@
 # listings, spool-stat and spool-fsck at 100,000 jobs (and 1,000,000)
 # beside every sidecar read once, 10 many workers on one spool against
 # SQLite-WAL, beanstalkd, PostgreSQL and their floor, 11 spool-run against
-# spawning its handler.  Rows 1-4, 10 and 11 run on the default file
-# system and, when this is root and a loop device can be had, on a
-# journaled ext4 made on a loop device here and removed at the end.
+# spawning its handler, 12 the library's cycle of a keyed job under a
+# limit or a rate against an unkeyed one.  Rows 1-4 and 10-12 run on the
+# default file system and, when this is root and a loop device can be
+# had, on a journaled ext4 made on a loop device here and removed at the
+# end.
 #
 # The machine is shared: every comparison is timed side by side, the
 # systems taking turns round by round (bench/qbench.c), and the report
@@ -44,7 +46,8 @@
 # not a measurement and the table says so).  Rows 10 and 11:
 # BENCH_MANY_PROCS ("1 4 16 64": the P of row 10), BENCH_MANY_SLICE (0.8 s
 # a turn), BENCH_MANY_ROUNDS (3), BENCH_ROWS=many (only rows 10 and 11:
-# make bench-many).
+# make bench-many).  Row 12: BENCH_LIMIT_ROUNDS (7), BENCH_LIMIT_SLICE
+# (0.3 s a turn), BENCH_ROWS=limits (only row 12: make bench-limits).
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,17 +68,20 @@ quick=${BENCH_QUICK:-0}
 mprocs=${BENCH_MANY_PROCS:-1 4 16 64}
 mslice=${BENCH_MANY_SLICE:-0.8}
 manyrounds=${BENCH_MANY_ROUNDS:-3}
+lrounds=${BENCH_LIMIT_ROUNDS:-7}
+lslice=${BENCH_LIMIT_SLICE:-0.3}
 rows=${BENCH_ROWS:-all}
 scale=1 bfiles=10000 bclaims=1000
 if [ "$quick" = 1 ]; then
 	vrounds=1 rounds=1 brounds=1 mrounds=${BENCH_MEM_ROUNDS:-1} slice=0.1 \
 	    bslice=0.2 scale=100 bfiles=1000 bclaims=200 \
 	    mprocs=${BENCH_MANY_PROCS:-1 4} mslice=${BENCH_MANY_SLICE:-0.2} \
-	    manyrounds=${BENCH_MANY_ROUNDS:-1}
+	    manyrounds=${BENCH_MANY_ROUNDS:-1} \
+	    lrounds=${BENCH_LIMIT_ROUNDS:-1} lslice=${BENCH_LIMIT_SLICE:-0.1}
 fi
 case $rows in
-all|many) ;;
-*)	echo "bench: BENCH_ROWS=$rows: want all or many" >&2
+all|many|limits) ;;
+*)	echo "bench: BENCH_ROWS=$rows: want all, many or limits" >&2
 	exit 2 ;;
 esac
 case $mrounds in
@@ -372,6 +378,20 @@ many_rows() {
 	mark "$label runner"
 }
 
+# Row 12 on one file system: $1 its label, $2 a scratch directory.  The
+# library's cycle of an unkeyed job, and of jobs of key k under a limit
+# and a rate, taking turns with a directory fsync after a rename.  That
+# fsync is the floor of the wait a keyed claim adds: it syncs slots/k/.
+limit_rows() {
+	label=$1 dir=$2/limits
+	mkdir -p "$dir"
+	say "$label: a claim under a limit ($lrounds rounds)"
+	"$tools/qbench" -l "$label-k" -w "$dir" -b "$bin" -r "$lrounds" \
+	    -T "$lslice" lib-spool:100 lib-spool-limit:100 \
+	    lib-spool-limit1:100 lib-spool-rate:100 floor-dirsync=400 >>"$raw"
+	mark "$label limits"
+}
+
 # Wait for each process named; fail if any failed.
 waitall() {
 	ok=0
@@ -576,6 +596,8 @@ meta rows "$rows"
 meta many_procs "$mprocs"
 meta many_slice "$mslice"
 meta many_rounds "$manyrounds"
+meta limit_rounds "$lrounds"
+meta limit_slice "$lslice"
 meta leftover "$leftover"
 meta fs_default "$(fs_desc "$work")"
 for tool in sqlite3 nq beanstalkd strace; do
@@ -616,14 +638,16 @@ fi
 mark setup
 
 [ "$rows" = all ] && cycle_rows default "$work/default"
-many_rows default "$work/default"
+[ "$rows" != limits ] && many_rows default "$work/default"
+[ "$rows" != many ] && limit_rows default "$work/default"
 if [ $loop = yes ]; then
 	[ "$rows" = all ] && cycle_rows loop "$loopmnt/w"
-	many_rows loop "$loopmnt/w"
+	[ "$rows" != limits ] && many_rows loop "$loopmnt/w"
+	[ "$rows" != many ] && limit_rows loop "$loopmnt/w"
 	unmount_loop
 	rm -f "$img"
 fi
-[ "$rows" = many ] && { finish_report; exit 0; }
+[ "$rows" != all ] && { finish_report; exit 0; }
 
 say "fsyncs per transition (strace)"
 "$bench_dir/fsyncs.sh" "$tbin" "$work/default/fsyncs" >>"$raw"

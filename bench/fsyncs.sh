@@ -21,6 +21,7 @@ bin=$1
 scratch=$2
 s=$scratch/spool
 p=$scratch/park
+ks=$scratch/keyed
 mkdir -p "$scratch"
 printf 'payload\n' >"$scratch/payload"
 i=0
@@ -70,11 +71,11 @@ count() {
 # one group, its members joined by "+" in the order the layout's table
 # names them.
 what() {
-	awk -v s1="$s/" -v s2="$p/" '
+	awk -v s1="$s/" -v s2="$p/" -v s3="$ks/" '
 	BEGIN {
 		norder = split("payload sidecar paused tmp/ meta/ audit audit/ " \
-		    "new/ top middle leaf leased/ done/ dead/ spool/ " \
-		    "next-expiry tokens", order, " ")
+		    "new/ top middle leaf leased/ done/ dead/ slots/k/ " \
+		    "slots/ spool/ next-expiry tokens", order, " ")
 		for (k = 1; k <= norder; k++)
 			rank[order[k]] = k
 	}
@@ -86,7 +87,9 @@ what() {
 			f = substr(f, length(s1) + 1)
 		else if (index(f, s2) == 1)
 			f = substr(f, length(s2) + 1)
-		else if (f "/" == s1 || f "/" == s2)
+		else if (index(f, s3) == 1)
+			f = substr(f, length(s3) + 1)
+		else if (f "/" == s1 || f "/" == s2 || f "/" == s3)
 			f = "."
 		n = split(f, c, "/")
 		if (c[1] == "tmp" && c[2] ~ /^paused,/) w = "paused"
@@ -96,6 +99,7 @@ what() {
 		else if (c[1] == "new") w = n == 4 ? "leaf" : n == 3 ? \
 		    "middle" : n == 2 ? "top" : "new/"
 		else if (c[1] == ".") w = "spool/"
+		else if (c[1] == "slots") w = n > 1 ? "slots/" c[2] "/" : "slots/"
 		else if (n == 1 && (c[1] == "leased" || c[1] == "done" || \
 		    c[1] == "dead")) w = c[1] "/"
 		else w = c[1]
@@ -214,6 +218,24 @@ count enqueue-new-cycle 8 $t0 "$bin/spool-enqueue" -d "$s" --id "$doneid" \
 # leased/ and the hint written again (+1).
 quiet $t0 "$bin/spool-claim" -d "$s"
 count reclaim 4 $((t0 + 31000)) "$bin/spool-claim" -d "$s"
+
+# A keyed claim, in a spool of its own whose config has limit.k=1000: one
+# more wait, before the claim's, for slots/k/ (spool-layout.md, "Slots").
+# Its first keyed claim also makes slots/ and slots/k/, and syncs slots/
+# and the spool directory in that wait (+2).  An unkeyed claim first
+# writes the hint and reserves tokens, so that neither is counted.
+"$bin/spool-init" -d "$ks"
+printf 'limit.k=1000\n' >>"$ks/config"
+quiet $t0 "$bin/spool-enqueue" -d "$ks" --id u1 "$scratch/payload"
+quiet $t0 "$bin/spool-claim" -d "$ks"
+quiet $t0 "$bin/spool-enqueue" -d "$ks" --id k1 --key k "$scratch/payload"
+quiet $t0 "$bin/spool-enqueue" -d "$ks" --id k2 --key k "$scratch/payload"
+count claim-key-first 6 $t0 "$bin/spool-claim" -d "$ks"
+# shellcheck disable=SC2046
+set -- $(lease "$scratch/out.claim-key-first")
+quiet $t0 "$bin/spool-finish" -d "$ks" "$1" "$2" ok
+# The next finds the slot of the job before dead, and removes it.
+count claim-key 4 $t0 "$bin/spool-claim" -d "$ks"
 
 # park on claim, in a spool of its own: its deadline passed.  The spool's
 # first claim writes the hint (+1).

@@ -79,6 +79,7 @@ struct sys {
 	double own_seconds;	/* >= 0: the op timed itself (a part only) */
 	/* spool */
 	struct spool *sp;
+	const char *key;	/* lib-spool-limit*, -rate: every job's key */
 	int fds[BATCH];
 	struct io_uring ring;	/* floor-wait3, and its record file */
 	int recfd;
@@ -908,25 +909,59 @@ lib_spool_init(struct sys *s)
 	payload_fds(s);
 }
 
-/*
- * The same, on a spool whose config has syncfs=yes: a wait of 64 syncs or
- * more is one syncfs(2) of the file system (spool-layout.md, "One syncfs
- * for a large wait").  The key is added once, before the spool is opened.
- */
+/* The library on a spool whose config has line too, added once, before
+ * the spool is opened. */
 static void
-lib_spool_syncfs_init(struct sys *s)
+lib_spool_config_init(struct sys *s, const char *line)
 {
 	char path[PATH_MAX];
 	FILE *f;
 
 	spool_make(s);
 	pathf(path, sizeof(path), "%s/config", s->dir);
-	if ((f = fopen(path, "a")) == NULL || fputs("syncfs=yes\n", f) == EOF ||
+	if ((f = fopen(path, "a")) == NULL || fputs(line, f) == EOF ||
 	    fclose(f) == EOF)
 		err(1, "%s", path);
 	if ((s->sp = spool_open(s->dir)) == NULL)
 		err(1, "spool_open %s", s->dir);
 	payload_fds(s);
+}
+
+/*
+ * The same, on a spool whose config has syncfs=yes: a wait of 64 syncs or
+ * more is one syncfs(2) of the file system (spool-layout.md, "One syncfs
+ * for a large wait").
+ */
+static void
+lib_spool_syncfs_init(struct sys *s)
+{
+	lib_spool_config_init(s, "syncfs=yes\n");
+}
+
+/*
+ * Row 12: the library's cycle with every job of key k, under a limit or a
+ * rate (spool(7), "Limits").  A claim takes the key's lock, lists
+ * slots/k/, removes the slot of the job before (dead: it is done), makes
+ * its own, and syncs slots/k/ in a wait of its own (spool-layout.md,
+ * "Slots").  limit.k=1000 never binds.  Neither does limit.k=1, with one
+ * worker.  rate.k=1000000/1s also keeps a name a claim for a second.
+ */
+static void
+lib_spool_limit_init(struct sys *s)
+{
+	lib_spool_config_init(s, "limit.k=1000\n");
+}
+
+static void
+lib_spool_limit1_init(struct sys *s)
+{
+	lib_spool_config_init(s, "limit.k=1\n");
+}
+
+static void
+lib_spool_rate_init(struct sys *s)
+{
+	lib_spool_config_init(s, "rate.k=1000000/1s\n");
 }
 
 static void
@@ -948,6 +983,7 @@ lib_enqueue(struct sys *s, size_t n)
 		memset(&s->jobs[i], 0, sizeof(s->jobs[i]));
 		s->jobs[i].fd = s->fds[i];
 		s->jobs[i].deadline_ms = -1;
+		s->jobs[i].key = s->key;
 	}
 	if (spool_enqueue(s->sp, s->jobs, n) == -1)
 		err(1, "spool_enqueue");
@@ -2110,6 +2146,12 @@ static struct sys table[] = {
 	SYS("lib-sqlite-delete", lib_sqlite_delete_init, lib_sqlite_op, 1, 100),
 	SYS("lib-sqlite-wal", lib_sqlite_wal_init, lib_sqlite_op, 1, 200),
 	SYS("lib-beanstalk", bean_init, bean_op, 1, 200),
+	{ .name = "lib-spool-limit", .init = lib_spool_limit_init,
+	    .op = lib_spool_op, .unit = 1, .k = 100, .key = "k" },
+	{ .name = "lib-spool-limit1", .init = lib_spool_limit1_init,
+	    .op = lib_spool_op, .unit = 1, .k = 100, .key = "k" },
+	{ .name = "lib-spool-rate", .init = lib_spool_rate_init,
+	    .op = lib_spool_op, .unit = 1, .k = 100, .key = "k" },
 	SYS("batch-lib-spool", lib_spool_init, batch_lib_spool_op, BATCH, BATCH * 4),
 	SYS("batch-lib-spool-syncfs", lib_spool_syncfs_init, batch_lib_spool_op,
 	    BATCH, BATCH * 4),

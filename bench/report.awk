@@ -63,7 +63,8 @@ function persec(us) {
 	return sprintf("%s/s (%s)", commas(1e6 / us), ms(us))
 }
 
-# With BENCH_ROWS=many, rows 1-9 ran not: their lines and targets are muted.
+# With BENCH_ROWS=many or limits, rows 1-9 ran not: their lines and targets
+# are muted, and so are those of the rows that the other mode runs.
 function out(line) {
 	if (mute)
 		return
@@ -291,6 +292,96 @@ function many_rows(    k, L, M, R, i, j, P, key, np, mp, nk, mk, ml, line,
 	}
 }
 
+# Row 12: the library's cycle of jobs of key k under a limit or a rate,
+# beside an unkeyed one in the same turns.  Each keyed system is given as
+# its time over the unkeyed one's, for the cycle and for its claim alone.
+# What a keyed claim adds is set beside a directory fsync after a rename,
+# the sync it adds (slots/k/).
+function limit_rows(    k, L, K, j, key, nl, ls, ll, ph, extra) {
+	nl = split("lib-spool lib-spool-limit lib-spool-limit1 lib-spool-rate",
+	    ls, " ")
+	ll["lib-spool"] = "no key"
+	ll["lib-spool-limit"] = "key k, limit.k=1000"
+	ll["lib-spool-limit1"] = "key k, limit.k=1"
+	ll["lib-spool-rate"] = "key k, rate.k=1000000/1s"
+	for (k = 1; k <= 2; k++) {
+		L = fsl[k]
+		K = L "-k"
+		lim["dirsync", L] = med(K SUBSEP "floor-dirsync")
+		for (j = 1; j <= nl; j++) {
+			key = K SUBSEP ls[j]
+			lim[ls[j], L] = med(key)
+			limf[ls[j], L] = csum[key] ? fsum[key] / csum[key] : ""
+			key = K SUBSEP ls[j] ".claim"
+			limc[ls[j], L] = med(key)
+			limcf[ls[j], L] = csum[key] ? fsum[key] / csum[key] : ""
+		}
+	}
+
+	head("12 a claim under a limit: the library's cycle, a job at a " \
+	    "time, one worker (cycles/s;")
+	out("   ratio: keyed time / unkeyed time; the systems take turns)")
+	hdr2("", "default fs", loop_ok ? "loop fs (journaled ext4)" : "")
+	for (j = 1; j <= nl; j++) {
+		ph = ls[j]
+		if (j == 1) {
+			row(sprintf("%s (%.2f fsyncs a cycle)", ll[ph],
+			    limf[ph, "default"]), persec(lim[ph, "default"]),
+			    persec(lim[ph, "loop"]))
+			row(sprintf("  its claim (%.2f fsyncs)",
+			    limcf[ph, "default"]), ms(limc[ph, "default"]),
+			    ms(limc[ph, "loop"]))
+			continue
+		}
+		row(sprintf("%s (%.2f fsyncs)", ll[ph], limf[ph, "default"]),
+		    cell(lim[ph, "default"], lim["lib-spool", "default"]),
+		    cell(lim[ph, "loop"], lim["lib-spool", "loop"]))
+		row(sprintf("  its claim (%.2f fsyncs)", limcf[ph, "default"]),
+		    ccell(limc[ph, "default"], limc["lib-spool", "default"]),
+		    ccell(limc[ph, "loop"], limc["lib-spool", "loop"]))
+	}
+	row("a directory fsync after a rename", ms(lim["dirsync", "default"]),
+	    ms(lim["dirsync", "loop"]))
+	for (k = 1; k <= 2; k++) {
+		L = fsl[k]
+		extra = limc["lib-spool-limit", L] - limc["lib-spool", L]
+		if (have(limc["lib-spool-limit", L]) && \
+		    have(limc["lib-spool", L]) && have(lim["dirsync", L]) && \
+		    lim["dirsync", L] > 0)
+			limx[L] = sprintf("%.2f", extra / lim["dirsync", L])
+		else
+			limx[L] = "-"
+	}
+	row("  limit.k=1000: claim's extra time / that fsync", limx["default"],
+	    limx["loop"])
+	for (k = 1; k <= 2; k++) {
+		L = fsl[k]
+		if (L == "loop" && !loop_ok)
+			continue
+		# One wait more than the unkeyed cycle's four is 1.25 times
+		# it, if the waits are all; a second would be 1.5.
+		target("keyed cycle, limit.k=1000, within 1.5x unkeyed", L,
+		    have(lim["lib-spool-limit", L]) && \
+		    have(lim["lib-spool", L]) ? lim["lib-spool-limit", L] / \
+		    lim["lib-spool", L] : "", "max", 1.5)
+		for (j = 1; j <= nl; j++) {
+			metric(12, ls[j], L, rate(lim[ls[j], L]), "cycles/s")
+			metric(12, ls[j] " claim", L, limc[ls[j], L], "us")
+			metric(12, ls[j] " fsyncs", L, limf[ls[j], L],
+			    "per cycle")
+		}
+		metric(12, "dir fsync", L, lim["dirsync", L], "us")
+	}
+}
+
+# A time of one and its ratio to ref's: its time / ref's time.
+function ccell(us, ref) {
+	if (!have(us) || us <= 0)
+		return "-"
+	return sprintf("%-22s %s", ms(us), have(ref) && ref > 0 ? \
+	    sprintf("%.2f", us / ref) : "")
+}
+
 function jstr(s) {
 	gsub(/\\/, "\\\\", s)
 	gsub(/"/, "\\\"", s)
@@ -487,14 +578,18 @@ END {
 	out(sprintf("loop fs: %s", loop_ok ? meta["fs_loop"] : meta["loop"]))
 	out(sprintf("load average (1, 5, 15 min): %s at the start, %s at " \
 	    "the end", meta["load_start"], meta["load_end"]))
-	if (meta["rows"] != "many")
+	if (meta["rows"] == "all")
 		out(sprintf("rows 1-3: turns of %s s, median of %d rounds; " \
 		    "row 4: turns of %s s, median of %d rounds;",
 		    meta["slice"], meta["rounds"], meta["batch_slice"],
 		    meta["batch_rounds"]))
-	out(sprintf("rows 10-11: turns of %s s, median of %d rounds; " \
-	    "row 10 at P = %s;", meta["many_slice"], meta["many_rounds"],
-	    meta["many_procs"]))
+	if (meta["rows"] != "limits")
+		out(sprintf("rows 10-11: turns of %s s, median of %d rounds; " \
+		    "row 10 at P = %s;", meta["many_slice"],
+		    meta["many_rounds"], meta["many_procs"]))
+	if (meta["rows"] != "many")
+		out(sprintf("row 12: turns of %s s, median of %d rounds;",
+		    meta["limit_slice"], meta["limit_rounds"]))
 	out("the systems of a row take turns, in an order that rotates; " \
 	    "every ratio is between")
 	out("medians of this run.  ratio = its time / spool's time (above " \
@@ -508,9 +603,10 @@ END {
 		out(sprintf("an earlier run's scratch data (%s files) was set " \
 		    "aside, to be removed after the rows", meta["leftover"]))
 	out("")
-	hdr2("", "default fs", loop_ok ? "loop fs (journaled ext4)" : "")
+	if (meta["rows"] == "all")
+		hdr2("", "default fs", loop_ok ? "loop fs (journaled ext4)" : "")
 
-	mute = meta["rows"] == "many"
+	mute = meta["rows"] != "all"
 	head("1 floors (time of one)")
 	row("static spawn: fork+exec+wait", ms(a["default"]), ms(a["loop"]))
 	row("durable publish: write, fdatasync, rename, fsync dir",
@@ -835,9 +931,12 @@ END {
 		}
 	}
 
-	# Rows 10 and 11 ran in every mode.
-	mute = 0
+	# Rows 10 and 11 ran unless BENCH_ROWS=limits; row 12 unless many.
+	mute = meta["rows"] == "limits"
 	many_rows()
+	mute = meta["rows"] == "many"
+	limit_rows()
+	mute = 0
 
 	out("")
 	out(sprintf("%-58s %-8s %-10s %-9s %s", "targets (ratios of this run)",
