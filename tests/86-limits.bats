@@ -235,5 +235,5 @@ spool_key_oldest_waiting_seconds{spool="S",key="r"} 60.900'
 @test "stress: four runners of -j 8 under limit.k=3, killed at random: never more than 3, nothing lost" {
 	run -0 "$BATS_TEST_DIRNAME/limitstress" -d "$SPOOL_DIR" -c "$BATS_TEST_TMPDIR/count"
 	echo "$output" >&3
-	[[ ${lines[0]} = "limitstress: jobs 300, runners 4 on 1 host(s), kills 6, "* ]]
+	[[ ${lines[0]} =~ ^"limitstress: jobs 300, runners 4 on 1 host(s), kills "[1-6]", " ]]
 }
