@@ -382,6 +382,13 @@ hint_read(int fd)
 	return end == buf ? 0 : (int64_t)v;
 }
 
+/*
+ * Written under the hint's lock, synced outside it.  A scan's time needs
+ * no sync: what a power cut may bring back instead is a time that had
+ * passed, and the next claim scans again.  A lowered time is synced before
+ * the claim returns: a power cut must not bring back a later time than a
+ * lease that was handed out.
+ */
 static int
 hint_write(int fd, int64_t v)
 {
@@ -390,10 +397,7 @@ hint_write(int fd, int64_t v)
 
 	n = snprintf(buf, sizeof(buf), "%019" PRId64 "\n", v);
 	/* (write_at goes on after EINTR and a short write) */
-	if (write_at(fd, buf, (size_t)n, 0) == -1)
-		return -1;
-	/* Durable: a power cut must not bring back a later time. */
-	return sync_fd(fd);
+	return write_at(fd, buf, (size_t)n, 0);
 }
 
 static int
@@ -521,8 +525,11 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 	 * are still taken over when due, at most RESCAN_MS late.
 	 */
 	if (rv == 0 && c->our_until != NO_EXPIRY &&
-	    lock_fd(sp, hintfd, 0) == 0 && c->our_until < hint_read(hintfd))
-		(void)hint_write(hintfd, c->our_until);
+	    lock_fd(sp, hintfd, 0) == 0 && c->our_until < hint_read(hintfd) &&
+	    hint_write(hintfd, c->our_until) == 0) {
+		(void)sys_flock(sp, hintfd, LOCK_UN);
+		(void)sync_fd(hintfd);
+	}
 	(void)close_fd(hintfd);	/* and its lock */
 	if (rv == 0)
 		crash_point("claim-logged");

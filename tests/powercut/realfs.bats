@@ -44,17 +44,17 @@ realfs() {
 # commits the journal, or forces the log, with every change made before
 # it; spool-powercuts.md, "Real kernels".)
 @test "real kernels' teeth: without a payload's, a record's, the token block's, a purge's audit line's or paused's sync, a violation" {
-	realfs --teeth enqueue-first:1 enqueue-first:2 claim:2 purge:2 pause:1
+	realfs --teeth enqueue-first:1 enqueue-first:2 claim:1 purge:2 pause:1
 	[ "$status" -eq 0 ]
 	diff -u - <(printf '%s\n' "$output") <<'OUT'
 ext4 enqueue-first 1 fdatasync(tmp/j1,PID.N): violation
 ext4 enqueue-first 2 fdatasync(meta/j1): violation
-ext4 claim 2 fdatasync(tokens): violation
+ext4 claim 1 fdatasync(tokens): violation
 ext4 purge 2 fdatasync(audit/h.log): violation
 ext4 pause 1 fdatasync(tmp/paused,PID): violation
 xfs enqueue-first 1 fdatasync(tmp/j1,PID.N): violation
 xfs enqueue-first 2 fdatasync(meta/j1): violation
-xfs claim 2 fdatasync(tokens): violation
+xfs claim 1 fdatasync(tokens): violation
 xfs purge 2 fdatasync(audit/h.log): violation
 xfs pause 1 fdatasync(tmp/paused,PID): violation
 OUT
@@ -63,12 +63,12 @@ OUT
 # With config syncfs=yes a batch's one wait is one syncfs (spool-layout.md,
 # "One syncfs for a large wait"): skipped, a real kernel loses the records.
 @test "real kernels' teeth: without a batch's syncfs, a violation" {
-	realfs --teeth claim-syncfs:3 finish-syncfs:1
+	realfs --teeth claim-syncfs:2 finish-syncfs:1
 	[ "$status" -eq 0 ]
 	diff -u - <(printf '%s\n' "$output") <<'OUT'
-ext4 claim-syncfs 3 syncfs(.): violation
+ext4 claim-syncfs 2 syncfs(.): violation
 ext4 finish-syncfs 1 syncfs(.): violation
-xfs claim-syncfs 3 syncfs(.): violation
+xfs claim-syncfs 2 syncfs(.): violation
 xfs finish-syncfs 1 syncfs(.): violation
 OUT
 }
