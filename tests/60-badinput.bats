@@ -65,8 +65,8 @@ usage_line() {
 	case $1 in
 	spool-init) echo "usage: spool-init [-d DIR] [--group GROUP | --upgrade]" ;;
 	spool-enqueue) echo "usage: spool-enqueue [-d DIR] [--id ID]" \
-	    "[--max-attempts N] [--deadline DUR] [--delay DUR] [--trace ID]" \
-	    "[FILE ...]" ;;
+	    "[--max-attempts N] [--deadline DUR] [--delay DUR] [--key KEY]" \
+	    "[--trace ID] [FILE ...]" ;;
 	spool-claim) echo "usage: spool-claim [-d DIR] [--lease DUR]" \
 	    "[--owner NAME] [-n N]" ;;
 	spool-renew) echo "usage: spool-renew [-d DIR] [--lease DUR] ID TOKEN" ;;

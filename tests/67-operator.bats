@@ -228,7 +228,7 @@ EOT
 @test "bulk forms are checked: one of - or --all, filters only with --all" {
 	park a
 	before=$(snapshot)
-	bulk_usage="usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] [--dry-run] [--rate N/s] [-0] - | --all [--reason R] [--class C] [--older-than DUR]"
+	bulk_usage="usage: spool-redrive [-d DIR] --by WHO --note TICKET [--reconciled] [--edited] [--dry-run] [--rate N/s] [-0] - | --all [--reason R] [--class C] [--key KEY] [--older-than DUR]"
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --all a
 	equals "$stderr" "$bulk_usage"
 	run -100 --separate-stderr spool-redrive --by ops --note INC-1 --rate 5/s a
