@@ -8,7 +8,10 @@
  * process group, before it execs: so the keeper knows of a group before
  * anything can run in it.  The worker writes the PID negated before it
  * reaps the handler: until then the handler's zombie holds the ID, so
- * the keeper never kills a group whose ID was given to someone else.
+ * while the worker lives the keeper knows no group whose ID was given to
+ * someone else.  Once it is gone, init reaps the handlers; the keeper's
+ * SIGKILL follows its death by microseconds, and a group ID reused that
+ * soon is a risk it takes.
  *
  * Invariant: when the pipe's last writer is gone, every group the keeper
  * knows of belongs to a handler of a worker that is gone.  The keeper then

@@ -2,8 +2,9 @@
  * spool-stat: what an operator or a cron job watches (spool(7), "Watching
  * a spool"): jobs per state, parked jobs by reason and class, the age of the
  * oldest parked job, ready job and lease, what became of redriven jobs,
- * the last operator action, and each key with a limit or a rate.  It reads directories, sidecars and the audit
- * log, never a payload, so its cost does not grow with the jobs' size.
+ * the last operator action, and each key with a limit or a rate.  It
+ * reads directories, sidecars and the audit log, never a payload, so its
+ * cost does not grow with the jobs' size.
  * With --warn or --crit it is a monitoring check, and then speaks the
  * monitoring-plugin convention (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN)
  * instead of the exit vocabulary of every other command.

@@ -54,7 +54,9 @@ struct claim {
 
 /*
  * May a job of key be claimed?  1 yes (its slot is made), 0 no: its key is
- * at its limit or its rate, and stays so for the rest of this claim.
+ * at its limit or its rate, and stays so for the rest of this claim.  A
+ * takeover, made under the next-expiry hint's lock, does not wait for the
+ * key's lock: a busy key's expired lease is left to the next scan.
  */
 static int
 slot_for(struct claim *c, const struct job *j)
@@ -67,11 +69,11 @@ slot_for(struct claim *c, const struct job *j)
 	for (i = 0; i < c->nfull; i++)
 		if (strcmp(c->full[i], key) == 0)
 			return 0;
-	if ((r = slot_take(c->sp, j, c->now, c->now + c->lease, &c->slots)) ==
-	    0 &&
-	    c->nfull < LIMITS_MAX)
+	r = slot_take(c->sp, j, c->now, c->now + c->lease,
+	    j->cur.loc == SPOOL_LEASED, &c->slots);
+	if (r == 0 && c->nfull < LIMITS_MAX)
 		memcpy(c->full[c->nfull++], key, strlen(key) + 1);
-	if (r == -1 && c->job_err == 0)
+	if (r == -1 && errno != EWOULDBLOCK && c->job_err == 0)
 		c->job_err = errno;
 	return r == 1;
 }
@@ -482,8 +484,7 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 	case -1:
 		return -1;
 	}
-	if (config_limits(sp) == -1)
-		return -1;
+	config_limits(sp);
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return -1;
 	c->sp = sp;

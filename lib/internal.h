@@ -397,7 +397,7 @@ int limit_line(struct spool *sp, const char *name, const char *val);
 const struct spool_limit *limit_of(const struct spool *sp,
     const char *key);
 int slot_take(struct spool *sp, const struct job *j, int64_t now,
-    int64_t until, struct dirset *ds);
+    int64_t until, int nonblock, struct dirset *ds);
 
 /* hosts.c: several hosts: the file-system check, this host's hosts/ entry */
 int host_register(struct spool *sp);
@@ -408,7 +408,7 @@ extern const char *const subdirs[NSUBDIRS];
 int open_top(const char *dir);
 int read_format(int dirfd);
 int room_below(struct spool *sp, struct spool_room *r);
-int config_limits(struct spool *sp);
+void config_limits(struct spool *sp);
 
 /* batch.c: lock in ID order, one transition each, one group commit */
 struct batch {

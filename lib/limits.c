@@ -8,14 +8,12 @@
  * under the key's lock, fewer live slots than the limit, and made its own
  * slot before it let the lock go.  A slot is a name in slots/KEY/: the
  * job's ID for a lease, @TIME,ID for a claim that a rate counts.  A slot
- * is live while its job is leased and its lease has not run out (plus the
- * spool's skew), or, before the claim's record, until the lease it asked
- * for would end (slot_live).  So the count is derived from the leases: a
- * slot whose lease has ended is dead the moment it is looked at, and
- * removed then.  The
- * claim syncs slots/KEY/ after it lets the lock go and before it records
- * a lease, so no lease can outlive a power cut without its slot, and no
- * lock is held across a sync.
+ * is live while its job is leased, or, before the claim's record, until
+ * the lease it asked for would end (slot_live).  So the count is derived
+ * from the leases: a slot whose lease has ended is dead the moment it is
+ * looked at, and removed then.  The claim syncs slots/KEY/ after it lets
+ * the lock go and before it records a lease, so no lease can outlive a
+ * power cut without its slot, and no lock is held across a sync.
  */
 #define _GNU_SOURCE
 #include <sys/stat.h>
@@ -110,12 +108,13 @@ limit_of(const struct spool *sp, const char *key)
  * and its sidecar's size when the claim made it, holding the sidecar's
  * lock, and the lease that claim asked for.  While the sidecar has neither
  * a later token nor more records, the claim may be under way: the slot is
- * live until UNTIL.  Once it has, the claim took effect, or ended and
- * someone else wrote since: the slot is live while the job's record says
- * leased and unexpired.  A slot whose file is empty (a power cut) goes by
- * the record alone.  Times are judged with the spool's skew, as a takeover
- * is.  No lock is tried: a lease, not a lock a killed client may keep,
- * gives a slot back.
+ * live until UNTIL, plus the spool's skew.  Once it has, the claim took
+ * effect, or ended and someone else wrote since: the slot is live while
+ * the job's record says leased, even past its until.  A renew is accepted
+ * then, until a claim takes the job over; and that claim, of the same job,
+ * takes the slot with it.  A slot whose file is empty (a power cut) goes
+ * by the record alone.  No lock is tried: a lease, not a lock a killed
+ * client may keep, gives a slot back.
  */
 static int
 slot_live(struct spool *sp, int dirfd, const char *id, int64_t now)
@@ -138,14 +137,18 @@ slot_live(struct spool *sp, int dirfd, const char *id, int64_t now)
 			    &prev, &size, &until) == 3;
 		}
 	}
-	if (job_peek(sp, id, &j) == -1)
-		return errno == ENOENT ? 0 : 1;
+	if (job_peek(sp, id, &j) == -1) {
+		/* Gone, or damaged: spool-fsck reports it.  Else: unreadable
+		 * for now, so held, but no longer than its claim asked. */
+		if (errno == ENOENT || errno == EUCLEAN)
+			return 0;
+		return !known || until + sp->skew_ms > now;
+	}
 	if (known && j.cur.tok <= prev && fstat(j.fd, &st) == 0 &&
 	    st.st_size <= size)
 		live = until + sp->skew_ms > now;
 	else
-		live = j.cur.loc == SPOOL_LEASED &&
-		    j.cur.until + sp->skew_ms > now;
+		live = j.cur.loc == SPOOL_LEASED;
 	job_close(&j);
 	return live;
 }
@@ -222,7 +225,7 @@ count_slots(struct spool *sp, int dirfd, const char *id, int64_t now,
 			comma = strchr(de->d_name, ',');
 			if (comma != NULL && dec18(de->d_name + 1,
 			    (size_t)(comma - de->d_name - 1), &t) == 0 &&
-			    t > now - window)
+			    t + sp->skew_ms > now - window)
 				(*claims)++;
 			else
 				(void)sys_unlinkat(dirfd, de->d_name, 0);
@@ -244,12 +247,13 @@ count_slots(struct spool *sp, int dirfd, const char *id, int64_t now,
 /*
  * May job j be claimed now, for a lease until then?  1: yes, and its
  * slots are made (slots/KEY/ goes in ds, to be synced before the claim);
- * 0: its key is at its limit or its rate, pass it over; -1 with errno.
- * The caller holds the job's sidecar lock, and has not yet recorded.
+ * 0: its key is at its limit or its rate, pass it over; -1 with errno
+ * (EWOULDBLOCK: nonblock, and the key's lock is busy).  The caller holds
+ * the job's sidecar lock, and has not yet recorded.
  */
 int
 slot_take(struct spool *sp, const struct job *j, int64_t now, int64_t until,
-    struct dirset *ds)
+    int nonblock, struct dirset *ds)
 {
 	char rel[NAME_MAX_SPOOL], name[SPOOL_ID_MAX + 32], text[80];
 	const char *key = j->cur.key, *id = j->id;
@@ -266,7 +270,7 @@ slot_take(struct spool *sp, const struct job *j, int64_t now, int64_t until,
 	lockfd = sys_openat(dirfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW |
 	    O_CLOEXEC, 0666);
 	if (lockfd == -1 || file_mode(sp, lockfd, 0660) == -1 ||
-	    lock_fd(sp, lockfd, 0) == -1 ||
+	    lock_fd(sp, lockfd, nonblock) == -1 ||
 	    count_slots(sp, dirfd, id, now, l->window_ms, &held, &claims) == -1)
 		goto out;
 	rv = (l->limit < 0 || held < l->limit) && (l->rate == 0 ||

@@ -358,9 +358,11 @@ spool_close(struct spool *sp)
 /*
  * The limits of config as it is now: a limit changed by hand takes effect
  * at the next claim of a handle opened before.  One fstatat when config
- * has not changed.  EBADMSG: it is malformed now.
+ * has not changed.  While it cannot be read, or is malformed, the handle
+ * keeps the limits it has: a slip of the pen must not stop every worker.
+ * Every command started meanwhile refuses the spool, naming the line.
  */
-int
+void
 config_limits(struct spool *sp)
 {
 	struct spool tmp;
@@ -376,30 +378,27 @@ config_limits(struct spool *sp)
 	    st.st_mtim.tv_nsec == sp->config_st.st_mtim.tv_nsec &&
 	    st.st_ctim.tv_sec == sp->config_st.st_ctim.tv_sec &&
 	    st.st_ctim.tv_nsec == sp->config_st.st_ctim.tv_nsec)
-		return 0;
+		return;
 	if (read_small(sp->dirfd, "config", cfg, sizeof(cfg)) == -1) {
 		if (errno != ENOENT)
-			return -1;
+			return;
 		cfg[0] = '\0';
 	}
 	memset(&tmp, 0, sizeof(tmp));
-	if (parse_config(&tmp, cfg, &bad) == -1) {
-		errno = EBADMSG;
-		return -1;
-	}
+	if (parse_config(&tmp, cfg, &bad) == -1)
+		return;
 	memcpy(sp->limits, tmp.limits, sizeof(sp->limits));
 	sp->nlimits = tmp.nlimits;
 	sp->config_st = st;
-	return 0;
 }
 
-/* The limits of config as it is now; those of the handle if unreadable. */
+/* The limits of config as it is now, as config_limits has them. */
 size_t
 spool_limits(struct spool *sp, struct spool_limit *out, size_t max)
 {
 	size_t i;
 
-	(void)config_limits(sp);	/* a claim says what is wrong */
+	config_limits(sp);
 	for (i = 0; i < (size_t)sp->nlimits && i < max; i++)
 		out[i] = sp->limits[i];
 	return (size_t)sp->nlimits;

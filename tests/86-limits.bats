@@ -7,6 +7,8 @@
 
 load helpers
 
+BATS_TEST_TIMEOUT=300
+
 T=1000000
 
 # enq ID MS [OPTION...]: a job enqueued at time MS.
@@ -124,6 +126,26 @@ plain  #0     -     now  -      1s   1    -   -     -"
 	fsck_clean
 }
 
+@test "a lease renewed past its until keeps its slot until a claim takes the job over" {
+	echo 'limit.k=1' >>"$SPOOL_DIR/config"
+	enq k1 $T --key k
+	enq k2 $((T + 100)) --key k
+	run -0 at_ms $((T + 1000)) spool-claim --lease 1s --owner w1
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'k1\t1')"
+	# Past k1's until, while its holder renews (its sidecar locked), a
+	# claim passes over k1 as busy, and k2 as its key is full.
+	exec {lk}<"$SPOOL_DIR/meta/k1"
+	flock -x "$lk"
+	run -1 at_ms $((T + 5000)) spool-claim --owner w2
+	exec {lk}<&-
+	equals "$(slots_of k)" k1
+	run -0 at_ms $((T + 5100)) spool-renew --lease 1m k1 1
+	run -1 at_ms $((T + 5200)) spool-claim --owner w2
+	equals "$(ids_in leased)" k1
+	check_invariants
+	fsck_clean
+}
+
 @test "a claim killed after its slot, before its record: the slot holds until the lease it asked for would end" {
 	echo 'limit.k=1' >>"$SPOOL_DIR/config"
 	enq k1 $T --key k
@@ -153,6 +175,31 @@ plain  #0     -     now  -      1s   1    -   -     -"
 	equals "$(slots_of k)" k3
 	check_invariants
 	fsck_clean
+}
+
+@test "a slip in config does not stop a running worker: it keeps the limits it had" {
+	echo 'limit.k=1' >>"$SPOOL_DIR/config"
+	H=$BATS_TEST_TMPDIR/h
+	printf '#!/bin/sh\nwhile [ ! -e "%s/go" ]; do sleep 0.05; done\n' "$BATS_TEST_TMPDIR" >"$H"
+	chmod +x "$H"
+	echo 1 | spool-enqueue --id j1 --key k >/dev/null
+	echo 2 | spool-enqueue --id j2 --key k >/dev/null
+	spool-run -j 2 --idle-exit 0 -- "$H" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	for _ in $(seq 400); do
+		[ "$(ids_in leased | wc -l)" -eq 1 ] && break
+		sleep 0.05
+	done
+	equals "$(ids_in leased | wc -l)" 1
+	echo 'limt.k=2' >>"$SPOOL_DIR/config"
+	touch "$BATS_TEST_TMPDIR/go"
+	rc=0
+	wait "$pid" || rc=$?
+	equals "$rc" 0
+	equals "$(ids_in done)" "$(printf '%s\n' j1 j2)"
+	# A command started now refuses the spool, naming the line.
+	run -100 spool-stat
+	equals "$output" "spool-stat: $SPOOL_DIR/config:$(wc -l <"$SPOOL_DIR/config"): malformed (see spool(7), FILES)"
 }
 
 @test "rate.KEY=N/DUR: at most N claims of the key in any window of DUR" {
