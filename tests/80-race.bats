@@ -1,13 +1,13 @@
 #!/usr/bin/env bats
 # Races: four claimer processes against one spool of 2,000 jobs with short
-# leases.  Worker 0 is slow on purpose: on every fourth job it waits past its
+# leases (RACE_JOBS=N: N jobs; CI's run under the sanitizers takes 500).  Worker 0 is slow on purpose: on every fourth job it waits past its
 # lease before finishing, so that takeovers and stale finishes really happen.
 # Everything is judged from what the workers saw and what the spool wrote,
 # never from how long it took.
 
 load helpers
 
-JOBS=2000
+JOBS=${RACE_JOBS:-2000}
 WORKERS=4
 
 # worker N: claim, read the payload, finish ok; log "ID TOKEN STATUS".
@@ -43,7 +43,7 @@ worker() {
 	done
 }
 
-@test "4 claimers, 2000 jobs, leases outlived: every job once, stale finishes refused" {
+@test "4 claimers, 2000 jobs or RACE_JOBS, leases outlived: every job once, stale finishes refused" {
 	local i
 	mkdir "$BATS_TEST_TMPDIR/in"
 	for i in $(seq -w 1 $JOBS); do
