@@ -499,18 +499,30 @@ free_slot(struct slot *s)
 	w.want_claim = 1;	/* a slot is free: look for work */
 }
 
-/* End the slot's delivery as f says; a refusal changes nothing. */
+/*
+ * End the deliveries of slots s[0..n) as f[0..n) say, in one call: its
+ * wait covers them all (spool-layout.md, "fsyncs per transition").  A
+ * refusal changes nothing.
+ */
 static void
-finish(struct slot *s, struct spool_finish *f)
+finish(struct slot **s, struct spool_finish *f, size_t n)
 {
-	f->id = s->lease.id;
-	f->token = s->lease.token;
-	if (spool_finish(w.sp, f, 1) == -1 && f->res.status == 0) {
-		say("%s: %s", s->lease.id, errtext(errno));
-		f->res.status = -1;	/* for its log line: failed */
-		fail();
-	} else if (report(s->lease.id, &f->res) > EXIT_NO)
-		fail();
+	size_t i;
+	int r, e;
+
+	for (i = 0; i < n; i++) {
+		f[i].id = s[i]->lease.id;
+		f[i].token = s[i]->lease.token;
+	}
+	r = spool_finish(w.sp, f, n);
+	e = errno;
+	for (i = 0; i < n; i++)
+		if (r == -1 && f[i].res.status == 0) {
+			say("%s: %s", s[i]->lease.id, errtext(e));
+			f[i].res.status = -1;	/* for its log line: failed */
+			fail();
+		} else if (report(s[i]->lease.id, &f[i].res) > EXIT_NO)
+			fail();
 }
 
 static void
@@ -522,7 +534,7 @@ release(struct slot *s, const char *detail)
 	f.outcome = SPOOL_RELEASE;
 	f.delay_ms = -1;
 	f.detail = detail;
-	finish(s, &f);
+	finish(&s, &f, 1);
 }
 
 /*
@@ -566,69 +578,108 @@ log_end(const struct slot *s, int wstatus, const struct spool_finish *f)
 	    spool_class_name(f->class) : "-", where, stopped[s->stop]);
 }
 
-/* The handler of s has been reaped with wstatus: end its delivery. */
-static void
-end_job(struct slot *s, int wstatus)
-{
-	char why[96], detail[SPOOL_DETAIL_MAX + 1], dur[32];
+/* A reaped handler's delivery: its end decided, not yet made. */
+struct ending {
+	struct slot *s;
+	int wstatus;
+	int finish;		/* 0: not the worker's to finish */
 	struct spool_finish f;
+	char detail[SPOOL_DETAIL_MAX + 1];
+};
+
+/* The handler of s has been reaped with wstatus: decide its end in e. */
+static void
+end_decide(struct slot *s, int wstatus, struct ending *e)
+{
+	char why[96], dur[32];
+	struct spool_finish *f = &e->f;
 	int64_t delay;
 	int class, r;
 
 	read_stderr(s, 16);	/* what it wrote just before it ended */
 	relay_end(s);
-	memset(&f, 0, sizeof(f));
-	f.delay_ms = -1;
+	memset(e, 0, sizeof(*e));
+	e->s = s;
+	e->wstatus = wstatus;
+	e->finish = !GONE(s->stop);
+	f->delay_ms = -1;
 	r = read_result(s, &class, &delay, why, sizeof(why));
 	switch (s->stop) {
 	case STOP_LOST:
 	case STOP_CANCELLED:
 		break;		/* said when it was lost; not ours to finish */
 	case STOP_SHUTDOWN:
-		make_detail(s, "stopped after the grace", detail,
-		    sizeof(detail));
-		f.outcome = SPOOL_RELEASE;
-		f.detail = detail;
-		finish(s, &f);
+		make_detail(s, "stopped after the grace", e->detail,
+		    sizeof(e->detail));
+		f->outcome = SPOOL_RELEASE;
+		f->detail = e->detail;
 		break;
 	case STOP_TIMEOUT:
 		(void)snprintf(why, sizeof(why), "timed out after %s",
 		    fmt_duration(dur, sizeof(dur), w.timeout_ms));
-		make_detail(s, why, detail, sizeof(detail));
-		f.outcome = SPOOL_RETRY;
-		f.class = SPOOL_CLASS_TIMEOUT;
-		f.detail = detail;
-		finish(s, &f);
+		make_detail(s, why, e->detail, sizeof(e->detail));
+		f->outcome = SPOOL_RETRY;
+		f->class = SPOOL_CLASS_TIMEOUT;
+		f->detail = e->detail;
 		break;
 	case STOP_NONE:
 		if (r == -1) {
 			/* An answer that cannot be read is not success. */
-			f.outcome = SPOOL_RETRY;
-			f.class = SPOOL_CLASS_CRASHED;
+			f->outcome = SPOOL_RETRY;
+			f->class = SPOOL_CLASS_CRASHED;
 		} else {
-			verdict(wstatus, &f, why, sizeof(why));
-			if (f.outcome != SPOOL_OK && class != SPOOL_CLASS_NONE)
-				f.class = class;
-			if (f.outcome == SPOOL_RETRY)
-				f.delay_ms = delay;
+			verdict(wstatus, f, why, sizeof(why));
+			if (f->outcome != SPOOL_OK && class != SPOOL_CLASS_NONE)
+				f->class = class;
+			if (f->outcome == SPOOL_RETRY)
+				f->delay_ms = delay;
 		}
-		make_detail(s, why, detail, sizeof(detail));
-		f.detail = detail[0] != '\0' ? detail : NULL;
-		finish(s, &f);
+		make_detail(s, why, e->detail, sizeof(e->detail));
+		f->detail = e->detail[0] != '\0' ? e->detail : NULL;
 		break;
 	}
-	log_end(s, wstatus, GONE(s->stop) ? NULL : &f);
-	if (s->errfd != -1)
-		(void)close(s->errfd);	/* held open by what it left behind */
-	free_slot(s);
 }
 
+/*
+ * Make the ends decided in e[0..n): the finishes share one call, so
+ * handlers that ended together share its wait.  Then a line each.
+ */
+static void
+end_jobs(struct ending *e, size_t n)
+{
+	struct slot *s[SLOTS_MAX];
+	struct spool_finish f[SLOTS_MAX];
+	size_t i, m = 0;
+
+	for (i = 0; i < n; i++)
+		if (e[i].finish) {
+			s[m] = e[i].s;
+			f[m++] = e[i].f;
+		}
+	if (m > 0)
+		finish(s, f, m);
+	for (i = 0, m = 0; i < n; i++) {
+		if (e[i].finish)
+			e[i].f.res = f[m++].res;
+		log_end(e[i].s, e[i].wstatus, e[i].finish ? &e[i].f : NULL);
+		if (e[i].s->errfd != -1)
+			(void)close(e[i].s->errfd);	/* held open by what
+							   it left behind */
+		free_slot(e[i].s);
+	}
+}
+
+/*
+ * Reap every handler that has ended, then end their deliveries together
+ * (end_jobs).
+ */
 static void
 reap(void)
 {
+	static struct ending ends[SLOTS_MAX];
 	struct slot *s;
 	siginfo_t si;
-	size_t k;
+	size_t k, n = 0;
 	int st;
 
 	for (;;) {
@@ -637,7 +688,7 @@ reap(void)
 		    errno != ECHILD)
 			die(EXIT_TEMP, "waitid: %s", strerror(errno));
 		if (si.si_pid == 0)
-			return;
+			break;
 		for (k = 0, s = NULL; k < w.nslots && s == NULL; k++)
 			if (w.slots[k].state == RUNNING &&
 			    w.slots[k].pid == si.si_pid)
@@ -654,7 +705,7 @@ reap(void)
 		if (waitpid(si.si_pid, &st, 0) == -1)
 			die(EXIT_TEMP, "waitpid: %s", strerror(errno));
 		if (s != NULL)
-			end_job(s, st);
+			end_decide(s, st, &ends[n++]);
 		else if (si.si_pid == w.keeper) {
 			/* Killed by hand: no handler may start unguarded. */
 			say("the keeper of the handlers (PID %ld) ended: "
@@ -663,6 +714,7 @@ reap(void)
 			fail();
 		}
 	}
+	end_jobs(ends, n);
 }
 
 /* Act on the signals that have arrived; never blocks. */

@@ -493,6 +493,35 @@ EOF
 	fsck_clean
 }
 
+@test "handlers that ended together are finished in one call: one audit write, one time" {
+	local k spid
+	for k in 1 2 3 4; do
+		enqueue j$k 'echo "start $$" >"$EVENTS"; read -r _ <"$GATES/$SPOOL_JOB_ID"'
+		gate j$k
+	done
+	start_worker -j 4 --max-jobs 4 --owner w1 -- "$H"
+	for k in 1 2 3 4; do next_event; done >"$T/started"
+	ASAN_OPTIONS=detect_leaks=0 strace -qq -s 4096 -e trace=write \
+	    -o "$T/trace" -p "$WPID" &
+	spid=$!
+	until [ "$(awk '/^TracerPid/ { print $2 }' "/proc/$WPID/status")" != 0 ]; do
+		sleep 0.01
+	done
+	# The worker stopped, the four handlers end; it sees them all at once.
+	kill -STOP "$WPID"
+	for k in 1 2 3 4; do open_gate j$k; done
+	wait_gone $(cut -d' ' -f2 "$T/started")
+	kill -CONT "$WPID"
+	wait_worker 0
+	wait "$spid"
+	equals "$(ids_in done | paste -sd' ')" "j1 j2 j3 j4"
+	# One write appended the four audit lines: one finish, one wait.
+	grep ' ok j1 ' "$T/trace" | grep ' ok j2 ' | grep ' ok j3 ' |
+	    grep -q ' ok j4 '
+	equals "$(for k in 1 2 3 4; do recs j$k ok t; done | sort -u | wc -l)" 1
+	fsck_clean
+}
+
 @test "an idle worker makes no system calls, and a new job wakes it at once" {
 	start_worker --max-jobs 1 --owner w1 -- "$H"
 	wait_polling "$WPID"
