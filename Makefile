@@ -13,6 +13,12 @@ WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
     $(WERROR_FLAG)
 CPPFLAGS += -Ilib
 LDLIBS = -luuid -lxxhash -luring
+# The commands take those three from their static archives and libc as a
+# shared library: a command then starts without loading three libraries
+# (bench/README.md, row 2), and LD_PRELOAD tools and the name service
+# still work.  make STATIC_DEPS=0 links them shared.
+CMD_LIBS = $(if $(filter 0,$(STATIC_DEPS)),$(LDLIBS),\
+    -Wl,-Bstatic $(LDLIBS) -Wl,-Bdynamic)
 # One VERSION file: spool.pc, debian/changelog and every command's
 # --version (tests/92-install.bats checks that they agree).
 SPOOL_VERSION := $(shell cat VERSION)
@@ -74,12 +80,12 @@ bin/common.a: $(CMDOBJ)
 	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS) -c -o $@ $<
 
 $(BINS): %: %.o bin/common.a lib/libspool.a
-	$(CC) $(LDFLAGS) -o $@ $@.o bin/common.a lib/libspool.a $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $@.o bin/common.a lib/libspool.a $(CMD_LIBS)
 
 $(TBINS): tests/bin/%: bin/%.o bin/common.a tests/libspool-test.a
 	@mkdir -p tests/bin
 	$(CC) $(LDFLAGS) -o $@ bin/$*.o bin/common.a tests/libspool-test.a \
-	    $(LDLIBS)
+	    $(CMD_LIBS)
 
 test-build: all $(TBINS)
 

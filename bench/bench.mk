@@ -45,11 +45,12 @@ $(BENCH_BIN)/true: bench/true.c
 	@mkdir -p $(BENCH_BIN)
 	$(CC) -O2 $(WARN) -static -o $@ bench/true.c
 
-# The same no-op linked as the commands are: dynamically, needing each of
-# their libraries, which the loader then maps at every start.
+# The same no-op linked as the commands are (Makefile, CMD_LIBS): libc
+# shared, which the loader maps at every start, and, with STATIC_DEPS=0,
+# each of their libraries too.
 $(BENCH_BIN)/true-dyn: bench/true.c
 	@mkdir -p $(BENCH_BIN)
-	$(CC) -O2 $(WARN) -o $@ bench/true.c -Wl,--no-as-needed $(LDLIBS)
+	$(CC) -O2 $(WARN) -o $@ bench/true.c -Wl,--no-as-needed $(CMD_LIBS)
 
 # SQLite's headers and shell, libpq's headers, PostgreSQL's server,
 # beanstalkd, nq and strace come from Debian:

@@ -28,7 +28,7 @@ $(VG_DIR)/obj/bin-cmd.o: VERSION
 $(VG_DIR)/obj/bin-cmd.o: VG_CFLAGS += $(VERSION_DEF)
 
 $(VG_BINS): $(VG_DIR)/%: $(VG_DIR)/obj/bin-%.o $(VG_CMDOBJ) $(VG_LIBOBJ)
-	$(VG_CC) -o $@ $^ -luuid -lxxhash -luring
+	$(VG_CC) -o $@ $^ $(CMD_LIBS)
 
 valgrind-build: $(VG_BINS)
 

@@ -68,6 +68,17 @@ setup() {
 	dpkg-deb -c libspool0_*.deb | grep -q " ./usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libspool.so.0 -> libspool.so.$V$"
 	[ "$(dpkg-deb -f libspool0_*.deb Package)" = libspool0 ]
 	[ "$(dpkg-deb -f libspool-dev_*.deb Depends)" = "libspool0 (= $V), uuid-dev, libxxhash-dev, liburing-dev" ]
+	# The commands hold the three static archives, libc stays shared, and
+	# the package names the sources it was built with.
+	dpkg-deb -x spool_*.deb "$BATS_TEST_TMPDIR/root"
+	[ "$(objdump -p "$BATS_TEST_TMPDIR/root/usr/bin/spool-run" |
+	    awk '$1 == "NEEDED" { print $2 }')" = libc.so.6 ]
+	[ "$(dpkg-deb -f spool_*.deb Built-Using)" = \
+	    "$(dpkg-query -f '${source:Package} (= ${source:Version})\n' \
+	    -W uuid-dev libxxhash-dev liburing-dev | sort | paste -sd, |
+	    sed 's/,/, /g')" ]
+	run -0 dpkg-deb -f spool_*.deb Depends
+	[[ $output = libc6* ]] && [[ $output != *,* ]]
 	# What a program linked with libspool.so.0 of 0.N needs: 0.N.
 	dpkg-deb -e libspool0_*.deb "$BATS_TEST_TMPDIR/ctl"
 	next=$(awk -F. '{ print $1 "." $2 + 1 }' <<<"$V")
