@@ -40,11 +40,15 @@ enq() {
 	done
 }
 
-# park ID...: enqueue, claim and finish each as permanent: in dead/.
+# park ID...: enqueue, claim and finish each as permanent: in dead/.  One
+# at a time, so that the first gets the lowest token: jobs of one 16 ms
+# slot come in no set order (spool(7), Ordering).
 park() {
 	local id
-	enq "$@"
-	spool-claim --owner w -n $# >/dev/null
+	for id; do
+		enq "$id"
+		[ "$(spool-claim --owner w | cut -f1)" = "$id" ]
+	done
 	for id; do
 		spool-finish "$id" "$(lease_token "$id")" permanent >/dev/null
 	done
