@@ -330,71 +330,32 @@ skip:
 	return 0;
 }
 
-/*
- * The due jobs of a leaf gathered before a claim tries any: it starts at
- * a random one of them and goes round, so that claimers at once do not
- * all reach for the same job and find it locked.  Past that many, it
- * tries the rest in directory order.
- */
-#define SPREAD	64
-
-/* Try ids[0..n) from a random one on; -1 on an error that stops the claim. */
-static int
-take_spread(struct claim *c, char (*ids)[SPOOL_ID_MAX + 1],
-    const int64_t *elig, size_t n)
-{
-	size_t k, i, first = n > 1 ? (size_t)(rand_next() % n) : 0;
-
-	for (k = 0; k < n && c->nout < c->want; k++) {
-		i = (first + k) % n;
-		if (take(c, ids[i], SPOOL_NEW, (uint64_t)elig[i]) == -1)
-			return -1;
-	}
-	return 0;
-}
-
 /* Claim the due jobs of one leaf bucket; 1 when enough are claimed. */
 static int
 claim_leaf(void *arg, int leaffd, int64_t start)
 {
 	struct claim *c = arg;
-	char id[SPOOL_ID_MAX + 1], ids[SPREAD][SPOOL_ID_MAX + 1];
-	int64_t eligible, elig[SPREAD];
+	char id[SPOOL_ID_MAX + 1];
 	struct dirent *de = NULL;
-	size_t n = 0;
-	int rv = 0, spread = 0;
+	int64_t eligible;
 	DIR *d;
+	int rv = 0;
 
 	c->leaffd = leaffd;	/* each name carries its own time */
 	c->leafstart = start;
 	if ((d = dir_list(leaffd)) == NULL)
 		return -1;
-	while ((errno = 0, de = dir_next(d)) != NULL) {
+	while (c->nout < c->want && (errno = 0, de = dir_next(d)) != NULL) {
 		if (parse_new_name(de->d_name, id, &eligible) == -1 ||
 		    eligible > c->now)
 			continue;
-		if (n < SPREAD) {
-			memcpy(ids[n], id, sizeof(id));
-			elig[n++] = eligible;
-			continue;
-		}
-		if (!spread) {
-			spread = 1;
-			if ((rv = take_spread(c, ids, elig, n)) == -1 ||
-			    c->nout == c->want)
-				break;
-		}
 		if ((rv = take(c, id, SPOOL_NEW, (uint64_t)eligible)) == -1)
 			break;
 		rv = 0;
-		if (c->nout == c->want)
-			break;
 	}
 	if (rv == 0 && errno != 0 && de == NULL)
 		rv = -1;
 	(void)closedir(d);	/* read-only */
-	if (rv == 0 && !spread)
-		rv = take_spread(c, ids, elig, n);
 	return rv == 0 && c->nout == c->want ? 1 : rv;
 }
 

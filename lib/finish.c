@@ -23,6 +23,7 @@
 static int64_t
 backoff_ms(struct spool *sp, int attempt)
 {
+	static __thread uint64_t seed;
 	int64_t d = sp->backoff_ms;
 	int i;
 
@@ -32,7 +33,12 @@ backoff_ms(struct spool *sp, int attempt)
 		d = sp->backoff_max_ms;
 	if (d < 2)
 		return d;
-	return d / 2 + (int64_t)(rand_next() % (uint64_t)(d / 2 + 1));
+	if (seed == 0)
+		seed = (uint64_t)now_ms() * 2654435761u ^ (uint64_t)getpid();
+	seed ^= seed << 13;
+	seed ^= seed >> 7;
+	seed ^= seed << 17;
+	return d / 2 + (int64_t)(seed % (uint64_t)(d / 2 + 1));
 }
 
 /*

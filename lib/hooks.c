@@ -308,24 +308,3 @@ spool_now(void)
 {
 	return now_ms();
 }
-
-/*
- * A cheap random number (xorshift64), for spreading processes apart: the
- * jitter of a backoff, the job a claim tries first.  Not for secrets.
- */
-uint64_t
-rand_next(void)
-{
-	static __thread uint64_t seed;
-	struct timespec ts;
-
-	if (seed == 0) {
-		(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-		seed = ((uint64_t)ts.tv_nsec * 2654435761u ^
-		    (uint64_t)getpid() << 32 ^ (uint64_t)ts.tv_sec) | 1;
-	}
-	seed ^= seed << 13;
-	seed ^= seed >> 7;
-	seed ^= seed << 17;
-	return seed;
-}

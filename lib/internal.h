@@ -177,12 +177,8 @@ struct abuf {
 	size_t len, size;
 };
 
-/*
- * hooks.c: the clock, a cheap random number, and the test build's hooks
- * (tests/README.md)
- */
+/* hooks.c: the clock, and the test build's hooks (tests/README.md) */
 int64_t now_ms(void);
-uint64_t rand_next(void);
 void crash_point(const char *name);
 long hook_skip_sync(void);
 int hook_no_uring(void);

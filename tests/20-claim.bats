@@ -126,26 +126,6 @@ EOT
 	equals "$stderr" ""
 }
 
-@test "jobs of one 16 ms slot: each claim starts at a random one; an older slot still comes first" {
-	local i first
-	at_ms 1000 spool-enqueue --id old </dev/null >/dev/null
-	for i in $(seq -w 1 20); do
-		at_ms 2000 spool-enqueue --id j$i </dev/null >/dev/null
-	done
-	# Twelve copies of one spool: one directory order, twelve claims.
-	for i in $(seq 12); do
-		cp -a "$SPOOL_DIR" "$BATS_TEST_TMPDIR/copy$i"
-		run -0 --separate-stderr env SPOOL_DIR="$BATS_TEST_TMPDIR/copy$i" \
-		    SPOOL_TEST_NOW=5000 spool-claim --owner w1 -n 2
-		equals "$(cut -f1 <<<"$output" | head -n 1)" old
-		cut -f1 <<<"$output" | sed -n 2p >>"$BATS_TEST_TMPDIR/first"
-	done
-	# In directory order every copy would start at the same job.
-	first=$(sort -u "$BATS_TEST_TMPDIR/first" | wc -l)
-	[ "$first" -ge 3 ] || { echo "$first distinct first jobs" >&2; return 1; }
-	equals "$(grep -cv '^j[0-2][0-9]$' "$BATS_TEST_TMPDIR/first")" 0
-}
-
 @test "time order holds across leaf, middle and top buckets" {
 	# 2^28 ms starts top bucket 1; 2^16 ms later is its middle bucket 1.
 	at_ms $((268435456 + 65536)) spool-enqueue --id m1 </dev/null >/dev/null

@@ -42,7 +42,8 @@ enq() {
 
 # park ID...: enqueue, claim and finish each as permanent: in dead/.  One
 # at a time, so that the first gets the lowest token: jobs of one 16 ms
-# slot come in no set order (spool(7), Ordering).
+# slot come in directory order, not in the order given (spool(7),
+# Ordering).
 park() {
 	local id
 	for id; do
