@@ -60,6 +60,8 @@ const char *help_text =
 
 #define NEVER		INT64_MAX
 #define SLOTS_MAX	256	/* -j: one stderr pipe each, well under 1024 fds */
+/* The handlers that ended together are finished in one call. */
+_Static_assert(SLOTS_MAX <= SPOOL_BATCH_MAX, "a finish of every slot");
 #define KILL_AFTER_MS	5000	/* a handler told to stop gets SIGKILL after */
 #define FALLBACK_MS	1000	/* without inotify, look at the spool this often */
 #define RECHECK_MS	1000	/* due, yet nothing could be claimed: look again */

@@ -505,7 +505,10 @@ EOF
 	for k in 1 2 3 4; do next_event; done >"$T/started"
 	strace -qq -s 4096 -e trace=write -o "$T/trace" -p "$WPID" &
 	spid=$!
+	local end=$((SECONDS + 20))
 	until [ "$(awk '/^TracerPid/ { print $2 }' "/proc/$WPID/status")" != 0 ]; do
+		kill -0 "$spid" 2>/dev/null || { echo "strace could not attach" >&2; return 1; }
+		[ "$SECONDS" -lt "$end" ] || { echo "strace never attached" >&2; return 1; }
 		sleep 0.01
 	done
 	# The worker stopped, the four handlers end; it sees them all at once.
