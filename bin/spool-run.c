@@ -502,28 +502,23 @@ free_slot(struct slot *s)
 }
 
 /*
- * End the deliveries of slots s[0..n) as f[0..n) say, in one call: its
- * wait covers them all (spool-layout.md, "fsyncs per transition").  A
- * refusal changes nothing.
+ * End the deliveries f[0..n) name, in one call: its wait covers them all
+ * (spool-layout.md, "fsyncs per transition").  A refusal changes nothing.
  */
 static void
-finish(struct slot **s, struct spool_finish *f, size_t n)
+finish(struct spool_finish *f, size_t n)
 {
 	size_t i;
 	int r, e;
 
-	for (i = 0; i < n; i++) {
-		f[i].id = s[i]->lease.id;
-		f[i].token = s[i]->lease.token;
-	}
 	r = spool_finish(w.sp, f, n);
 	e = errno;
 	for (i = 0; i < n; i++)
 		if (r == -1 && f[i].res.status == 0) {
-			say("%s: %s", s[i]->lease.id, errtext(e));
+			say("%s: %s", f[i].id, errtext(e));
 			f[i].res.status = -1;	/* for its log line: failed */
 			fail();
-		} else if (report(s[i]->lease.id, &f[i].res) > EXIT_NO)
+		} else if (report(f[i].id, &f[i].res) > EXIT_NO)
 			fail();
 }
 
@@ -533,10 +528,12 @@ release(struct slot *s, const char *detail)
 	struct spool_finish f;
 
 	memset(&f, 0, sizeof(f));
+	f.id = s->lease.id;
+	f.token = s->lease.token;
 	f.outcome = SPOOL_RELEASE;
 	f.delay_ms = -1;
 	f.detail = detail;
-	finish(&s, &f, 1);
+	finish(&f, 1);
 }
 
 /*
@@ -580,30 +577,23 @@ log_end(const struct slot *s, int wstatus, const struct spool_finish *f)
 	    spool_class_name(f->class) : "-", where, stopped[s->stop]);
 }
 
-/* A reaped handler's delivery: its end decided, not yet made. */
-struct ending {
-	struct slot *s;
-	int wstatus;
-	int finish;		/* 0: not the worker's to finish */
-	struct spool_finish f;
-	char detail[SPOOL_DETAIL_MAX + 1];
-};
-
-/* The handler of s has been reaped with wstatus: decide its end in e. */
+/*
+ * The handler of s has been reaped with wstatus: decide in f, with its
+ * detail in detail[SPOOL_DETAIL_MAX + 1], how its delivery ends.
+ */
 static void
-end_decide(struct slot *s, int wstatus, struct ending *e)
+end_decide(struct slot *s, int wstatus, struct spool_finish *f,
+    char *detail)
 {
 	char why[96], dur[32];
-	struct spool_finish *f = &e->f;
 	int64_t delay;
 	int class, r;
 
 	read_stderr(s, 16);	/* what it wrote just before it ended */
 	relay_end(s);
-	memset(e, 0, sizeof(*e));
-	e->s = s;
-	e->wstatus = wstatus;
-	e->finish = !GONE(s->stop);
+	memset(f, 0, sizeof(*f));
+	f->id = s->lease.id;
+	f->token = s->lease.token;
 	f->delay_ms = -1;
 	r = read_result(s, &class, &delay, why, sizeof(why));
 	switch (s->stop) {
@@ -611,18 +601,18 @@ end_decide(struct slot *s, int wstatus, struct ending *e)
 	case STOP_CANCELLED:
 		break;		/* said when it was lost; not ours to finish */
 	case STOP_SHUTDOWN:
-		make_detail(s, "stopped after the grace", e->detail,
-		    sizeof(e->detail));
+		make_detail(s, "stopped after the grace", detail,
+		    SPOOL_DETAIL_MAX + 1);
 		f->outcome = SPOOL_RELEASE;
-		f->detail = e->detail;
+		f->detail = detail;
 		break;
 	case STOP_TIMEOUT:
 		(void)snprintf(why, sizeof(why), "timed out after %s",
 		    fmt_duration(dur, sizeof(dur), w.timeout_ms));
-		make_detail(s, why, e->detail, sizeof(e->detail));
+		make_detail(s, why, detail, SPOOL_DETAIL_MAX + 1);
 		f->outcome = SPOOL_RETRY;
 		f->class = SPOOL_CLASS_TIMEOUT;
-		f->detail = e->detail;
+		f->detail = detail;
 		break;
 	case STOP_NONE:
 		if (r == -1) {
@@ -636,53 +626,27 @@ end_decide(struct slot *s, int wstatus, struct ending *e)
 			if (f->outcome == SPOOL_RETRY)
 				f->delay_ms = delay;
 		}
-		make_detail(s, why, e->detail, sizeof(e->detail));
-		f->detail = e->detail[0] != '\0' ? e->detail : NULL;
+		make_detail(s, why, detail, SPOOL_DETAIL_MAX + 1);
+		f->detail = detail[0] != '\0' ? detail : NULL;
 		break;
 	}
 }
 
 /*
- * Make the ends decided in e[0..n): the finishes share one call, so
- * handlers that ended together share its wait.  Then a line each.
- */
-static void
-end_jobs(struct ending *e, size_t n)
-{
-	struct slot *s[SLOTS_MAX];
-	struct spool_finish f[SLOTS_MAX];
-	size_t i, m = 0;
-
-	for (i = 0; i < n; i++)
-		if (e[i].finish) {
-			s[m] = e[i].s;
-			f[m++] = e[i].f;
-		}
-	if (m > 0)
-		finish(s, f, m);
-	for (i = 0, m = 0; i < n; i++) {
-		if (e[i].finish)
-			e[i].f.res = f[m++].res;
-		log_end(e[i].s, e[i].wstatus, e[i].finish ? &e[i].f : NULL);
-		if (e[i].s->errfd != -1)
-			(void)close(e[i].s->errfd);	/* held open by what
-							   it left behind */
-		free_slot(e[i].s);
-	}
-}
-
-/*
- * Reap every handler that has ended, then end their deliveries together
- * (end_jobs).
+ * Reap every handler that has ended, then end their deliveries: the
+ * finishes in one call, so that handlers that ended together share its
+ * wait; then a line each.
  */
 static void
 reap(void)
 {
-	static struct ending ends[SLOTS_MAX];
-	struct slot *s;
+	static struct spool_finish fins[SLOTS_MAX];
+	static char details[SLOTS_MAX][SPOOL_DETAIL_MAX + 1];
+	struct spool_finish *fin[SLOTS_MAX];	/* each ended's, or NULL */
+	struct slot *s, *ended[SLOTS_MAX];
+	int st, wst[SLOTS_MAX];
+	size_t k, n = 0, m = 0;
 	siginfo_t si;
-	size_t k, n = 0;
-	int st;
 
 	for (;;) {
 		si.si_pid = 0;
@@ -706,9 +670,12 @@ reap(void)
 			keeper_forget(w.keepfd, s->pid);
 		if (waitpid(si.si_pid, &st, 0) == -1)
 			die(EXIT_TEMP, "waitpid: %s", strerror(errno));
-		if (s != NULL)
-			end_decide(s, st, &ends[n++]);
-		else if (si.si_pid == w.keeper) {
+		if (s != NULL) {
+			end_decide(s, st, &fins[m], details[m]);
+			fin[n] = GONE(s->stop) ? NULL : &fins[m++];
+			ended[n] = s;
+			wst[n++] = st;
+		} else if (si.si_pid == w.keeper) {
 			/* Killed by hand: no handler may start unguarded. */
 			say("the keeper of the handlers (PID %ld) ended: "
 			    "stopping", (long)w.keeper);
@@ -716,7 +683,15 @@ reap(void)
 			fail();
 		}
 	}
-	end_jobs(ends, n);
+	if (m > 0)
+		finish(fins, m);
+	for (k = 0; k < n; k++) {
+		log_end(ended[k], wst[k], fin[k]);
+		if (ended[k]->errfd != -1)
+			(void)close(ended[k]->errfd);	/* held open by what
+							   it left behind */
+		free_slot(ended[k]);
+	}
 }
 
 /* Act on the signals that have arrived; never blocks. */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # Races: four claimer processes against one spool of 2,000 jobs with short
-# leases (RACE_JOBS=N: N jobs; CI's run under the sanitizers takes 500).  Worker 0 is slow on purpose: on every fourth job it waits past its
+# leases (RACE_JOBS=N: N jobs; CI's run under the sanitizers takes 500).
+# Worker 0 is slow on purpose: on every fourth job it waits past its
 # lease before finishing, so that takeovers and stale finishes really happen.
 # Everything is judged from what the workers saw and what the spool wrote,
 # never from how long it took.
