@@ -50,7 +50,7 @@ const char *usage_text = "spool-run [-d DIR] [--grace DUR] [--idle-exit DUR] "
 const char *help_text =
     "  -d DIR           the spool (default: $SPOOL_DIR)\n"
     "  --grace DUR      on SIGTERM, time to finish (default: 30s)\n"
-    "  --idle-exit DUR  exit when nothing was due for DUR (default: never)\n"
+    "  --idle-exit DUR  exit after DUR with nothing to claim (default: never)\n"
     "  -j N             handlers at once, 1 to 256 (default: 1)\n"
     "  --lease DUR      each job's lease (default: the spool's lease, 30s)\n"
     "  --max-jobs N     exit after N deliveries (default: no limit)\n"

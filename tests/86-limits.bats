@@ -97,6 +97,21 @@ plain  #0     -     now  -      1s   1    -   -     -"
 	equals "$(cut -f1 <<<"$output")" k2
 }
 
+@test "spool-run --idle-exit does not wait for a job its key's limit holds back" {
+	echo 'limit.k=1' >>"$SPOOL_DIR/config"
+	echo 1 | spool-enqueue --id k1 --key k >/dev/null
+	echo 2 | spool-enqueue --id k2 --key k >/dev/null
+	echo 3 | spool-enqueue --id u1 >/dev/null
+	run -0 spool-claim --lease 1h
+	equals "$(cut -f1 <<<"$output")" k1
+	run -0 --separate-stderr spool-run --idle-exit 0 -- cat
+	equals "$output" 3
+	[[ $stderr =~ ^"spool-run: "[^\ ]+" u1 token=2 attempt=1 exit=0 " ]]
+	equals "$(ids_in new)" k2
+	equals "$(ids_in leased)" k1
+	equals "$(ids_in done)" u1
+}
+
 @test "a slot comes back when its lease runs out: the job is taken over, and a crashed claim's slot goes" {
 	echo 'limit.k=1' >>"$SPOOL_DIR/config"
 	enq k1 $T --key k
