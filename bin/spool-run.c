@@ -115,6 +115,7 @@ static struct {
 	int stopping;
 	int64_t grace_end, due_at, idle_since;
 	int want_claim;
+	int placing;		/* start_jobs: a reap then only finishes */
 	int status;
 	struct spool_settings set;
 	int64_t clock_said;	/* monotonic: when the clock warning was given */
@@ -632,10 +633,16 @@ end_decide(struct slot *s, int wstatus, struct spool_finish *f,
 	}
 }
 
+static size_t claim_room(size_t);
+static int take_jobs(struct spool_finish *, size_t, size_t, size_t *,
+    int64_t *);
+static void start_jobs(int, size_t, size_t, int64_t);
+
 /*
  * Reap every handler that has ended, then end their deliveries: the
  * finishes in one call, so that handlers that ended together share its
- * wait; then a line each.
+ * wait, and the claim of the slots they free shares it too; then a line
+ * each, then the new jobs start.
  */
 static void
 reap(void)
@@ -647,6 +654,9 @@ reap(void)
 	int st, wst[SLOTS_MAX];
 	size_t k, n = 0, m = 0;
 	siginfo_t si;
+	size_t want, got = 0;
+	int64_t start = 0;
+	int r = 0;
 
 	for (;;) {
 		si.si_pid = 0;
@@ -683,7 +693,10 @@ reap(void)
 			fail();
 		}
 	}
-	if (m > 0)
+	want = m > 0 && !w.placing ? claim_room(n) : 0;
+	if (want > 0)
+		r = take_jobs(fins, m, want, &got, &start);
+	else if (m > 0)
 		finish(fins, m);
 	for (k = 0; k < n; k++) {
 		log_end(ended[k], wst[k], fin[k]);
@@ -691,6 +704,10 @@ reap(void)
 			(void)close(ended[k]->errfd);	/* held open by what
 							   it left behind */
 		free_slot(ended[k]);
+	}
+	if (want > 0) {
+		w.want_claim = 0;	/* free_slot's: this claim was it */
+		start_jobs(r, got, want, start);
 	}
 }
 
@@ -1022,26 +1039,64 @@ check_clock(void)
  * stop was asked for meanwhile: then the jobs just claimed go back
  * unstarted, their attempts not spent.
  */
-static void
-claim_jobs(void)
+/* How many jobs a claim may take now, once ending more slots are free. */
+static size_t
+claim_room(size_t ending)
 {
-	size_t want = w.nslots - w.busy, n = 0, i, k;
-	struct slot *s;
-	int64_t start;
-	int r;
+	size_t want;
 
+	if (w.stopping)
+		return 0;
+	want = w.nslots - w.busy + ending;
 	if (w.max_jobs > 0 && (long)want > w.max_jobs - w.taken)
 		want = (size_t)(w.max_jobs - w.taken);
+	return want;
+}
+
+/*
+ * Claim up to want jobs into w.claimed, and end the deliveries f[0..m) in
+ * the same wait (spool_finish_claim; m 0: a claim alone).  Returns as
+ * spool_claim, *start the monotonic time before it: a lease is timed from
+ * there.
+ */
+static int
+take_jobs(struct spool_finish *f, size_t m, size_t want, size_t *n,
+    int64_t *start)
+{
+	size_t i;
+	int r, e;
+
 	w.want_claim = 0;
 	w.due_at = NEVER;
 	check_clock();
-	/* A lease is timed from before the claim, on the monotonic clock. */
-	start = mono_ms();
-	if ((r = spool_claim(w.sp, &w.copts, w.claimed, want, &n)) == -1) {
+	*start = mono_ms();
+	if (m == 0)
+		r = spool_claim(w.sp, &w.copts, w.claimed, want, n);
+	else {
+		r = spool_finish_claim(w.sp, f, m, &w.copts, w.claimed, want,
+		    n);
+		e = errno;
+		for (i = 0; i < m; i++)
+			if (report(f[i].id, &f[i].res) > EXIT_NO)
+				fail();
+		errno = e;
+	}
+	if (r == -1) {
 		say("claim: %s", errtext(errno));
 		fail();
-		return;
 	}
+	return r;
+}
+
+/* Start the n jobs take_jobs() claimed, of want, in free slots. */
+static void
+start_jobs(int r, size_t n, size_t want, int64_t start)
+{
+	struct slot *s;
+	size_t i, k;
+
+	if (r == -1)
+		return;
 	if (r == 0 && w.once) {
 		/* A paused spool is not an empty one: say it, as spool-claim. */
 		if (spool_paused(w.sp) == 1)
@@ -1062,7 +1117,9 @@ claim_jobs(void)
 		w.taken++;
 	}
 	/* A SIGTERM that came during the claim is heard before any start. */
+	w.placing = 1;
 	read_signals();
+	w.placing = 0;
 	for (k = 0; k < w.nslots; k++) {
 		s = &w.slots[k];
 		if (s->state != CLAIMED)
@@ -1081,6 +1138,17 @@ claim_jobs(void)
 	}
 	if (n < want && !w.stopping)
 		next_due();
+}
+
+static void
+claim_jobs(void)
+{
+	size_t want = claim_room(0), n = 0;
+	int64_t start = 0;
+	int r;
+
+	r = take_jobs(NULL, 0, want, &n, &start);
+	start_jobs(r, n, want, start);
 }
 
 /*

@@ -237,6 +237,34 @@ move_all(struct spool *sp, struct batch *b, struct round *r, size_t *nm)
 }
 
 /*
+ * The wait itself.  A call with more to do first (b->then: the claim of
+ * spool_finish_claim) does it now, the moves made and the jobs still
+ * locked, and hands this wait on to it: its commit is ours too.  If it
+ * made none, we wait alone.
+ */
+static int
+wait_then(struct spool *sp, struct batch *b, const int *fds, size_t n,
+    int *errs)
+{
+	struct carry cy;
+
+	if (b->then == NULL)
+		return commit_sync(sp, fds, n, errs, &b->ds, &b->ab);
+	memset(&cy, 0, sizeof(cy));
+	cy.files = fds;
+	cy.nfiles = n;
+	cy.errs = errs;
+	cy.ds = &b->ds;
+	cy.ab = &b->ab;
+	b->then(sp, &cy, b->then_arg);
+	b->then = NULL;		/* the first round's alone */
+	if (!cy.taken)
+		return commit_sync(sp, fds, n, errs, &b->ds, &b->ab);
+	errno = cy.err;
+	return cy.rv;
+}
+
+/*
  * 4, 5: the one wait: each directory moved into and the audit lines (and
  * the records, if step 2 did not sync them).  A record that did not sync
  * fails its job, which has moved: the state changed.
@@ -249,8 +277,7 @@ wait_all(struct spool *sp, struct batch *b, struct round *r, size_t nm)
 	int e;
 
 	(void)snprintf(point, sizeof(point), "%s-synced", b->name);
-	if (commit_sync(sp, r->fds, b->onewait ? nm : 0, r->errs, &b->ds,
-	    &b->ab) == -1) {
+	if (wait_then(sp, b, r->fds, b->onewait ? nm : 0, r->errs) == -1) {
 		e = errno;
 		for (k = 0; k < r->m; k++)
 			if (r->res[r->order[k]]->status == 0)

@@ -50,6 +50,7 @@ struct claim {
 							   limit: passed over */
 	int nfull;
 	struct dirset slots;	/* slots/KEY/ of the group's keyed claims */
+	struct carry *carry;	/* a finish's wait, for the first commit */
 };
 
 /*
@@ -209,9 +210,11 @@ flush(struct claim *c)
 		moved[nm] = i;
 		fds[nm++] = j->fd;
 	}
-	if (rv == 0 && commit_sync(c->sp, fds, nm, errs, &c->ds, &c->ab) ==
-	    -1)
+	if (rv == 0 && commit_with(c->sp, fds, nm, errs, &c->ds, &c->ab,
+	    c->carry) == -1)
 		rv = -1;
+	if (c->carry != NULL && c->carry->taken)
+		c->carry = NULL;	/* one commit takes it */
 	if (rv == -1) {
 		/*
 		 * Not durable: no lease of this group is handed out, even if
@@ -467,6 +470,14 @@ int
 spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
     struct spool_lease *out, size_t max, size_t *n)
 {
+	return claim_with(sp, opts, out, max, n, NULL);
+}
+
+/* spool_claim, its first commit taking up cy's wait, if cy is not NULL. */
+int
+claim_with(struct spool *sp, const struct spool_claim_opts *opts,
+    struct spool_lease *out, size_t max, size_t *n, struct carry *cy)
+{
 	DRAINING(sp);
 	struct claim *c;
 	int hintfd, rv = 0, e;
@@ -495,6 +506,7 @@ spool_claim(struct spool *sp, const struct spool_claim_opts *opts,
 	c->out = out;
 	c->want = max;
 	c->our_until = NO_EXPIRY;
+	c->carry = cy;
 	if ((hintfd = open_hint(sp)) == -1) {
 		free(c);
 		return -1;

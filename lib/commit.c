@@ -24,19 +24,50 @@ int
 commit_sync(struct spool *sp, const int *files, size_t nfiles, int *errs,
     struct dirset *ds, struct abuf *ab)
 {
-	int *fds, *all, rv = 0, e = 0, logfd = -1, created = 0;
-	size_t i, n = 0, nf = nfiles;
+	return commit_with(sp, files, nfiles, errs, ds, ab, NULL);
+}
 
-	fds = calloc(nfiles + ds->n + 1, sizeof(*fds));
-	all = calloc(nfiles + ds->n + 1, sizeof(*all));
+/*
+ * The same, and with cy the wait a finish handed on, in the same wait:
+ * its records' files (cy->errs gets their errors), its directories, and
+ * its audit lines before ours, in one write.  A directory or the log that
+ * fails fails both; cy->rv and cy->err say so for the finish.
+ */
+int
+commit_with(struct spool *sp, const int *files, size_t nfiles, int *errs,
+    struct dirset *ds, struct abuf *ab, struct carry *cy)
+{
+	int *fds = NULL, *all = NULL, rv = 0, e = 0, logfd = -1, created = 0;
+	size_t i, n = 0, nc = cy != NULL ? cy->nfiles : 0, nf = nc + nfiles;
+	struct abuf *lines = ab;
+
+	if (cy != NULL) {
+		cy->taken = 1;
+		for (i = 0; i < cy->ds->n; i++)
+			if (dirset_add(ds, cy->ds->names[i]) == -1) {
+				rv = -1;
+				e = errno;
+				goto out;
+			}
+		if (ab != NULL && abuf_cat(cy->ab, ab) == -1) {
+			rv = -1;
+			e = errno;
+			goto out;
+		}
+		lines = cy->ab;
+	}
+	fds = calloc(nf + ds->n + 1, sizeof(*fds));
+	all = calloc(nf + ds->n + 1, sizeof(*all));
 	if (fds == NULL || all == NULL) {
 		rv = -1;
 		e = errno;
 		goto out;
 	}
+	for (i = 0; i < nc; i++)
+		fds[n++] = cy->files[i];
 	for (i = 0; i < nfiles; i++)
 		fds[n++] = files[i];
-	if (ab != NULL && audit_write(sp, ab, &logfd, &created) == -1) {
+	if (lines != NULL && audit_write(sp, lines, &logfd, &created) == -1) {
 		rv = -1;
 		e = errno;
 		goto out;
@@ -57,20 +88,30 @@ commit_sync(struct spool *sp, const int *files, size_t nfiles, int *errs,
 	}
 	(void)psync(sp, fds, n, n - nf, all);
 	for (i = 0; i < n; i++)
-		if (all[i] != 0 && (i >= nfiles || errs == NULL) && rv == 0) {
+		if (all[i] != 0 && (i >= nc + nfiles || (i >= nc &&
+		    errs == NULL)) && rv == 0) {
 			rv = -1;
 			e = all[i];
 		}
+	for (i = 0; cy != NULL && i < nc; i++)
+		cy->errs[i] = all[i];
 	for (i = 0; errs != NULL && i < nfiles; i++)
-		errs[i] = all[i];
+		errs[i] = all[nc + i];
 out:
 	for (i = nf; fds != NULL && i < n; i++)
 		(void)close_fd(fds[i]);	/* directories: nothing to lose */
-	if (logfd != -1 && rv == 0 && audit_done(sp, ab, logfd, created) == -1) {
+	if (logfd != -1 && rv == 0 &&
+	    audit_done(sp, lines, logfd, created) == -1) {
 		rv = -1;
 		e = errno;
 	} else if (logfd != -1 && rv == -1)
 		(void)close_fd(logfd);
+	if (rv == 0 && ab != NULL)
+		ab->len = 0;	/* written with the carry's */
+	if (cy != NULL) {
+		cy->rv = rv;
+		cy->err = e;
+	}
 	free(fds);
 	free(all);
 	errno = e;

@@ -201,3 +201,72 @@ spool_finish(struct spool *sp, struct spool_finish *f, size_t n)
 	b.onewait = 1;
 	return batch_run(sp, &b);
 }
+
+/* The claim of spool_finish_claim, run before the finish's wait. */
+struct then_claim {
+	const struct spool_claim_opts *opts;
+	struct spool_lease *out;
+	size_t max, *n;
+	int rv, err;
+};
+
+static void
+claim_then(struct spool *sp, struct carry *cy, void *arg)
+{
+	struct then_claim *t = arg;
+
+	t->rv = claim_with(sp, t->opts, t->out, t->max, t->n, cy);
+	t->err = errno;
+}
+
+/*
+ * A worker's handler ended: end its delivery and take the next job in one
+ * wait (spool-layout.md, "fsyncs per transition").  The finish makes its
+ * records and moves and keeps its jobs locked; the claim runs; the claim's
+ * commit syncs both.  Nothing is reported before that wait.
+ */
+int
+spool_finish_claim(struct spool *sp, struct spool_finish *f, size_t n,
+    const struct spool_claim_opts *opts, struct spool_lease *out,
+    size_t max, size_t *got)
+{
+	DRAINING(sp);
+	struct then_claim t = { opts, out, max, got, 0, 0 };
+	struct batch b;
+	size_t i;
+	int e;
+
+	*got = 0;
+	for (i = 0; i < n && n <= SPOOL_BATCH_MAX; i++) {
+		memset(&f[i].res, 0, sizeof(f[i].res));
+		if (max == 0 || max > SPOOL_BATCH_MAX)
+			failed(&f[i].res, EINVAL, 0);
+	}
+	if (n > SPOOL_BATCH_MAX || max == 0 || max > SPOOL_BATCH_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (n == 0)
+		return claim_with(sp, opts, out, max, got, NULL);
+	memset(&b, 0, sizeof(b));
+	b.n = n;
+	b.item = finish_item;
+	b.one = finish_one;
+	b.arg = f;
+	b.name = "finish";
+	b.onewait = 1;
+	b.then = claim_then;
+	b.then_arg = &t;
+	if (batch_run(sp, &b) == -1) {
+		e = errno;
+		for (i = 0; i < n; i++)
+			if (f[i].res.status == 0)
+				failed(&f[i].res, e, b.then == NULL);
+		if (b.then != NULL) {	/* failed before the claim */
+			errno = e;
+			return -1;
+		}
+	}
+	errno = t.err;
+	return t.rv;
+}

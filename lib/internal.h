@@ -284,6 +284,7 @@ int audit_void(struct abuf *ab, struct spool *sp, const struct spool_audit *a);
 int audit_write(struct spool *sp, struct abuf *ab, int *fdp, int *created);
 int audit_done(struct spool *sp, struct abuf *ab, int fd, int created);
 int audit_flush(struct spool *sp, struct abuf *ab);
+int abuf_cat(struct abuf *dst, const struct abuf *src);
 void abuf_free(struct abuf *ab);
 
 /*
@@ -388,9 +389,26 @@ int job_move(struct spool *sp, struct job *j, struct dirset *ds);
 int job_finished(const struct job *j, uint64_t tok, int out);
 void rec_next(const struct job *j, struct rec *r, int ev, int64_t now);
 
-/* commit.c: a transition's one wait */
+/*
+ * commit.c: a transition's one wait.  A carry is a wait handed on: what
+ * a finish still has to sync when a claim runs before its wait, which the
+ * claim's first commit takes up (spool_finish_claim).  taken says it was;
+ * rv and err are then the finish's wait's outcome, errs its files'.
+ */
+struct carry {
+	const int *files;
+	size_t nfiles;
+	int *errs;
+	struct dirset *ds;
+	struct abuf *ab;
+	int taken, rv, err;
+};
 int commit_sync(struct spool *sp, const int *files, size_t nfiles,
     int *errs, struct dirset *ds, struct abuf *ab);
+int commit_with(struct spool *sp, const int *files, size_t nfiles,
+    int *errs, struct dirset *ds, struct abuf *ab, struct carry *cy);
+int claim_with(struct spool *sp, const struct spool_claim_opts *opts,
+    struct spool_lease *out, size_t max, size_t *n, struct carry *cy);
 
 /* limits.c: config's limits and rates, and the slots a claim takes */
 int limit_line(struct spool *sp, const char *name, const char *val);
@@ -423,6 +441,9 @@ struct batch {
 	const char *name;		/* "finish": names the crash points */
 	int onewait;			/* records synced with the moves: only
 					   for moves out of new/ and leased/ */
+	/* run before the first round's wait, which it takes up (a carry) */
+	void (*then)(struct spool *sp, struct carry *cy, void *arg);
+	void *then_arg;
 	const size_t *only;		/* this round's items, ascending */
 	size_t nonly;
 	int64_t now;

@@ -345,6 +345,21 @@ struct spool_finish {
  */
 int spool_finish(struct spool *sp, struct spool_finish *f, size_t n);
 
+/*
+ * spool_finish(f, n), then spool_claim(opts, out, max, got), in one wait:
+ * for a worker whose handlers ended and whose slots are free.  The finish
+ * moves its jobs and keeps them locked; the claim runs; one wait covers
+ * both, and nothing is reported before it.  A job this call finishes is
+ * not claimed by it, even one retried at once.  f[i].res reports each
+ * finish as spool_finish would, whatever the call returns; the return
+ * value, *got and out are the claim's, as spool_claim's; -1 with every
+ * finish failed if n is above SPOOL_BATCH_MAX, max is 0 or above it
+ * (EINVAL), or the finish failed before the claim could run.
+ */
+int spool_finish_claim(struct spool *sp, struct spool_finish *f, size_t n,
+    const struct spool_claim_opts *opts, struct spool_lease *out,
+    size_t max, size_t *got);
+
 /* Operator actions. */
 struct spool_operator {
 	const char *by;		/* who: a name, spool_valid_note() */

@@ -526,6 +526,37 @@ EOF
 	fsck_clean
 }
 
+# awk: the audit lines each write of the trace appended, "EVENT ID" each,
+# a write a line, its lines joined by " + ".
+audit_writes() {
+	awk '/ write\([0-9]+, "[0-9][0-9][0-9][0-9]-/ {
+		s = $0; sub(/^[^"]*"/, "", s); sub(/", [0-9]+\) = [0-9]+$/, "", s)
+		n = split(s, l, /\\n/); out = ""
+		for (i = 1; i <= n; i++) {
+			if (l[i] == "") continue
+			split(l[i], f, " ")
+			out = out (out == "" ? "" : " + ") f[2] " " f[3]
+		}
+		print out
+	}' "$1"
+}
+
+@test "a worker ends a delivery and claims the next job in one wait: one audit write" {
+	local k now
+	# LeakSanitizer cannot run in a traced process: the worker is traced.
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+	now=$(date +%s%3N)
+	for k in 1 2 3; do	# in this order, each in a bucket of its own
+		echo "$k" | at_ms $((now - 1000 + k * 100)) spool-enqueue --id j$k >/dev/null
+	done
+	run -0 strace -qq -f -s 4096 -e trace=write -o "$T/trace" \
+	    spool-run -j 1 --idle-exit 0 --owner w1 -- true
+	equals "$(audit_writes "$T/trace")" "$(printf '%s\n' 'claim j1' \
+	    'ok j1 + claim j2' 'ok j2 + claim j3' 'ok j3')"
+	equals "$(ids_in done | paste -sd' ')" "j1 j2 j3"
+	fsck_clean
+}
+
 @test "an idle worker makes no system calls, and a new job wakes it at once" {
 	start_worker --max-jobs 1 --owner w1 -- "$H"
 	wait_polling "$WPID"
