@@ -349,8 +349,9 @@ int spool_finish(struct spool *sp, struct spool_finish *f, size_t n);
  * spool_finish(f, n), then spool_claim(opts, out, max, got), in one wait:
  * for a worker whose handlers ended and whose slots are free.  The finish
  * moves its jobs and keeps them locked; the claim runs; one wait covers
- * both, and nothing is reported before it.  A job this call finishes is
- * not claimed by it, even one retried at once.  f[i].res reports each
+ * both, and nothing is reported before it.  A job this call names is not
+ * claimed by it, even one retried at once; the slot a finished job held
+ * under its key's limit is free to the claim.  f[i].res reports each
  * finish as spool_finish would, whatever the call returns; the return
  * value, *got and out are the claim's, as spool_claim's; -1 with every
  * finish failed if n is above SPOOL_BATCH_MAX, max is 0 or above it

@@ -436,6 +436,40 @@ EOT
 	equals "$(last_rec j1 detail)" "detail=$(printf 'x%.0s' $(seq 200))"
 }
 
+@test "spool_finish_claim ends a delivery and claims in one call, never a job it names" {
+	local fc=$BATS_TEST_DIRNAME/lib/finishclaim now k
+	now=$(date +%s%3N)
+	for k in 1 2 3; do
+		echo $k | at_ms $((now - 1000 + k * 100)) spool-enqueue --id j$k >/dev/null
+	done
+	run -0 spool-claim --owner w1
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'j1\t1')"
+	run -0 "$fc" "$SPOOL_DIR" j1 1 ok 1
+	equals "$output" "finish j1: done
+claim: 1
+claimed j2 2"
+	equals "$(audit_events | tail -n 2 | head -n 1)" "ok j1 1 1 1 w1 - - -"
+	[[ $(audit_events | tail -n 1) =~ ^"claim j2 2 1 1 testhost:"[0-9]+" - - -"$ ]]
+	# Retried at once, j2 is due, but locked by the call: not its claim's.
+	run -0 "$fc" "$SPOOL_DIR" j2 2 retry 2
+	equals "$output" "finish j2: new
+claim: 1
+claimed j3 3"
+	equals "$(ids_in new)" j2
+	# A stale token is refused; the claim goes on.
+	run -0 "$fc" "$SPOOL_DIR" j3 1 ok 1
+	equals "$output" "finish j3: refused
+claim: 1
+claimed j2 4"
+	# No room to claim: nothing is done, and each finish says why.
+	run -0 "$fc" "$SPOOL_DIR" j2 4 ok 0
+	equals "$output" "finish j2: Invalid argument
+claim: -1"
+	equals "$(ids_in leased)" "j2
+j3"
+	fsck_clean
+}
+
 @test "the library's structs, zeroed, name only what matters: defaults fill the rest" {
 	printf 'payload\n' >"$BATS_TEST_TMPDIR/p"
 	run -0 "$BATS_TEST_DIRNAME/lib/defaults" "$SPOOL_DIR" "$BATS_TEST_TMPDIR/p"

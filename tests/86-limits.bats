@@ -112,6 +112,22 @@ plain  #0     -     now  -      1s   1    -   -     -"
 	equals "$(ids_in done)" u1
 }
 
+@test "a finish and a claim in one call: the slot the finished job held is the claim's" {
+	local now
+	echo 'limit.k=1' >>"$SPOOL_DIR/config"
+	now=$(date +%s%3N)
+	echo 1 | at_ms $((now - 1000)) spool-enqueue --id k1 --key k >/dev/null
+	echo 2 | at_ms $((now - 900)) spool-enqueue --id k2 --key k >/dev/null
+	run -0 spool-claim -n 2
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'k1\t1')"
+	run -0 "$BATS_TEST_DIRNAME/lib/finishclaim" "$SPOOL_DIR" k1 1 ok 2
+	equals "$output" "finish k1: done
+claim: 1
+claimed k2 2"
+	equals "$(slots_of k)" k2
+	fsck_clean
+}
+
 @test "a slot comes back when its lease runs out: the job is taken over, and a crashed claim's slot goes" {
 	echo 'limit.k=1' >>"$SPOOL_DIR/config"
 	enq k1 $T --key k

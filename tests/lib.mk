@@ -1,7 +1,7 @@
 # Programs the command tests run against the library itself, where no
 # command does what a test needs (tests/lib/*.c; each says what it is for).
 
-LIB_TESTS = tests/lib/handles tests/lib/defaults
+LIB_TESTS = tests/lib/handles tests/lib/defaults tests/lib/finishclaim
 
 all: $(LIB_TESTS)
 
