@@ -235,23 +235,44 @@ put_back(struct fsck *f, struct job *j, const char *rel)
 /*
  * The one file of the job's name found elsewhere than where, its index in
  * ents; or, where none or several are, the problem said and -1 (*said 1).
+ * Several names of one inode are one file: a power cut split two renames
+ * of it (spool-layout.md, "Crashes").  The name at prev, where the record
+ * before put it, is kept; a repair removes the others.
  */
 static int
 only_other(struct fsck *f, struct job *j, const char *where,
-    struct ent *ents, size_t n, int *said)
+    const char *prev, struct ent *ents, size_t n, int *said)
 {
 	const char *state = spool_state_name(j->cur.loc);
-	struct stat st;
+	struct stat st, first;
 	size_t i, found = 0, at = 0;
+	int one = 1;
 
 	*said = 1;
 	for (i = 0; i < n; i++)
 		if (strcmp(ENT_REL(f, &ents[i]), where) != 0 && fstatat(
 		    f->sp->dirfd, ENT_REL(f, &ents[i]), &st,
 		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
-			at = i;
-			found++;
+			if (found == 0)
+				first = st;
+			one &= st.st_dev == first.st_dev &&
+			    st.st_ino == first.st_ino;
+			if (found++ == 0 ||
+			    strcmp(ENT_REL(f, &ents[i]), prev) == 0)
+				at = i;
 		}
+	if (found > 1 && one) {
+		for (i = 0; f->repair && i < n; i++)
+			if (i != at && strcmp(ENT_REL(f, &ents[i]), where) != 0 &&
+			    unlinkat(f->sp->dirfd, ENT_REL(f, &ents[i]), 0) == -1 &&
+			    errno != ENOENT)
+				return -1;
+		problem(f, j->id, f->repair, "its one file is under %zu names "
+		    "(a power cut split its renames): %s %s", found,
+		    f->repair ? "kept" : "spool-fsck --repair keeps",
+		    ENT_REL(f, &ents[at]));
+		found = 1;
+	}
 	if (found == 0)
 		problem(f, j->id, 0, "its file is missing from %s/: if it was "
 		    "removed on purpose, record that with spool-purge --missing "
@@ -287,9 +308,6 @@ settle_missing(struct fsck *f, struct job *j, const char *where,
 	enum hand how = PUT_BACK;
 	int i, lost, said;
 
-	if ((i = only_other(f, j, where, ents, n, &said)) == -1)
-		return said ? 0 : -1;
-	rel = ENT_REL(f, &ents[i]);
 	/*
 	 * Where the record before put it: the move was lost, not made by
 	 * hand (a power cut kept the record and its line, not the move):
@@ -298,6 +316,9 @@ settle_missing(struct fsck *f, struct job *j, const char *where,
 	 */
 	if (where_of(f->sp, j->id, &j->prev, prev, sizeof(prev)) == -1)
 		return -1;
+	if ((i = only_other(f, j, where, prev, ents, n, &said)) == -1)
+		return said ? 0 : -1;
+	rel = ENT_REL(f, &ents[i]);
 	lost = j->cur.ev != SPOOL_EV_ENQUEUE && strcmp(rel, prev) == 0;
 	if (!lost && meant(f, j, rel, ents[i].state, &how, &why) == -1)
 		return -1;

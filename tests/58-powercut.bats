@@ -155,6 +155,7 @@ upgrade 0 0
 group-enqueue 0 0
 enqueue-newhost 0 0
 run-reclaim 0 0
+run-finish-claim 0 0
 enqueue-batch 0 0
 claim-batch 0 0
 finish-batch 0 0
@@ -205,7 +206,7 @@ EOF
 	    finish-fail:3 drop:3 purge-newhost:2 purge-newhost:4 pause:1 pause:2 \
 	    resume:1 fsck-restored:2 upgrade:3 upgrade:4 group-enqueue:9 \
 	    enqueue-newhost:5 run-reclaim:1 run-reclaim:3 run-reclaim:6 \
-	    enqueue-syncfs:1 \
+	    run-finish-claim:5 enqueue-syncfs:1 \
 	    enqueue-syncfs:2 claim-syncfs:2 finish-syncfs:1
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
 enqueue-first 1 fdatasync(tmp/j1,PID.N): violation
@@ -238,6 +239,7 @@ enqueue-newhost 5 fsync(meta): violation
 run-reclaim 1 fdatasync(meta/j1): violation
 run-reclaim 3 fsync(leased): violation
 run-reclaim 6 fsync(done): violation
+run-finish-claim 5 fdatasync(meta/j2): violation
 enqueue-syncfs 1 syncfs(/): violation
 enqueue-syncfs 2 syncfs(/): violation
 claim-syncfs 2 syncfs(/): violation

@@ -74,6 +74,35 @@ populate() {
 	equals "$(ls "$SPOOL_DIR/leased")" "j3,3"
 }
 
+@test "one file under two names that are not its place (a power cut split two renames): one is put back" {
+	local old lease
+	populate
+	spool-enqueue --id j5 <<<"payload 5" >/dev/null
+	old=$(cd "$SPOOL_DIR" && find new -name 'j5,*')
+	spool-claim -n 2 --owner w >/dev/null
+	lease=j5,$(lease_token j5)
+	# The claim's old name comes back; the finish's move is kept, its
+	# record lost: the one file at new/ and done/, none at leased/.
+	ln "$SPOOL_DIR/leased/$lease" "$SPOOL_DIR/$old"
+	mv "$SPOOL_DIR/leased/$lease" "$SPOOL_DIR/done/j5"
+	run -1 spool-fsck
+	equals "$output" "j5: its one file is under 2 names (a power cut split its renames): spool-fsck --repair keeps $old
+j5: its file is still at $old, where it was before its last transition (claim) moved it to leased/ (a power cut lost the move, or a person undid it): spool-fsck --repair makes the move again"
+	run -0 spool-fsck --repair
+	equals "$output" "j5: its one file is under 2 names (a power cut split its renames): kept $old
+j5: its file is still at $old, where it was before its last transition (claim) moved it to leased/ (a power cut lost the move, or a person undid it): the move made again"
+	fsck_clean
+	equals "$(state_of j5)" leased
+	[ ! -e "$SPOOL_DIR/done/j5" ]
+	[ -z "$(cd "$SPOOL_DIR" && find new -name 'j5,*')" ]
+	equals "$(cat "$SPOOL_DIR/leased/$lease")" "payload 5"
+	# Two files, not one: a person chooses.
+	cp "$SPOOL_DIR/leased/$lease" "$SPOOL_DIR/done/j5"
+	mv "$SPOOL_DIR/leased/$lease" "$SPOOL_DIR/dead/j5"
+	run -1 spool-fsck
+	equals "$output" "j5: its file is missing from leased/, and 2 files of its name are elsewhere: move the right one back to leased/$lease, then spool-fsck --repair"
+}
+
 @test "a file with no sidecar, a stray name, and junk at each level" {
 	populate
 	echo orphan >"$SPOOL_DIR/dead/nobody"

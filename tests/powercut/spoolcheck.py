@@ -158,6 +158,12 @@ scenario('run-reclaim', ENQ.format('j1') +
          'spool-claim --lease 1s >/dev/null\n',
          ['spool-run', '--once', '--owner', 'w', '--', 'true'],
          mids=('claim-logged',))
+# A worker's finish and its next claim in one wait (spool_finish_claim):
+# it claims one job, and when its handler ends, ends that delivery and
+# claims the other in the finish's wait; then ends the second alone.
+scenario('run-finish-claim', ENQ.format('j1') + ENQ.format('j2'),
+         ['spool-run', '-j', '1', '--max-jobs', '2', '--owner', 'w', '--',
+          'true'], mids=('claim-logged', 'finish-logged'))
 B3 = ENQ.format('j1') + ENQ.format('j2') + ENQ.format('j3')
 scenario('enqueue-batch', WARM, ['spool-enqueue', '$P_j1', '$P_j2', '$P_j3'],
          batch=True)
