@@ -205,7 +205,7 @@ EOF
 	    enqueue-join:6 enqueue-join:7 enqueue-join:8 enqueue-cycle:7 claim:1 claim:4 finish-ok:3 \
 	    finish-fail:3 drop:3 purge-newhost:2 purge-newhost:4 pause:1 pause:2 \
 	    resume:1 fsck-restored:2 upgrade:3 upgrade:4 group-enqueue:9 \
-	    enqueue-newhost:5 run-reclaim:1 run-reclaim:3 run-reclaim:6 \
+	    enqueue-newhost:5 run-reclaim:6 \
 	    run-finish-claim:5 enqueue-syncfs:1 \
 	    enqueue-syncfs:2 claim-syncfs:2 finish-syncfs:1
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
@@ -236,8 +236,6 @@ upgrade 3 fdatasync(tmp/format,PID): violation
 upgrade 4 fsync(.): violation
 group-enqueue 9 fsync(new/00001a22/b83/64a): violation
 enqueue-newhost 5 fsync(meta): violation
-run-reclaim 1 fdatasync(meta/j1): violation
-run-reclaim 3 fsync(leased): violation
 run-reclaim 6 fsync(done): violation
 run-finish-claim 5 fdatasync(meta/j2): violation
 enqueue-syncfs 1 syncfs(/): violation
