@@ -244,7 +244,9 @@ only_other(struct fsck *f, struct job *j, const char *where,
     const char *prev, struct ent *ents, size_t n, int *said)
 {
 	const char *state = spool_state_name(j->cur.loc);
-	struct stat st, first;
+	struct stat st;
+	dev_t dev = 0;
+	ino_t ino = 0;
 	size_t i, found = 0, at = 0;
 	int one = 1;
 
@@ -253,10 +255,11 @@ only_other(struct fsck *f, struct job *j, const char *where,
 		if (strcmp(ENT_REL(f, &ents[i]), where) != 0 && fstatat(
 		    f->sp->dirfd, ENT_REL(f, &ents[i]), &st,
 		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
-			if (found == 0)
-				first = st;
-			one &= st.st_dev == first.st_dev &&
-			    st.st_ino == first.st_ino;
+			if (found == 0) {
+				dev = st.st_dev;
+				ino = st.st_ino;
+			}
+			one &= st.st_dev == dev && st.st_ino == ino;
 			if (found++ == 0 ||
 			    strcmp(ENT_REL(f, &ents[i]), prev) == 0)
 				at = i;
