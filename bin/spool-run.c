@@ -1034,11 +1034,6 @@ check_clock(void)
 	w.clock_said = now;
 }
 
-/*
- * Claim into the free slots and start a handler for each job, unless a
- * stop was asked for meanwhile: then the jobs just claimed go back
- * unstarted, their attempts not spent.
- */
 /* How many jobs a claim may take now, once ending more slots are free. */
 static size_t
 claim_room(size_t ending)
@@ -1069,6 +1064,7 @@ take_jobs(struct spool_finish *f, size_t m, size_t want, size_t *n,
 	w.want_claim = 0;
 	w.due_at = NEVER;
 	check_clock();
+	/* A lease is timed from before the claim, on the monotonic clock. */
 	*start = mono_ms();
 	if (m == 0)
 		r = spool_claim(w.sp, &w.copts, w.claimed, want, n);
@@ -1088,7 +1084,11 @@ take_jobs(struct spool_finish *f, size_t m, size_t want, size_t *n,
 	return r;
 }
 
-/* Start the n jobs take_jobs() claimed, of want, in free slots. */
+/*
+ * Start a handler for each of the n jobs take_jobs() claimed, of want, in
+ * the free slots, unless a stop was asked for meanwhile: then those jobs
+ * go back unstarted, their attempts not spent.
+ */
 static void
 start_jobs(int r, size_t n, size_t want, int64_t start)
 {
@@ -1140,6 +1140,7 @@ start_jobs(int r, size_t n, size_t want, int64_t start)
 		next_due();
 }
 
+/* Claim into the free slots, and start the jobs. */
 static void
 claim_jobs(void)
 {

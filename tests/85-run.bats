@@ -135,9 +135,12 @@ wait_lock_waiter() {
 	done
 }
 
-# A process that has ended (or is a zombie awaiting its reaper).
+# A process that has ended (or is a zombie awaiting its reaper).  Its
+# stat read once: one reaped between two looks is gone, not an error.
 gone() {
-	[ ! -e "/proc/$1" ] || [ "$(cut -d' ' -f3 "/proc/$1/stat")" = Z ]
+	local s
+	s=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) || return 0
+	[ "$s" = Z ]
 }
 
 # Wait until each PID has gone.
