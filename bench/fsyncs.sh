@@ -181,11 +181,11 @@ set -- $(lease "$scratch/c1")
 count finish-ok 3 $t0 "$bin/spool-finish" -d "$s" "$1" "$2" ok
 doneid=$1
 # A worker's finish and its next claim in one call (spool-run's): both
-# sidecars + audit + done/ + leased/, one wait.
+# sidecars + audit (each call's write) + done/ + leased/, one wait.
 quiet $t0 "$bin/spool-claim" -d "$s"
 # shellcheck disable=SC2046
 set -- $(lease "$scratch/quiet.out")
-count finish-claim 5 $t0 "$bin/../lib/finishclaim" "$s" "$1" "$2" ok 1
+count finish-claim 6 $t0 "$bin/../lib/finishclaim" "$s" "$1" "$2" ok 1
 # shellcheck disable=SC2046
 set -- $(awk '$1 == "claimed" { print $2, $3 }' "$scratch/out.finish-claim")
 quiet $t0 "$bin/spool-finish" -d "$s" "$1" "$2" ok

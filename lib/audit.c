@@ -39,19 +39,6 @@ abuf_grow(struct abuf *ab, size_t want)
 	return 0;
 }
 
-/* src's lines after dst's. */
-int
-abuf_cat(struct abuf *dst, const struct abuf *src)
-{
-	if (src->len == 0)
-		return 0;
-	if (abuf_grow(dst, src->len) == -1)
-		return -1;
-	memcpy(dst->p + dst->len, src->p, src->len);
-	dst->len += src->len;
-	return 0;
-}
-
 void
 abuf_free(struct abuf *ab)
 {

@@ -238,14 +238,15 @@ move_all(struct spool *sp, struct batch *b, struct round *r, size_t *nm)
 
 /*
  * The wait itself.  A call with more to do first (b->then: the claim of
- * spool_finish_claim) does it now, the moves made and the jobs still
- * locked, and hands this wait on to it: its commit is ours too.  If it
- * made none, we wait alone.
+ * spool_finish_claim) writes its audit lines, as a finish alone does, and
+ * then does it, the moves made and the jobs still locked.  It hands this
+ * wait on to it: its commit is ours too.  If it made none, we wait alone.
  */
 static int
 wait_then(struct spool *sp, struct batch *b, const int *fds, size_t n,
     int *errs)
 {
+	struct dirset none = { NULL, 0 };
 	struct carry cy;
 
 	if (b->then == NULL)
@@ -256,10 +257,14 @@ wait_then(struct spool *sp, struct batch *b, const int *fds, size_t n,
 	cy.errs = errs;
 	cy.ds = &b->ds;
 	cy.ab = &b->ab;
+	if (audit_write(sp, &b->ab, &cy.logfd, &cy.created) == -1)
+		return -1;	/* and the claim is not made */
 	b->then(sp, &cy, b->then_arg);
 	b->then = NULL;		/* the first round's alone */
-	if (!cy.taken)
-		return commit_sync(sp, fds, n, errs, &b->ds, &b->ab);
+	if (!cy.taken) {
+		(void)commit_with(sp, NULL, 0, NULL, &none, NULL, &cy);
+		dirset_free(&none);
+	}
 	errno = cy.err;
 	return cy.rv;
 }

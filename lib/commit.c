@@ -30,7 +30,7 @@ commit_sync(struct spool *sp, const int *files, size_t nfiles, int *errs,
 /*
  * The same, and with cy the wait a finish handed on, in the same wait:
  * its records' files (cy->errs gets their errors), its directories, and
- * its audit lines before ours, in one write.  A directory or the log that
+ * its log, which it wrote before ours.  A directory or either log that
  * fails fails both; cy->rv and cy->err say so for the finish.
  */
 int
@@ -39,7 +39,6 @@ commit_with(struct spool *sp, const int *files, size_t nfiles, int *errs,
 {
 	int *fds = NULL, *all = NULL, rv = 0, e = 0, logfd = -1, created = 0;
 	size_t i, n = 0, nc = cy != NULL ? cy->nfiles : 0, nf = nc + nfiles;
-	struct abuf *lines = ab;
 
 	if (cy != NULL) {
 		cy->taken = 1;
@@ -49,15 +48,9 @@ commit_with(struct spool *sp, const int *files, size_t nfiles, int *errs,
 				e = errno;
 				goto out;
 			}
-		if (ab != NULL && abuf_cat(cy->ab, ab) == -1) {
-			rv = -1;
-			e = errno;
-			goto out;
-		}
-		lines = cy->ab;
 	}
-	fds = calloc(nf + ds->n + 1, sizeof(*fds));
-	all = calloc(nf + ds->n + 1, sizeof(*all));
+	fds = calloc(nf + ds->n + 2, sizeof(*fds));
+	all = calloc(nf + ds->n + 2, sizeof(*all));
 	if (fds == NULL || all == NULL) {
 		rv = -1;
 		e = errno;
@@ -67,7 +60,11 @@ commit_with(struct spool *sp, const int *files, size_t nfiles, int *errs,
 		fds[n++] = cy->files[i];
 	for (i = 0; i < nfiles; i++)
 		fds[n++] = files[i];
-	if (lines != NULL && audit_write(sp, lines, &logfd, &created) == -1) {
+	if (cy != NULL && cy->logfd != -1) {
+		fds[n++] = cy->logfd;
+		nf++;
+	}
+	if (ab != NULL && audit_write(sp, ab, &logfd, &created) == -1) {
 		rv = -1;
 		e = errno;
 		goto out;
@@ -101,13 +98,20 @@ out:
 	for (i = nf; fds != NULL && i < n; i++)
 		(void)close_fd(fds[i]);	/* directories: nothing to lose */
 	if (logfd != -1 && rv == 0 &&
-	    audit_done(sp, lines, logfd, created) == -1) {
+	    audit_done(sp, ab, logfd, created) == -1) {
 		rv = -1;
 		e = errno;
 	} else if (logfd != -1 && rv == -1)
 		(void)close_fd(logfd);
-	if (rv == 0 && ab != NULL)
-		ab->len = 0;	/* written with the carry's */
+	if (cy != NULL && cy->logfd != -1) {
+		if (rv == 0 && audit_done(sp, cy->ab, cy->logfd, cy->created) ==
+		    -1) {
+			rv = -1;
+			e = errno;
+		} else if (rv == -1)
+			(void)close_fd(cy->logfd);
+		cy->logfd = -1;
+	}
 	if (cy != NULL) {
 		cy->rv = rv;
 		cy->err = e;

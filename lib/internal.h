@@ -284,7 +284,6 @@ int audit_void(struct abuf *ab, struct spool *sp, const struct spool_audit *a);
 int audit_write(struct spool *sp, struct abuf *ab, int *fdp, int *created);
 int audit_done(struct spool *sp, struct abuf *ab, int fd, int created);
 int audit_flush(struct spool *sp, struct abuf *ab);
-int abuf_cat(struct abuf *dst, const struct abuf *src);
 void abuf_free(struct abuf *ab);
 
 /*
@@ -392,7 +391,8 @@ void rec_next(const struct job *j, struct rec *r, int ev, int64_t now);
 /*
  * commit.c: a transition's one wait.  A carry is a wait handed on: what
  * a finish still has to sync when a claim runs before its wait, which the
- * claim's first commit takes up (spool_finish_claim).  taken says it was;
+ * claim's first commit takes up (spool_finish_claim).  Its audit lines
+ * are written already, to logfd (-1: none), from ab.  taken says it was;
  * rv and err are then the finish's wait's outcome, errs its files'.
  */
 struct carry {
@@ -401,6 +401,7 @@ struct carry {
 	int *errs;
 	struct dirset *ds;
 	struct abuf *ab;
+	int logfd, created;
 	int taken, rv, err;
 };
 int commit_sync(struct spool *sp, const int *files, size_t nfiles,
