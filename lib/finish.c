@@ -186,19 +186,26 @@ finish_item(struct batch *b, size_t i, struct spool_result **res)
 	return valid_finish(f) ? f->id : NULL;
 }
 
+/* The batch that finishes f[0..n). */
+static void
+finish_batch(struct batch *b, struct spool_finish *f, size_t n)
+{
+	memset(b, 0, sizeof(*b));
+	b->n = n;
+	b->item = finish_item;
+	b->one = finish_one;
+	b->arg = f;
+	b->name = "finish";
+	b->onewait = 1;
+}
+
 int
 spool_finish(struct spool *sp, struct spool_finish *f, size_t n)
 {
 	DRAINING(sp);
 	struct batch b;
 
-	memset(&b, 0, sizeof(b));
-	b.n = n;
-	b.item = finish_item;
-	b.one = finish_one;
-	b.arg = f;
-	b.name = "finish";
-	b.onewait = 1;
+	finish_batch(&b, f, n);
 	return batch_run(sp, &b);
 }
 
@@ -248,13 +255,7 @@ spool_finish_claim(struct spool *sp, struct spool_finish *f, size_t n,
 	}
 	if (n == 0)
 		return claim_with(sp, opts, out, max, got, NULL);
-	memset(&b, 0, sizeof(b));
-	b.n = n;
-	b.item = finish_item;
-	b.one = finish_one;
-	b.arg = f;
-	b.name = "finish";
-	b.onewait = 1;
+	finish_batch(&b, f, n);
 	b.then = claim_then;
 	b.then_arg = &t;
 	if (batch_run(sp, &b) == -1) {
