@@ -257,8 +257,10 @@ wait_then(struct spool *sp, struct batch *b, const int *fds, size_t n,
 	cy.errs = errs;
 	cy.ds = &b->ds;
 	cy.ab = &b->ab;
-	if (audit_write(sp, &b->ab, &cy.logfd, &cy.created) == -1)
-		return -1;	/* and the claim is not made */
+	if (audit_write(sp, &b->ab, &cy.logfd, &cy.created) == -1) {
+		b->then = NULL;	/* and the claim is not made */
+		return -1;
+	}
 	b->then(sp, &cy, b->then_arg);
 	b->then = NULL;		/* the first round's alone */
 	if (!cy.taken) {

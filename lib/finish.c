@@ -214,7 +214,7 @@ struct then_claim {
 	const struct spool_claim_opts *opts;
 	struct spool_lease *out;
 	size_t max, *n;
-	int rv, err;
+	int ran, rv, err;
 };
 
 static void
@@ -222,14 +222,15 @@ claim_then(struct spool *sp, struct carry *cy, void *arg)
 {
 	struct then_claim *t = arg;
 
+	t->ran = 1;
 	t->rv = claim_with(sp, t->opts, t->out, t->max, t->n, cy);
 	t->err = errno;
 }
 
 /*
  * A worker's handler ended: end its delivery and take the next job in one
- * wait (spool-layout.md, "fsyncs per transition").  The finish makes its
- * records and moves and keeps its jobs locked; the claim runs; the claim's
+ * wait (spool-layout.md, "finish").  The finish makes its records, moves
+ * and audit lines and keeps its jobs locked; the claim runs; the claim's
  * commit syncs both.  Nothing is reported before that wait.
  */
 int
@@ -238,18 +239,21 @@ spool_finish_claim(struct spool *sp, struct spool_finish *f, size_t n,
     size_t max, size_t *got)
 {
 	DRAINING(sp);
-	struct then_claim t = { opts, out, max, got, 0, 0 };
+	struct then_claim t = { opts, out, max, got, 0, 0, 0 };
 	struct batch b;
 	size_t i;
-	int e;
+	int bad, e = EIO;
 
 	*got = 0;
-	for (i = 0; i < n && n <= SPOOL_BATCH_MAX; i++) {
+	bad = n > SPOOL_BATCH_MAX || max == 0 || max > SPOOL_BATCH_MAX ||
+	    opts->lease_ms < 0 ||
+	    (opts->owner != NULL && !spool_valid_owner(opts->owner));
+	for (i = 0; i < n; i++) {
 		memset(&f[i].res, 0, sizeof(f[i].res));
-		if (max == 0 || max > SPOOL_BATCH_MAX)
+		if (bad)
 			failed(&f[i].res, EINVAL, 0);
 	}
-	if (n > SPOOL_BATCH_MAX || max == 0 || max > SPOOL_BATCH_MAX) {
+	if (bad) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -258,15 +262,19 @@ spool_finish_claim(struct spool *sp, struct spool_finish *f, size_t n,
 	finish_batch(&b, f, n);
 	b.then = claim_then;
 	b.then_arg = &t;
-	if (batch_run(sp, &b) == -1) {
+	if (batch_run(sp, &b) == -1 && !t.ran) {
 		e = errno;
 		for (i = 0; i < n; i++)
 			if (f[i].res.status == 0)
-				failed(&f[i].res, e, b.then == NULL);
-		if (b.then != NULL) {	/* failed before the claim */
-			errno = e;
-			return -1;
-		}
+				failed(&f[i].res, e, 0);
+	}
+	if (!t.ran) {
+		/* The finish failed before its wait: no claim was made. */
+		for (i = 0; i < n && e == EIO; i++)
+			if (f[i].res.status == -1)
+				e = f[i].res.err;
+		errno = e;
+		return -1;
 	}
 	errno = t.err;
 	return t.rv;

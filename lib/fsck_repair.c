@@ -230,7 +230,7 @@ put_back(struct fsck *f, struct job *j, const char *rel)
  * The job's file is not where its record says, and the record took
  * effect: moved or removed by hand (or lost).  One file of its name
  * elsewhere is the job's: adopted or put back.  None: the job is damaged
- * until a person records its removal.  Several: a person chooses.
+ * until a person records its removal.  Several files: a person chooses.
  */
 /*
  * The one file of the job's name found elsewhere than where, its index in
@@ -268,8 +268,10 @@ only_other(struct fsck *f, struct job *j, const char *where,
 		for (i = 0; f->repair && i < n; i++)
 			if (i != at && strcmp(ENT_REL(f, &ents[i]), where) != 0 &&
 			    unlinkat(f->sp->dirfd, ENT_REL(f, &ents[i]), 0) == -1 &&
-			    errno != ENOENT)
+			    errno != ENOENT) {
+				*said = 0;	/* an error, not a finding */
 				return -1;
+			}
 		problem(f, j->id, f->repair, "its one file is under %zu names "
 		    "(a power cut split its renames): %s %s", found,
 		    f->repair ? "kept" : "spool-fsck --repair keeps",

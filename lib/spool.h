@@ -354,8 +354,9 @@ int spool_finish(struct spool *sp, struct spool_finish *f, size_t n);
  * under its key's limit is free to the claim.  f[i].res reports each
  * finish as spool_finish would, whatever the call returns; the return
  * value, *got and out are the claim's, as spool_claim's; -1 with every
- * finish failed if n is above SPOOL_BATCH_MAX, max is 0 or above it
- * (EINVAL), or the finish failed before the claim could run.
+ * finish failed, and nothing done, if n is above SPOOL_BATCH_MAX, max is 0
+ * or above it, or opts is not valid (EINVAL); -1, and no claim made, if
+ * the finish failed before its wait.
  */
 int spool_finish_claim(struct spool *sp, struct spool_finish *f, size_t n,
     const struct spool_claim_opts *opts, struct spool_lease *out,
