@@ -237,7 +237,7 @@ upgrade 4 fsync(.): violation
 group-enqueue 9 fsync(new/00001a22/b83/64a): violation
 enqueue-newhost 5 fsync(meta): violation
 run-reclaim 6 fsync(done): violation
-run-finish-claim 5 fdatasync(meta/j2): violation
+run-finish-claim 5 fdatasync(meta/j1): violation
 enqueue-syncfs 1 syncfs(/): violation
 enqueue-syncfs 2 syncfs(/): violation
 claim-syncfs 2 syncfs(/): violation

@@ -160,8 +160,11 @@ scenario('run-reclaim', ENQ.format('j1') +
          mids=('claim-logged',))
 # A worker's finish and its next claim in one wait (spool_finish_claim):
 # it claims one job, and when its handler ends, ends that delivery and
-# claims the other in the finish's wait; then ends the second alone.
-scenario('run-finish-claim', ENQ.format('j1') + ENQ.format('j2'),
+# claims the other in the finish's wait; then ends the second alone.  j2
+# is due later, so that every run claims j1 first, whatever the order of
+# a directory's names.
+scenario('run-finish-claim', ENQ.format('j1') +
+         ENQ.format('j2').replace('--id', '--delay 100ms --id'),
          ['spool-run', '-j', '1', '--max-jobs', '2', '--owner', 'w', '--',
           'true'], mids=('claim-logged', 'finish-logged'))
 B3 = ENQ.format('j1') + ENQ.format('j2') + ENQ.format('j3')
