@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -38,20 +39,16 @@ commit_with(struct spool *sp, const int *files, size_t nfiles, int *errs,
     struct dirset *ds, struct abuf *ab, struct carry *cy)
 {
 	int *fds = NULL, *all = NULL, rv = 0, e = 0, logfd = -1, created = 0;
-	size_t i, n = 0, nc = cy != NULL ? cy->nfiles : 0, nf = nc + nfiles;
+	size_t i, k, n = 0, nc = cy != NULL ? cy->nfiles : 0, nf = nc + nfiles;
+	size_t nd = ds->n, ncd = cy != NULL ? cy->ds->n : 0;
+	char **dirs = NULL;	/* ds's names, then the carry's not in ds */
 
-	if (cy != NULL) {
+	if (cy != NULL)
 		cy->taken = 1;
-		for (i = 0; i < cy->ds->n; i++)
-			if (dirset_add(ds, cy->ds->names[i]) == -1) {
-				rv = -1;
-				e = errno;
-				goto out;
-			}
-	}
-	fds = calloc(nf + ds->n + 2, sizeof(*fds));
-	all = calloc(nf + ds->n + 2, sizeof(*all));
-	if (fds == NULL || all == NULL) {
+	fds = calloc(nf + nd + ncd + 2, sizeof(*fds));
+	all = calloc(nf + nd + ncd + 2, sizeof(*all));
+	dirs = calloc(nd + ncd + 1, sizeof(*dirs));
+	if (fds == NULL || all == NULL || dirs == NULL) {
 		rv = -1;
 		e = errno;
 		goto out;
@@ -73,8 +70,17 @@ commit_with(struct spool *sp, const int *files, size_t nfiles, int *errs,
 		fds[n++] = logfd;
 		nf++;
 	}
-	for (i = 0; i < ds->n; i++) {
-		fds[n] = sys_openat(sp->dirfd, ds->names[i], O_RDONLY |
+	for (i = 0; i < nd; i++)
+		dirs[i] = ds->names[i];
+	for (i = 0; i < ncd; i++) {
+		for (k = 0; k < ds->n; k++)
+			if (strcmp(ds->names[k], cy->ds->names[i]) == 0)
+				break;
+		if (k == ds->n)
+			dirs[nd++] = cy->ds->names[i];
+	}
+	for (i = 0; i < nd; i++) {
+		fds[n] = sys_openat(sp->dirfd, dirs[i], O_RDONLY |
 		    O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW, 0);
 		if (fds[n] == -1) {
 			rv = -1;
@@ -118,6 +124,7 @@ out:
 	}
 	free(fds);
 	free(all);
+	free(dirs);
 	errno = e;
 	return rv;
 }
