@@ -374,7 +374,7 @@ many_rows() {
 	say "$label: spool-run and its handler spawned ($manyrounds rounds)"
 	"$tools/qbench" -l "$label-r" -w "$dir" -b "$bin" -t "$tools/true" \
 	    -r "$manyrounds" -T "$mslice" run-j16 run-j1 spawn-16 \
-	    spawn-1 >>"$raw"
+	    spawn-1 lib-j1 >>"$raw"
 	mark "$label runner"
 }
 

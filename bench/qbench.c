@@ -35,7 +35,6 @@
 #include <limits.h>
 #include <liburing.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -2084,43 +2083,95 @@ run_op(struct sys *s, long k)
 }
 
 /*
- * The handler spawned with s->procs in flight, by posix_spawn(3) as
- * spool-run spawns it, so that the floor is not a fork of qbench and its
- * libraries.
+ * The no-op handler started as spool-run starts it, by vfork(2) and
+ * execve(2), with stdin, stdout and stderr on /dev/null: so that the floor
+ * is not a fork of qbench and its libraries, nor posix_spawn(3)'s reset
+ * of every signal's handler.  spool-run's own steps, its process group and
+ * its keeper, are not here.
  */
+static pid_t
+spawn_true(void)
+{
+	char *argv[] = { (char *)truebin, NULL };
+	pid_t pid;
+
+	if ((pid = vfork()) == -1)
+		err(1, "vfork");
+	if (pid == 0) {
+		if (dup2(devnull, 0) != -1 && dup2(devnull, 1) != -1 &&
+		    dup2(devnull, 2) != -1)
+			execve(truebin, argv, environ);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Wait for pid, or for any child if -1: the no-op, which must exit 0. */
+static void
+reap_true(pid_t pid)
+{
+	int st;
+
+	while (waitpid(pid, &st, 0) == -1)
+		if (errno != EINTR)
+			err(1, "waitpid");
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		errx(1, "%s exited %d", truebin, WIFEXITED(st) ?
+		    WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
+/*
+ * The library's part of spool-run -j 1: a job at a time, the handler
+ * spawned as spawn_true spawns it, then its finish and the next claim in
+ * one spool_finish_claim, as the runner makes them.  What spool-run adds
+ * to this is its own: the job's files, its log line, its poll, its keeper.
+ */
+static void
+lib_j1_op(struct sys *s, long k)
+{
+	struct spool_claim_opts opts = { 0, "bench" };
+	struct spool_finish f;
+	struct spool_lease l[2];
+	size_t m;
+	double t0;
+	long i, done = 0;
+
+	for (i = 0; i < k; i += BATCH)
+		lib_enqueue(s, k - i < BATCH ? (size_t)(k - i) : BATCH);
+	t0 = now_s();
+	if (spool_claim(s->sp, &opts, &l[0], 1, &m) == -1)
+		err(1, "spool_claim");
+	for (i = 0; m == 1; i ^= 1) {
+		reap_true(spawn_true());
+		memset(&f, 0, sizeof(f));
+		f.id = l[i].id;
+		f.token = l[i].token;
+		f.outcome = SPOOL_OK;
+		if (spool_finish_claim(s->sp, &f, 1, &opts, &l[i ^ 1], 1,
+		    &m) == -1 || f.res.status != 0)
+			err(1, "spool_finish_claim");
+		spool_free_leases(&l[i], 1);
+		done++;
+	}
+	s->own_seconds = now_s() - t0;
+	if (done != k)
+		errx(1, "%ld jobs done, not %ld", done, k);
+}
+
+/* The handler spawned with s->procs in flight, nothing else. */
 static void
 spawn_many_op(struct sys *s, long k)
 {
-	char *argv[] = { (char *)truebin, NULL };
-	posix_spawn_file_actions_t fa;
 	long started = 0, ended = 0;
-	pid_t pid;
-	int st, e, fd;
 
-	if ((e = posix_spawn_file_actions_init(&fa)) != 0)
-		errx(1, "posix_spawn_file_actions_init: %s", strerror(e));
-	for (fd = 0; fd < 3; fd++)
-		if ((e = posix_spawn_file_actions_adddup2(&fa, devnull,
-		    fd)) != 0)
-			errx(1, "posix_spawn_file_actions_adddup2: %s",
-			    strerror(e));
 	while (ended < k) {
 		while (started < k && started - ended < s->procs) {
-			if ((e = posix_spawn(&pid, truebin, &fa, NULL, argv,
-			    environ)) != 0)
-				errx(1, "posix_spawn %s: %s", truebin,
-				    strerror(e));
+			(void)spawn_true();
 			started++;
 		}
-		while (waitpid(-1, &st, 0) == -1)
-			if (errno != EINTR)
-				err(1, "waitpid");
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			errx(1, "%s exited %d", truebin, WIFEXITED(st) ?
-			    WEXITSTATUS(st) : 128 + WTERMSIG(st));
+		reap_true(-1);
 		ended++;
 	}
-	(void)posix_spawn_file_actions_destroy(&fa);
 }
 
 /* Name, setup, one round's work, its unit and default K. */
@@ -2162,6 +2213,8 @@ static struct sys table[] = {
 	{ .name = "run-j16", .init = run_init, .op = run_op, .unit = 1,
 	    .k = 200, .procs = 16 },
 	{ .name = "run-j1", .init = run_init, .op = run_op, .unit = 1,
+	    .k = 100, .procs = 1 },
+	{ .name = "lib-j1", .init = run_init, .op = lib_j1_op, .unit = 1,
 	    .k = 100, .procs = 1 },
 	{ .name = "spawn-16", .init = spawn_init, .op = spawn_many_op,
 	    .unit = 1, .k = 200, .procs = 16 },

@@ -163,8 +163,8 @@ function many_rows(    k, L, M, R, i, j, P, key, np, mp, nk, mk, ml, line,
 			manyf[L, P] = csum[key] ? fsum[key] / csum[key] : ""
 		}
 		R = L "-r"
-		split("run-j16 run-j1 spawn-16 spawn-1", rn, " ")
-		for (j = 1; j <= 4; j++)
+		split("run-j16 run-j1 spawn-16 spawn-1 lib-j1", rn, " ")
+		for (j = 1; j <= 5; j++)
 			runr[L, rn[j]] = med(R SUBSEP rn[j])
 	}
 
@@ -236,6 +236,9 @@ function many_rows(    k, L, M, R, i, j, P, key, np, mp, nk, mk, ml, line,
 	row("  the handler spawned one at a time, nothing else",
 	    cell(runr["default", "spawn-1"], runr["default", "run-j1"]),
 	    cell(runr["loop", "spawn-1"], runr["loop", "run-j1"]))
+	row("  its floor: that, and spool_finish_claim a job",
+	    cell(runr["default", "lib-j1"], runr["default", "run-j1"]),
+	    cell(runr["loop", "lib-j1"], runr["loop", "run-j1"]))
 
 	for (k = 1; k <= 2; k++) {
 		L = fsl[k]
@@ -287,7 +290,7 @@ function many_rows(    k, L, M, R, i, j, P, key, np, mp, nk, mk, ml, line,
 				    mp[i]), L, manyfl[L, mk[j], mp[i]],
 				    "per cycle")
 			}
-		for (j = 1; j <= 4; j++)
+		for (j = 1; j <= 5; j++)
 			metric(11, rn[j], L, rate(runr[L, rn[j]]), "jobs/s")
 	}
 }
