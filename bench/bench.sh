@@ -573,7 +573,7 @@ for c in "$top"/bin/spool-*; do
 	*) cp "$c" "$bin/" ;;
 	esac
 done
-cp "$top"/tests/bin/spool-* "$tbin/"
+cp "$top"/tests/bin/spool-* "$top"/tests/lib/finishclaim "$tbin/"
 : >"$raw"
 meta host "$(hostname)"
 meta kernel "$(uname -sr)"

@@ -8,7 +8,8 @@
 # WHAT names what was synced, wait after wait ("sidecar audit+done/" for
 # a drop: "+" joins what is synced side by side, in one wait, "x256"
 # counts a batch's repeats), from strace -y.  BINDIR holds the test
-# build's commands (tests/bin), for two of its hooks.  The clock is pinned
+# build's commands (tests/bin) and tests/lib/finishclaim, for two of
+# their hooks.  The clock is pinned
 # (SPOOL_TEST_NOW), so that which buckets exist, and whether the
 # next-expiry hint has passed, is the same on every run: the counts are
 # exact, not averages.  SPOOL_TEST_NO_URING=1 makes the syncs of one wait
@@ -185,7 +186,7 @@ doneid=$1
 quiet $t0 "$bin/spool-claim" -d "$s"
 # shellcheck disable=SC2046
 set -- $(lease "$scratch/quiet.out")
-count finish-claim 6 $t0 "$bin/../lib/finishclaim" "$s" "$1" "$2" ok 1
+count finish-claim 6 $t0 "$bin/finishclaim" "$s" "$1" "$2" ok 1
 # shellcheck disable=SC2046
 set -- $(awk '$1 == "claimed" { print $2, $3 }' "$scratch/out.finish-claim")
 quiet $t0 "$bin/spool-finish" -d "$s" "$1" "$2" ok
