@@ -2112,12 +2112,8 @@ reap_true(pid_t pid)
 {
 	int st;
 
-	while (waitpid(pid, &st, 0) == -1)
-		if (errno != EINTR)
-			err(1, "waitpid");
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		errx(1, "%s exited %d", truebin, WIFEXITED(st) ?
-		    WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	if ((st = reap(pid)) != 0)
+		errx(1, "%s exited %d", truebin, st);
 }
 
 /*
