@@ -94,6 +94,10 @@ static int
 round_new(struct round *r, size_t n)
 {
 	memset(r, 0, sizeof(*r));
+	if (hook_enomem("round")) {
+		errno = ENOMEM;
+		return -1;
+	}
 	n = n ? n : 1;
 	r->jobs = calloc(n, sizeof(*r->jobs));
 	r->res = calloc(n, sizeof(*r->res));
@@ -123,6 +127,26 @@ round_free(struct round *r, size_t n)
 	free(r->synced);
 	free(r->fds);
 	free(r->errs);
+}
+
+/*
+ * A round that could not begin: each of its items (b->only, or all)
+ * failed with err, and reports so.  An item of a later round was given a
+ * result in the first; without this it would read as done.
+ */
+static void
+fail_round(struct batch *b, int err)
+{
+	struct spool_result *res;
+	size_t i, k = 0;
+
+	for (i = 0; i < b->n; i++) {
+		if (b->only != NULL && (k == b->nonly || b->only[k] != i))
+			continue;
+		k++;
+		(void)b->item(b, i, &res);
+		failed(res, err, 0);
+	}
 }
 
 /* The items of this round (b->only, or all), valid ones in ID order. */
@@ -320,7 +344,7 @@ batch_run(struct spool *sp, struct batch *b)
 {
 	struct round r;
 	size_t nm;
-	int rv = 0;
+	int rv = 0, e;
 
 	if (b->n > SPOOL_BATCH_MAX) {
 		errno = EINVAL;
@@ -328,8 +352,11 @@ batch_run(struct spool *sp, struct batch *b)
 	}
 	buckets_hold(sp);
 	if (round_new(&r, b->n) == -1) {
+		e = errno;
+		fail_round(b, e);
 		round_free(&r, 0);
 		buckets_drop(sp);
+		errno = e;
 		return -1;
 	}
 	b->now = now_ms();

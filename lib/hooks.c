@@ -214,6 +214,19 @@ hook_boot_id(void)
 	return getenv("SPOOL_TEST_BOOT_ID");
 }
 
+/*
+ * SPOOL_TEST_ENOMEM=point[:n]: the n-th time (default the first) the
+ * process reaches the named point, the allocation there fails as if
+ * memory ran out.
+ */
+int
+hook_enomem(const char *name)
+{
+	static int hits;
+
+	return point_hit("SPOOL_TEST_ENOMEM", name, &hits);
+}
+
 #else	/* the shipped build: no test around */
 
 static int64_t
@@ -286,6 +299,13 @@ const char *
 hook_boot_id(void)
 {
 	return NULL;
+}
+
+int
+hook_enomem(const char *name)
+{
+	(void)name;
+	return 0;
 }
 
 #endif

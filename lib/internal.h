@@ -190,6 +190,7 @@ const char *hook_mountinfo(void);
 int64_t hook_lock_wait(void);
 int hook_clock(void);
 const char *hook_boot_id(void);
+int hook_enomem(const char *name);
 
 /*
  * room.c: the reserve the spool keeps for draining (spool-layout.md, "The

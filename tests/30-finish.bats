@@ -470,6 +470,25 @@ j3"
 	fsck_clean
 }
 
+@test "spool_finish_claim: a round that cannot begin reports its finishes failed" {
+	local fc=$BATS_TEST_DIRNAME/lib/finishclaim
+	enqueue_claim j1
+	# The first round cannot begin: nothing is done, nothing claimed.
+	run -0 env SPOOL_TEST_ENOMEM=round "$fc" "$SPOOL_DIR" j1 1 ok 1
+	equals "$output" "finish j1: Cannot allocate memory
+claim: -1"
+	equals "$(ids_in leased)" j1
+	# j1 named twice: its second finish is a round of its own, which
+	# cannot begin.  It says so, where it used to read as done.
+	run -0 env SPOOL_TEST_ENOMEM=round:2 "$fc" "$SPOOL_DIR" j1 1 ok 1 \
+	    j1 1 ok
+	equals "$output" "finish j1: done
+finish j1: Cannot allocate memory
+claim: 0"
+	equals "$(ids_in done)" j1
+	fsck_clean
+}
+
 @test "the library's structs, zeroed, name only what matters: defaults fill the rest" {
 	printf 'payload\n' >"$BATS_TEST_TMPDIR/p"
 	run -0 "$BATS_TEST_DIRNAME/lib/defaults" "$SPOOL_DIR" "$BATS_TEST_TMPDIR/p"
