@@ -130,9 +130,24 @@ round_free(struct round *r, size_t n)
 }
 
 /*
- * A round that could not begin: each of its items (b->only, or all)
- * failed with err, and reports so.  An item of a later round was given a
- * result in the first; without this it would read as done.
+ * Is item i in this round: all items, or those b->only lists, in item
+ * order?  *k walks b->only as i rises.
+ */
+static int
+in_round(const struct batch *b, size_t i, size_t *k)
+{
+	if (b->only == NULL)
+		return 1;
+	if (*k == b->nonly || b->only[*k] != i)
+		return 0;
+	(*k)++;
+	return 1;
+}
+
+/*
+ * A round that could not begin: each of its items failed with err, and
+ * reports so.  An item of a later round was given a result in the first;
+ * without this it would read as done.
  */
 static void
 fail_round(struct batch *b, int err)
@@ -140,28 +155,23 @@ fail_round(struct batch *b, int err)
 	struct spool_result *res;
 	size_t i, k = 0;
 
-	for (i = 0; i < b->n; i++) {
-		if (b->only != NULL && (k == b->nonly || b->only[k] != i))
-			continue;
-		k++;
-		(void)b->item(b, i, &res);
-		failed(res, err, 0);
-	}
+	for (i = 0; i < b->n; i++)
+		if (in_round(b, i, &k)) {
+			(void)b->item(b, i, &res);
+			failed(res, err, 0);
+		}
 }
 
-/* The items of this round (b->only, or all), valid ones in ID order. */
+/* The items of this round, valid ones in ID order. */
 static void
 take_items(struct batch *b, struct round *r)
 {
-	const size_t *only = b->only;
-	size_t nonly = b->nonly, i;
+	size_t i, k = 0;
 
 	for (i = 0; i < b->n; i++) {
 		r->jobs[i].fd = -1;
-		if (only != NULL && (nonly == 0 || *only != i))
-			continue;	/* not in this round */
-		if (only != NULL)
-			only++, nonly--;
+		if (!in_round(b, i, &k))
+			continue;
 		if ((r->ids[i] = b->item(b, i, &r->res[i])) != NULL)
 			r->order[r->m++] = i;
 		else

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "internal.h"
 
@@ -39,7 +38,7 @@ commit_with(struct spool *sp, const int *files, size_t nfiles, int *errs,
     struct dirset *ds, struct abuf *ab, struct carry *cy)
 {
 	int *fds = NULL, *all = NULL, rv = 0, e = 0, logfd = -1, created = 0;
-	size_t i, k, n = 0, nc = cy != NULL ? cy->nfiles : 0, nf = nc + nfiles;
+	size_t i, n = 0, nc = cy != NULL ? cy->nfiles : 0, nf = nc + nfiles;
 	size_t nd = ds->n, ncd = cy != NULL ? cy->ds->n : 0;
 	char **dirs = NULL;	/* ds's names, then the carry's not in ds */
 
@@ -72,13 +71,9 @@ commit_with(struct spool *sp, const int *files, size_t nfiles, int *errs,
 	}
 	for (i = 0; i < nd; i++)
 		dirs[i] = ds->names[i];
-	for (i = 0; i < ncd; i++) {
-		for (k = 0; k < ds->n; k++)
-			if (strcmp(ds->names[k], cy->ds->names[i]) == 0)
-				break;
-		if (k == ds->n)
+	for (i = 0; i < ncd; i++)
+		if (!dirset_has(ds, cy->ds->names[i]))
 			dirs[nd++] = cy->ds->names[i];
-	}
 	for (i = 0; i < nd; i++) {
 		fds[n] = sys_openat(sp->dirfd, dirs[i], O_RDONLY |
 		    O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW, 0);

@@ -245,6 +245,7 @@ int psync(struct spool *sp, const int *fds, size_t n, size_t ndirs,
     int *errs);
 void ring_free(struct spool *sp);
 int sync_dir(int dirfd, const char *rel);
+int dirset_has(const struct dirset *ds, const char *rel);
 int dirset_add(struct dirset *ds, const char *rel);
 int dirset_sync(struct spool *sp, struct dirset *ds);
 void dirset_free(struct dirset *ds);

@@ -349,14 +349,23 @@ sync_dir(int dirfd, const char *rel)
 }
 
 int
-dirset_add(struct dirset *ds, const char *rel)
+dirset_has(const struct dirset *ds, const char *rel)
 {
-	char **names;
 	size_t i;
 
 	for (i = 0; i < ds->n; i++)
 		if (strcmp(ds->names[i], rel) == 0)
-			return 0;
+			return 1;
+	return 0;
+}
+
+int
+dirset_add(struct dirset *ds, const char *rel)
+{
+	char **names;
+
+	if (dirset_has(ds, rel))
+		return 0;
 	if ((names = realloc(ds->names, (ds->n + 1) * sizeof(*names))) == NULL)
 		return -1;
 	ds->names = names;
