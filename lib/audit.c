@@ -646,7 +646,7 @@ audit_scan(struct spool *sp, struct audit_mark *m,
     int (*fn)(void *arg, const char *line, size_t len), void *arg)
 {
 	struct dirent *de;
-	DIR *d;
+	struct dlist *d;
 	int rv = 0;
 
 	if ((d = dir_list(sp->auditfd)) == NULL)
@@ -659,7 +659,7 @@ audit_scan(struct spool *sp, struct audit_mark *m,
 	}
 	if (rv == 0 && errno != 0)
 		rv = -1;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	return rv;
 }
 

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,10 @@ struct claim {
 	const char *owner;
 	struct spool_lease *out;
 	size_t nout, want;
+	/*
+	 * held[] to claim[]: 330 KB that take() writes before anything reads
+	 * it, so a claim does not clear it.
+	 */
 	struct job held[HELD_MAX];
 	int slot[HELD_MAX];	/* each held job's lease in out[], or -1 */
 	struct rec claim[HELD_MAX];	/* a held job's claim, but its token */
@@ -341,7 +346,7 @@ claim_leaf(void *arg, int leaffd, int64_t start)
 	char id[SPOOL_ID_MAX + 1];
 	struct dirent *de = NULL;
 	int64_t eligible;
-	DIR *d;
+	struct dlist *d;
 	int rv = 0;
 
 	c->leaffd = leaffd;	/* each name carries its own time */
@@ -358,7 +363,7 @@ claim_leaf(void *arg, int leaffd, int64_t start)
 	}
 	if (rv == 0 && errno != 0 && de == NULL)
 		rv = -1;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	return rv == 0 && c->nout == c->want ? 1 : rv;
 }
 
@@ -424,7 +429,7 @@ scan_leased(struct claim *c, int hintfd)
 	char id[SPOOL_ID_MAX + 1];
 	struct dirent *de;
 	uint64_t tok;
-	DIR *d;
+	struct dlist *d;
 	int rv = 0, complete;
 
 	if (lock_fd(c->sp, hintfd, 0) == -1)
@@ -448,7 +453,7 @@ scan_leased(struct claim *c, int hintfd)
 		rv = 0;
 	}
 	complete = rv == 0 && (de != NULL || errno == 0);
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	if (!complete)
 		return -1;
 	return hint_write(hintfd, c->min_until);
@@ -496,8 +501,10 @@ claim_with(struct spool *sp, const struct spool_claim_opts *opts,
 		return -1;
 	}
 	config_limits(sp);
-	if ((c = calloc(1, sizeof(*c))) == NULL)
+	if ((c = malloc(sizeof(*c))) == NULL)
 		return -1;
+	memset(c, 0, offsetof(struct claim, held));	/* but held[] to claim[] */
+	memset(&c->nheld, 0, sizeof(*c) - offsetof(struct claim, nheld));
 	c->sp = sp;
 	c->now = now_ms();
 	c->expired = c->now - sp->skew_ms;
@@ -575,7 +582,7 @@ due_leaf(void *arg, int leaffd, int64_t start)
 	char id[SPOOL_ID_MAX + 1];
 	int64_t *first = arg, eligible;
 	struct dirent *de;
-	DIR *d;
+	struct dlist *d;
 	int any = 0;
 
 	(void)start;	/* each name carries its own time */
@@ -590,7 +597,7 @@ due_leaf(void *arg, int leaffd, int64_t start)
 			*first = eligible;
 	}
 	any = errno != 0 ? -1 : any;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	return any;
 }
 
@@ -602,7 +609,7 @@ spool_next_due(struct spool *sp, int64_t *when)
 	struct dirent *de;
 	struct job j;
 	uint64_t tok;
-	DIR *d;
+	struct dlist *d;
 	int fd, e;
 
 	if (bucket_walk(sp, NO_EXPIRY, 0, due_leaf, &first) == -1)
@@ -619,7 +626,7 @@ spool_next_due(struct spool *sp, int64_t *when)
 		job_close(&j);
 	}
 	e = errno;	/* readdir's: job_peek and job_close ran before it */
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	if (e != 0) {
 		errno = e;
 		return -1;

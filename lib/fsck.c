@@ -156,7 +156,7 @@ scan_dir(struct fsck *f, int dirfd, const char *rel, int state)
 	struct stat st;
 	uint64_t v;
 	int64_t e;
-	DIR *d;
+	struct dlist *d;
 	int ok, rv = 0;
 
 	if ((d = dir_list(dirfd)) == NULL)
@@ -193,7 +193,7 @@ scan_dir(struct fsck *f, int dirfd, const char *rel, int state)
 	}
 	if (rv == 0 && errno != 0)
 		rv = -1;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	return rv;
 }
 
@@ -607,7 +607,7 @@ check_tmp(struct fsck *f)
 	struct stat st;
 	const char *comma;
 	long pid;
-	DIR *d;
+	struct dlist *d;
 	int alive, e;
 
 	if ((d = dir_list(sp->tmpfd)) == NULL)
@@ -626,7 +626,7 @@ check_tmp(struct fsck *f)
 			continue;	/* an enqueue at work */
 		if (f->repair && sys_unlinkat(sp->tmpfd, de->d_name, 0) == -1 &&
 		    errno != ENOENT) {
-			(void)closedir(d);
+			dir_close(d);
 			return -1;
 		}
 		problem(f, "tmp", f->repair, "%s: left by an interrupted "
@@ -634,7 +634,7 @@ check_tmp(struct fsck *f)
 		    " (removed)" : "");
 	}
 	e = errno;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	errno = e;
 	return e != 0 ? -1 : 0;
 }
@@ -654,7 +654,7 @@ check_top(struct fsck *f, struct spool *sp)
 		"quarantine", "hosts", "reserve", "slots"
 	};
 	struct dirent *de;
-	DIR *d;
+	struct dlist *d;
 	int i, known, e;
 
 	if (faccessat(sp->dirfd, "config", F_OK, AT_SYMLINK_NOFOLLOW) == -1) {
@@ -674,7 +674,7 @@ check_top(struct fsck *f, struct spool *sp)
 			    "alone)", SPOOL_FSCK_NOTE);
 	}
 	e = errno;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	errno = e;
 	return e != 0 ? -1 : 0;
 }
@@ -742,7 +742,7 @@ walk_all(struct fsck *f, size_t **metas, size_t *nmeta)
 	struct spool *sp = f->sp;
 	size_t cap = 0, *m;
 	struct dirent *de;
-	DIR *d;
+	struct dlist *d;
 	int e;
 
 	if (bucket_walk_all(sp, scan_leaf, add_stray_cb, f) == -1 ||
@@ -778,7 +778,7 @@ walk_all(struct fsck *f, size_t **metas, size_t *nmeta)
 		(*nmeta)++;
 	}
 	e = errno;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	if ((errno = e) != 0)
 		return -1;	/* a sidecar unlisted would look missing */
 	if (*nmeta > 0)
@@ -786,7 +786,7 @@ walk_all(struct fsck *f, size_t **metas, size_t *nmeta)
 	return 0;
 fail:
 	e = errno;
-	(void)closedir(d);
+	dir_close(d);
 	errno = e;
 	return -1;
 }

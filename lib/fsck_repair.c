@@ -368,7 +368,7 @@ publish_cut(struct fsck *f, struct job *j)
 	uint64_t size, sum;
 	char **names;
 	size_t n = 0;
-	DIR *d;
+	struct dlist *d;
 	int rv;
 
 	if (j->cur.ev != SPOOL_EV_ENQUEUE || j->cur.sum == 0)
@@ -382,7 +382,7 @@ publish_cut(struct fsck *f, struct job *j)
 		    size == j->cur.size && sum == j->cur.sum && n++ == 0)
 			(void)snprintf(name, sizeof(name), "%s", de->d_name);
 	rv = errno != 0 ? -1 : 0;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	if (rv == -1 || n != 1)
 		return rv;
 	if (!f->repair) {

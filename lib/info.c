@@ -181,7 +181,7 @@ in_tmp(struct spool *sp, const char *id)
 {
 	struct dirent *de;
 	size_t len = strlen(id);
-	DIR *d;
+	struct dlist *d;
 	int found = 0;
 
 	if ((d = dir_list(sp->tmpfd)) == NULL)
@@ -189,7 +189,7 @@ in_tmp(struct spool *sp, const char *id)
 	while (!found && (errno = 0, de = dir_next(d)) != NULL)
 		found = strncmp(de->d_name, id, len) == 0 &&
 		    de->d_name[len] == ',';
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	return found;
 }
 

@@ -45,7 +45,7 @@ static int
 check_empty_or_ours(int dirfd)
 {
 	struct dirent *de;
-	DIR *d;
+	struct dlist *d;
 	size_t i;
 	int ours = 1, e;
 
@@ -60,7 +60,7 @@ check_empty_or_ours(int dirfd)
 				ours = 1;
 	}
 	e = errno;	/* 0 unless the listing failed */
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	if (e != 0) {
 		errno = e;
 		return -1;
@@ -189,7 +189,7 @@ highest_held(struct spool *sp, uint64_t *max)
 	struct dirent *de;
 	struct job j;
 	uint64_t tok;
-	DIR *d;
+	struct dlist *d;
 	int rv = 0;
 
 	*max = 0;
@@ -210,14 +210,14 @@ highest_held(struct spool *sp, uint64_t *max)
 	}
 	if (rv == 0 && errno != 0)
 		rv = -1;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	if (rv == -1 || (d = dir_list(sp->leasedfd)) == NULL)
 		return -1;
 	while ((errno = 0, de = dir_next(d)) != NULL)
 		if (parse_leased_name(de->d_name, id, &tok) == 0 && tok > *max)
 			*max = tok;
 	rv = errno != 0 ? -1 : 0;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	return rv;
 }
 
@@ -230,7 +230,7 @@ forget_purged_sidecars(struct spool *sp)
 {
 	struct dirent *de;
 	struct job j;
-	DIR *d;
+	struct dlist *d;
 	int rv = 0, forgot = 0;
 
 	if ((d = dir_list(sp->metafd)) == NULL)
@@ -252,7 +252,7 @@ forget_purged_sidecars(struct spool *sp)
 	}
 	if (rv == 0 && errno != 0)
 		rv = -1;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	return rv == 0 && forgot ? sync_dir(sp->metafd, ".") : rv;
 }
 

@@ -229,8 +229,10 @@ int move_noreplace(int fromfd, const char *from, int tofd, const char *to);
 int mkdir_mode(struct spool *sp, int dirfd, const char *rel);
 int file_mode(struct spool *sp, int fd, mode_t mode);
 void sort_by_id(size_t *order, size_t n, const char **ids);
-DIR *dir_list(int dirfd);
-struct dirent *dir_next(DIR *d);
+struct dlist *dir_list(int dirfd);
+struct dlist *dir_adopt(int fd);
+struct dirent *dir_next(struct dlist *d);
+void dir_close(struct dlist *d);
 
 /*
  * sync.c: the syncs of a wait, the directories a call must sync, and a

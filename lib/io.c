@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,40 +371,91 @@ sort_by_id(size_t *order, size_t n, const char **ids)
 }
 
 /*
- * A listing of the directory dirfd.  The spool keeps its directories open,
- * and a dup(2) shares their offset: rewinding makes every listing of a
- * long-lived process (spool-run) start from the first entry.
+ * A listing straight from getdents64(2): readdir(3) would first dup(2)
+ * the descriptor and check it with fstat(2) and fcntl(2), five calls a
+ * listing that a claim's walk of new/ makes for every bucket it visits.
+ * On glibc for 64-bit Linux, struct dirent is the kernel's record.
  */
-DIR *
-dir_list(int dirfd)
-{
-	DIR *d;
-	int fd, e;
+_Static_assert(sizeof(struct dirent) == sizeof(struct dirent64) &&
+    offsetof(struct dirent, d_name) == offsetof(struct dirent64, d_name),
+    "struct dirent is not getdents64's record");
 
-	if ((fd = dup(dirfd)) == -1)
+struct dlist {
+	int fd, own;
+	size_t pos, len;
+	char buf[32768];
+};
+
+static struct dlist *
+dlist_new(int fd, int own)
+{
+	struct dlist *d;
+
+	if ((d = malloc(sizeof(*d))) == NULL)
 		return NULL;
-	if ((d = fdopendir(fd)) == NULL) {
-		e = errno;
-		(void)close_fd(fd);
-		errno = e;
-		return NULL;
-	}
-	rewinddir(d);
+	d->fd = fd;
+	d->own = own;
+	d->pos = d->len = 0;
 	return d;
 }
 
 /*
- * readdir(3), again after EINTR (glibc leaves the stream as it was), with
- * errno 0 at the end of the directory: a caller tells the end from a
- * failure by errno alone.
+ * A listing of the directory dirfd.  The spool keeps its directories open:
+ * rewinding makes every listing of a long-lived process (spool-run) start
+ * from the first entry.  dirfd stays open after dir_close.
+ */
+struct dlist *
+dir_list(int dirfd)
+{
+	if (lseek(dirfd, 0, SEEK_SET) == -1)
+		return NULL;
+	return dlist_new(dirfd, 0);
+}
+
+/* A listing of fd, a directory opened just now; dir_close closes it. */
+struct dlist *
+dir_adopt(int fd)
+{
+	return dlist_new(fd, 1);
+}
+
+/*
+ * The next entry, again after EINTR, with errno 0 at the end of the
+ * directory: a caller tells the end from a failure by errno alone.
  */
 struct dirent *
-dir_next(DIR *d)
+dir_next(struct dlist *d)
 {
 	struct dirent *de;
+	ssize_t r;
 
-	do
-		errno = 0;
-	while ((de = readdir(d)) == NULL && errno == EINTR);
+	errno = 0;
+	if (d->pos >= d->len) {
+		do
+			r = getdents64(d->fd, d->buf, sizeof(d->buf));
+		while (r == -1 && errno == EINTR);
+		if (r <= 0) {
+			/* A directory removed meanwhile lists as empty. */
+			if (r == 0 || errno == ENOENT)
+				errno = 0;
+			return NULL;
+		}
+		d->len = (size_t)r;
+		d->pos = 0;
+	}
+	de = (struct dirent *)(void *)(d->buf + d->pos);
+	d->pos += de->d_reclen;
 	return de;
+}
+
+/* The end of a listing; errno is kept. */
+void
+dir_close(struct dlist *d)
+{
+	int e = errno;
+
+	if (d->own)
+		(void)close_fd(d->fd);	/* read-only */
+	free(d);
+	errno = e;
 }

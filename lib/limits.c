@@ -212,7 +212,7 @@ count_slots(struct spool *sp, int dirfd, const char *id, int64_t now,
 	struct dirent *de;
 	int64_t t;
 	char *comma;
-	DIR *d;
+	struct dlist *d;
 	int e;
 
 	*held = *claims = 0;
@@ -239,7 +239,7 @@ count_slots(struct spool *sp, int dirfd, const char *id, int64_t now,
 			(void)sys_unlinkat(dirfd, de->d_name, 0);
 	}
 	e = errno;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	errno = e;
 	return e != 0 ? -1 : 0;
 }

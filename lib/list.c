@@ -233,7 +233,7 @@ list_dir(int dirfd, int numbered, struct lister *l)
 	char id[SPOOL_ID_MAX + 1];
 	struct dirent *de;
 	uint64_t v;
-	DIR *d;
+	struct dlist *d;
 	int rv = 0;
 
 	if ((d = dir_list(dirfd)) == NULL)
@@ -247,7 +247,7 @@ list_dir(int dirfd, int numbered, struct lister *l)
 	}
 	if (rv == 0 && errno != 0)
 		rv = -1;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	l->stop = rv;
 	return rv;
 }
@@ -422,7 +422,7 @@ loose_in_new(struct spool *sp)
 	struct stat st;
 	size_t len;
 	long n = 0;
-	DIR *d;
+	struct dlist *d;
 	int e;
 
 	if ((d = dir_list(sp->newfd)) == NULL)
@@ -439,7 +439,7 @@ loose_in_new(struct spool *sp)
 		n += !spool_valid_id(id) || !has_sidecar(sp, id);
 	}
 	e = errno;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	errno = e;
 	return e != 0 ? -1 : n;
 }
@@ -450,14 +450,14 @@ quarantined(struct spool *sp)
 {
 	struct dirent *de;
 	long n = 0;
-	DIR *d;
+	struct dlist *d;
 	int fd, e;
 
 	fd = sys_openat(sp->dirfd, "quarantine", O_RDONLY | O_DIRECTORY |
 	    O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd == -1)
 		return errno == ENOENT ? 0 : -1;
-	if ((d = fdopendir(fd)) == NULL) {
+	if ((d = dir_adopt(fd)) == NULL) {
 		e = errno;
 		(void)close_fd(fd);
 		errno = e;
@@ -466,7 +466,7 @@ quarantined(struct spool *sp)
 	while ((errno = 0, de = dir_next(d)) != NULL)
 		n += de->d_name[0] != '.';
 	e = errno;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	errno = e;
 	return e != 0 ? -1 : n;
 }

@@ -392,7 +392,7 @@ struct walk {
  * d is NULL, one made here.
  */
 static int
-list_level(struct walk *w, const char *rel, int dirfd, DIR *d, size_t width,
+list_level(struct walk *w, const char *rel, int dirfd, struct dlist *d, size_t width,
     uint64_t **out, size_t *n)
 {
 	struct dirent *de;
@@ -429,7 +429,7 @@ list_level(struct walk *w, const char *rel, int dirfd, DIR *d, size_t width,
 	if (errno != 0)
 		goto fail;
 	if (own)
-		(void)closedir(d);	/* read-only */
+		dir_close(d);
 	for (i = 1; i < *n; i++) {	/* insertion sort: lists are short */
 		uint64_t key = v[i];
 		size_t k = i;
@@ -445,7 +445,7 @@ list_level(struct walk *w, const char *rel, int dirfd, DIR *d, size_t width,
 fail:
 	free(v);
 	if (own)
-		(void)closedir(d);
+		dir_close(d);
 	return -1;
 }
 
@@ -456,7 +456,7 @@ fail:
  * d: dirfd's listing, NULL for new/ itself (a listing is made of it).
  */
 static int
-walk_level(struct walk *w, const char *rel, int dirfd, DIR *d, int level,
+walk_level(struct walk *w, const char *rel, int dirfd, struct dlist *d, int level,
     uint64_t prefix)
 {
 	static const int shift[] = { 24, 12, 0 };
@@ -465,7 +465,7 @@ walk_level(struct walk *w, const char *rel, int dirfd, DIR *d, int level,
 	size_t n, i;
 	int fd, rv = 0;
 	int64_t start, end;
-	DIR *sd;
+	struct dlist *sd;
 
 	if (list_level(w, rel, dirfd, d, level == 0 ? 8 : 3, &v, &n) == -1)
 		return -1;
@@ -493,14 +493,15 @@ walk_level(struct walk *w, const char *rel, int dirfd, DIR *d, int level,
 		}
 		(void)snprintf(sub, sizeof(sub), "%s/%s", rel, name);
 		if (level == 2) {
+			crash_point("leaf-opened");
 			rv = w->leaf(w->arg, fd, start);
 			(void)close_fd(fd);	/* read-only directory */
-		} else if ((sd = fdopendir(fd)) == NULL) {
+		} else if ((sd = dir_adopt(fd)) == NULL) {
 			rv = -1;
 			(void)close_fd(fd);
 		} else {	/* opened just now: sd lists from its start */
 			rv = walk_level(w, sub, fd, sd, level + 1, slot);
-			(void)closedir(sd);	/* and fd: read-only */
+			dir_close(sd);	/* and fd */
 		}
 		/* An empty bucket long past goes; one in use stays. */
 		if (rv == 0 && w->prune_now != 0 &&

@@ -149,7 +149,7 @@ spool_sweep_tmp(struct spool *sp, int64_t age_ms, size_t *n)
 	struct dirent *de;
 	struct stat st;
 	int64_t cutoff = now_ms() - age_ms;
-	DIR *d;
+	struct dlist *d;
 	int rv = 0;
 
 	*n = 0;
@@ -167,6 +167,6 @@ spool_sweep_tmp(struct spool *sp, int64_t age_ms, size_t *n)
 	}
 	if (errno != 0)
 		rv = -1;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	return rv;
 }

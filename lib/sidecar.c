@@ -138,7 +138,7 @@ moved_on(struct spool *sp, const char *id)
 	struct dirent *de;
 	struct stat st;
 	uint64_t tok;
-	DIR *d;
+	struct dlist *d;
 	int found = 0;
 
 	if (fstatat(sp->deadfd, id, &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -149,10 +149,10 @@ moved_on(struct spool *sp, const char *id)
 		found = parse_leased_name(de->d_name, lid, &tok) == 0 &&
 		    strcmp(lid, id) == 0;
 	if (!found && errno != 0) {
-		(void)closedir(d);	/* read-only */
+		dir_close(d);
 		return -1;
 	}
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	return found;
 }
 
@@ -183,13 +183,13 @@ listed(struct spool *sp, const char *id, const struct rec *r)
 {
 	struct place p;
 	struct dirent *de;
-	DIR *d = NULL;
+	struct dlist *d = NULL;
 	int found = 0, fd, e;
 
 	if (place_of(sp, id, r, &p) == -1)
 		return errno == ENOENT ? 0 : -1;
 	fd = sys_openat(p.dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
+	if (fd == -1 || (d = dir_adopt(fd)) == NULL) {
 		e = errno;
 		if (fd != -1)
 			(void)close_fd(fd);
@@ -200,7 +200,7 @@ listed(struct spool *sp, const char *id, const struct rec *r)
 	while (!found && (errno = 0, de = dir_next(d)) != NULL)
 		found = strcmp(de->d_name, p.name) == 0;
 	e = errno;
-	(void)closedir(d);	/* read-only */
+	dir_close(d);
 	place_done(&p);
 	if (!found && e != 0) {
 		errno = e;

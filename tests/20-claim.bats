@@ -67,6 +67,33 @@ EOT
 	equals "$(audit_events | tail -n 1)" "claim taken 1 1 1 w1 - - -"
 }
 
+@test "a leaf bucket removed while a claim lists it reads as empty" {
+	at_ms $T spool-enqueue --id j1 </dev/null >/dev/null
+	leaf=$SPOOL_DIR/$(bucket_of $T)
+	# w1 opens j1's leaf and stops there.
+	SPOOL_TEST_PAUSE=leaf-opened SPOOL_TEST_NOW=$((T + 10000)) \
+	    spool-claim --owner w1 >"$BATS_TEST_TMPDIR/out" \
+	    2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	end=$((SECONDS + 20))
+	until [ "$(cut -d' ' -f3 "/proc/$pid/stat")" = T ]; do
+		[ "$SECONDS" -lt "$end" ] || { echo "w1 never stopped" >&2; false; }
+		sleep 0.05
+	done
+	# w2 takes j1; w3 finds the leaf empty and long past, and removes it.
+	at_ms $((T + 10000)) spool-claim --owner w2 >/dev/null
+	run -1 --separate-stderr at_ms $((T + 10000)) spool-claim --owner w3
+	[ ! -e "$leaf" ]
+	kill -CONT $pid
+	rc=0
+	wait $pid || rc=$?
+	equals "$rc" 1
+	equals "$(cat "$BATS_TEST_TMPDIR/out")" ""
+	equals "$(cat "$BATS_TEST_TMPDIR/err")" ""
+	equals "$(state_of j1)" leased
+	equals "$(audit_events | tail -n 1)" "claim j1 1 1 1 w2 - - -"
+}
+
 @test "-n N claims up to N jobs and prints one line each" {
 	for k in 1 2 3 4 5; do
 		at_ms $((T + k * 100)) spool-enqueue --id j$k <<<"job $k" >/dev/null
