@@ -371,10 +371,11 @@ sort_by_id(size_t *order, size_t n, const char **ids)
 }
 
 /*
- * A listing straight from getdents64(2): readdir(3) would first dup(2)
- * the descriptor and check it with fstat(2) and fcntl(2), five calls a
- * listing that a claim's walk of new/ makes for every bucket it visits.
- * On glibc for 64-bit Linux, struct dirent is the kernel's record.
+ * A listing straight from getdents64(2).  readdir(3) needs a DIR, and
+ * fdopendir(3) checks its descriptor with fstat(2) and two fcntl(2)
+ * calls; a dup(2) made that descriptor, closed after.  A claim's walk of
+ * new/ lists every bucket it visits: five calls each.  On glibc for
+ * 64-bit Linux, struct dirent is the kernel's record.
  */
 _Static_assert(sizeof(struct dirent) == sizeof(struct dirent64) &&
     offsetof(struct dirent, d_name) == offsetof(struct dirent64, d_name),
