@@ -608,7 +608,7 @@ check_tmp(struct fsck *f)
 	const char *comma;
 	long pid;
 	struct dlist *d;
-	int alive, e;
+	int alive;
 
 	if ((d = dir_list(sp->tmpfd)) == NULL)
 		return -1;
@@ -633,10 +633,8 @@ check_tmp(struct fsck *f)
 		    "enqueue, never published%s", de->d_name, f->repair ?
 		    " (removed)" : "");
 	}
-	e = errno;
 	dir_close(d);
-	errno = e;
-	return e != 0 ? -1 : 0;
+	return errno != 0 ? -1 : 0;
 }
 
 /*
@@ -655,7 +653,7 @@ check_top(struct fsck *f, struct spool *sp)
 	};
 	struct dirent *de;
 	struct dlist *d;
-	int i, known, e;
+	int i, known;
 
 	if (faccessat(sp->dirfd, "config", F_OK, AT_SYMLINK_NOFOLLOW) == -1) {
 		if (errno != ENOENT)
@@ -673,10 +671,8 @@ check_top(struct fsck *f, struct spool *sp)
 			f->say(f->arg, de->d_name, "not part of a spool (left "
 			    "alone)", SPOOL_FSCK_NOTE);
 	}
-	e = errno;
 	dir_close(d);
-	errno = e;
-	return e != 0 ? -1 : 0;
+	return errno != 0 ? -1 : 0;
 }
 
 /*
@@ -743,7 +739,6 @@ walk_all(struct fsck *f, size_t **metas, size_t *nmeta)
 	size_t cap = 0, *m;
 	struct dirent *de;
 	struct dlist *d;
-	int e;
 
 	if (bucket_walk_all(sp, scan_leaf, add_stray_cb, f) == -1 ||
 	    scan_dir(f, sp->leasedfd, "leased", SPOOL_LEASED) == -1 ||
@@ -777,17 +772,14 @@ walk_all(struct fsck *f, size_t **metas, size_t *nmeta)
 			goto fail;
 		(*nmeta)++;
 	}
-	e = errno;
 	dir_close(d);
-	if ((errno = e) != 0)
+	if (errno != 0)
 		return -1;	/* a sidecar unlisted would look missing */
 	if (*nmeta > 0)
 		qsort_r(*metas, *nmeta, sizeof(**metas), cmp_name, f);
 	return 0;
 fail:
-	e = errno;
 	dir_close(d);
-	errno = e;
 	return -1;
 }
 

@@ -413,11 +413,18 @@ dir_list(int dirfd)
 	return dlist_new(dirfd, 0);
 }
 
-/* A listing of fd, a directory opened just now; dir_close closes it. */
+/*
+ * A listing of fd, a directory opened just now.  dir_close closes fd; so
+ * does a failure here.
+ */
 struct dlist *
 dir_adopt(int fd)
 {
-	return dlist_new(fd, 1);
+	struct dlist *d;
+
+	if ((d = dlist_new(fd, 1)) == NULL)
+		(void)close_fd(fd);	/* read-only; malloc's errno stays */
+	return d;
 }
 
 /*

@@ -213,7 +213,6 @@ count_slots(struct spool *sp, int dirfd, const char *id, int64_t now,
 	int64_t t;
 	char *comma;
 	struct dlist *d;
-	int e;
 
 	*held = *claims = 0;
 	if ((d = dir_list(dirfd)) == NULL)
@@ -238,10 +237,8 @@ count_slots(struct spool *sp, int dirfd, const char *id, int64_t now,
 		else
 			(void)sys_unlinkat(dirfd, de->d_name, 0);
 	}
-	e = errno;
 	dir_close(d);
-	errno = e;
-	return e != 0 ? -1 : 0;
+	return errno != 0 ? -1 : 0;
 }
 
 /*

@@ -423,7 +423,6 @@ loose_in_new(struct spool *sp)
 	size_t len;
 	long n = 0;
 	struct dlist *d;
-	int e;
 
 	if ((d = dir_list(sp->newfd)) == NULL)
 		return -1;
@@ -438,10 +437,8 @@ loose_in_new(struct spool *sp)
 		id[len] = '\0';
 		n += !spool_valid_id(id) || !has_sidecar(sp, id);
 	}
-	e = errno;
 	dir_close(d);
-	errno = e;
-	return e != 0 ? -1 : n;
+	return errno != 0 ? -1 : n;
 }
 
 /* Files in quarantine/; none if there is no quarantine/. */
@@ -451,24 +448,18 @@ quarantined(struct spool *sp)
 	struct dirent *de;
 	long n = 0;
 	struct dlist *d;
-	int fd, e;
+	int fd;
 
 	fd = sys_openat(sp->dirfd, "quarantine", O_RDONLY | O_DIRECTORY |
 	    O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd == -1)
 		return errno == ENOENT ? 0 : -1;
-	if ((d = dir_adopt(fd)) == NULL) {
-		e = errno;
-		(void)close_fd(fd);
-		errno = e;
+	if ((d = dir_adopt(fd)) == NULL)
 		return -1;
-	}
 	while ((errno = 0, de = dir_next(d)) != NULL)
 		n += de->d_name[0] != '.';
-	e = errno;
 	dir_close(d);
-	errno = e;
-	return e != 0 ? -1 : n;
+	return errno != 0 ? -1 : n;
 }
 
 int

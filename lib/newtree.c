@@ -392,8 +392,8 @@ struct walk {
  * d is NULL, one made here.
  */
 static int
-list_level(struct walk *w, const char *rel, int dirfd, struct dlist *d, size_t width,
-    uint64_t **out, size_t *n)
+list_level(struct walk *w, const char *rel, int dirfd, struct dlist *d,
+    size_t width, uint64_t **out, size_t *n)
 {
 	struct dirent *de;
 	uint64_t *v = NULL, *nv, x;
@@ -498,7 +498,6 @@ walk_level(struct walk *w, const char *rel, int dirfd, struct dlist *d, int leve
 			(void)close_fd(fd);	/* read-only directory */
 		} else if ((sd = dir_adopt(fd)) == NULL) {
 			rv = -1;
-			(void)close_fd(fd);
 		} else {	/* opened just now: sd lists from its start */
 			rv = walk_level(w, sub, fd, sd, level + 1, slot);
 			dir_close(sd);	/* and fd */

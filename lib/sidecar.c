@@ -191,8 +191,6 @@ listed(struct spool *sp, const char *id, const struct rec *r)
 	fd = sys_openat(p.dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	if (fd == -1 || (d = dir_adopt(fd)) == NULL) {
 		e = errno;
-		if (fd != -1)
-			(void)close_fd(fd);
 		place_done(&p);
 		errno = e;
 		return -1;
