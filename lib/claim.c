@@ -610,7 +610,7 @@ spool_next_due(struct spool *sp, int64_t *when)
 	struct job j;
 	uint64_t tok;
 	struct dlist *d;
-	int fd, e;
+	int fd;
 
 	if (bucket_walk(sp, NO_EXPIRY, 0, due_leaf, &first) == -1)
 		return -1;
@@ -625,12 +625,9 @@ spool_next_due(struct spool *sp, int64_t *when)
 			until = j.cur.until;
 		job_close(&j);
 	}
-	e = errno;	/* readdir's: job_peek and job_close ran before it */
-	dir_close(d);
-	if (e != 0) {
-		errno = e;
+	dir_close(d);	/* keeps the listing's errno, set after job_close */
+	if (errno != 0)
 		return -1;
-	}
 	/* A claim looks in leased/ only once the hint has passed. */
 	if (until != NO_EXPIRY && (fd = open_hint(sp)) != -1) {
 		if ((hint = hint_read(fd)) > until)

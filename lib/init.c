@@ -47,7 +47,7 @@ check_empty_or_ours(int dirfd)
 	struct dirent *de;
 	struct dlist *d;
 	size_t i;
-	int ours = 1, e;
+	int ours = 1;
 
 	if ((d = dir_list(dirfd)) == NULL)
 		return -1;
@@ -59,12 +59,9 @@ check_empty_or_ours(int dirfd)
 			if (strcmp(de->d_name, topnames[i]) == 0)
 				ours = 1;
 	}
-	e = errno;	/* 0 unless the listing failed */
 	dir_close(d);
-	if (e != 0) {
-		errno = e;
+	if (errno != 0)	/* the listing failed */
 		return -1;
-	}
 	if (!ours) {
 		errno = EEXIST;
 		return -1;
