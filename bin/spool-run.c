@@ -114,6 +114,7 @@ static struct {
 	int resdirfd;
 	int stopping;
 	int64_t grace_end, due_at, idle_since;
+	int64_t claimed_at;	/* the spool's clock before the last claim */
 	int want_claim;
 	int placing;		/* start_jobs: a reap then only finishes */
 	int status;
@@ -1000,8 +1001,9 @@ next_due(void)
 	wall = wall_ms();
 	if (paused || due == INT64_MAX)
 		w.due_at = NEVER;	/* only news: a resume is an audit line */
-	else if (due > wall)
-		w.due_at = after(now, due - wall);
+	else if (due > w.claimed_at)
+		/* Not due when the claim looked; it may be by now. */
+		w.due_at = due > wall ? after(now, due - wall) : now;
 	else
 		/*
 		 * Due, yet the claim found nothing: another process holds
@@ -1066,6 +1068,7 @@ take_jobs(struct spool_finish *f, size_t m, size_t want, size_t *n,
 	check_clock();
 	/* A lease is timed from before the claim, on the monotonic clock. */
 	*start = mono_ms();
+	w.claimed_at = wall_ms();
 	if (m == 0)
 		r = spool_claim(w.sp, &w.copts, w.claimed, want, n);
 	else {

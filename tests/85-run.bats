@@ -721,6 +721,27 @@ EOF
 	equals "$(state_of later)" new
 }
 
+@test "a job that falls due during a claim is claimed at once, not after a recheck" {
+	enqueue j1 'echo one' --delay 100ms
+	# The first claim finds nothing due and stops at its end.  While it
+	# is stopped j1 falls due: a wait on the clock, not on a process.
+	SPOOL_TEST_PAUSE=claim-logged start_worker --idle-exit 1100ms -- "$H"
+	end=$((SECONDS + 20))
+	until [ "$(cut -d' ' -f3 "/proc/$WPID/stat")" = T ]; do
+		[ "$SECONDS" -lt "$end" ] || { echo "never stopped" >&2; false; }
+		sleep 0.05
+	done
+	sleep 0.3
+	# j1 was not due when the claim looked, so the worker claims it now.
+	# Taken for held by another, it was looked at again only after a
+	# second, when the idle exit, 800 ms after the stop, had come.
+	kill -CONT "$WPID"
+	wait_worker 0
+	equals "$(cat "$T/out")" one
+	equals "$(runlog <"$T/err")" "spool-run: T j1 token=1 attempt=1 exit=0 duration=D outcome=ok class=- state=done"
+	equals "$(ids_in done)" j1
+}
+
 @test "bad usage is refused with status 100 before the spool is touched" {
 	enqueue j1 'exit 0'
 	before=$(snapshot)
