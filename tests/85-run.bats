@@ -733,8 +733,9 @@ EOF
 	done
 	sleep 0.3
 	# j1 was not due when the claim looked, so the worker claims it now.
-	# Taken for held by another, it was looked at again only after a
-	# second, when the idle exit, 800 ms after the stop, had come.
+	# Were it taken for a job another worker holds, it would be looked
+	# at again a second from now, after the idle exit, 1,100 ms from the
+	# worker's start.
 	kill -CONT "$WPID"
 	wait_worker 0
 	equals "$(cat "$T/out")" one
