@@ -168,12 +168,14 @@ count enqueue-256 519 $t0 "$bin/spool-enqueue" -d "$s" $files
 
 # claim: the first one finds no next-expiry hint, scans leased/ and
 # writes one, unsynced, and reserves the spool's first block of tokens
-# (+1); after that, sidecar + leased/ + audit.
+# (+1), so that tokens is not synced again in its wait; after that,
+# sidecar + leased/ + audit + tokens.
 count claim-first 4 $t0 "$bin/spool-claim" -d "$s"
-count claim 3 $t0 "$bin/spool-claim" -d "$s"
+count claim 4 $t0 "$bin/spool-claim" -d "$s"
 cp "$scratch/out.claim" "$scratch/c1"
-# 100 jobs: one sidecar each, leased/ and the audit log per group of 64.
-count claim-100 104 $t0 "$bin/spool-claim" -d "$s" -n 100
+# 100 jobs: one sidecar each, leased/, the audit log and tokens per group
+# of 64.
+count claim-100 106 $t0 "$bin/spool-claim" -d "$s" -n 100
 
 # finish: sidecar + the directory moved into (for a retry or a release, the
 # bucket path) + audit.
@@ -182,11 +184,12 @@ set -- $(lease "$scratch/c1")
 count finish-ok 3 $t0 "$bin/spool-finish" -d "$s" "$1" "$2" ok
 doneid=$1
 # A worker's finish and its next claim in one call (spool-run's): both
-# sidecars + audit (each call's write) + done/ + leased/, one wait.
+# sidecars + audit (each call's write) + done/ + leased/ + tokens, one
+# wait.
 quiet $t0 "$bin/spool-claim" -d "$s"
 # shellcheck disable=SC2046
 set -- $(lease "$scratch/quiet.out")
-count finish-claim 6 $t0 "$bin/finishclaim" "$s" "$1" "$2" ok 1
+count finish-claim 7 $t0 "$bin/finishclaim" "$s" "$1" "$2" ok 1
 # shellcheck disable=SC2046
 set -- $(awk '$1 == "claimed" { print $2, $3 }' "$scratch/out.finish-claim")
 quiet $t0 "$bin/spool-finish" -d "$s" "$1" "$2" ok
@@ -228,7 +231,7 @@ count enqueue-new-cycle 8 $t0 "$bin/spool-enqueue" -d "$s" --id "$doneid" \
 # leased/, and the hint written again without a sync (spool-layout.md,
 # "fsyncs per transition": a scan's time is not synced).
 quiet $t0 "$bin/spool-claim" -d "$s"
-count reclaim 3 $((t0 + 31000)) "$bin/spool-claim" -d "$s"
+count reclaim 4 $((t0 + 31000)) "$bin/spool-claim" -d "$s"
 
 # A keyed claim, in a spool of its own whose config has limit.k=1000: one
 # more wait, before the claim's, for slots/k/ (spool-layout.md, "Slots").
@@ -241,12 +244,12 @@ quiet $t0 "$bin/spool-enqueue" -d "$ks" --id u1 "$scratch/payload"
 quiet $t0 "$bin/spool-claim" -d "$ks"
 quiet $t0 "$bin/spool-enqueue" -d "$ks" --id k1 --key k "$scratch/payload"
 quiet $t0 "$bin/spool-enqueue" -d "$ks" --id k2 --key k "$scratch/payload"
-count claim-key-first 6 $t0 "$bin/spool-claim" -d "$ks"
+count claim-key-first 7 $t0 "$bin/spool-claim" -d "$ks"
 # shellcheck disable=SC2046
 set -- $(lease "$scratch/out.claim-key-first")
 quiet $t0 "$bin/spool-finish" -d "$ks" "$1" "$2" ok
 # The next finds the slot of the job before dead, and removes it.
-count claim-key 4 $t0 "$bin/spool-claim" -d "$ks"
+count claim-key 5 $t0 "$bin/spool-claim" -d "$ks"
 
 # park on claim, in a spool of its own: its deadline passed.  The spool's
 # first claim scans, and writes the hint without a sync.

@@ -150,16 +150,20 @@ record_claims(struct claim *c)
 
 /*
  * Group commit of what take() decided: the claims' tokens and records
- * (record_claims), the moves, then the records, the directories moved into
- * and the audit lines, synced side by side and waited for once (spool-layout.md, "claim"); only then are the jobs let
+ * (record_claims), the moves, then the records, the counter's last token,
+ * the directories moved into and the audit lines, synced side by side and
+ * waited for once (spool-layout.md, "claim"); only then are the jobs let
  * go.  A job whose move failed stays where it was (its record void), and
  * one whose record did not sync is not handed out: its lease, which may
- * not survive a power cut, expires.
+ * not survive a power cut, expires.  If the counter did not sync, no lease
+ * of the group is handed out, and no one trusts its last token again
+ * (tokens.c).
  */
 static int
 flush(struct claim *c)
 {
-	int fds[HELD_MAX] = { 0 }, errs[HELD_MAX], rv = 0, claims = 0, parks = 0;
+	int fds[HELD_MAX + 1] = { 0 }, errs[HELD_MAX + 1], rv = 0, claims = 0;
+	int parks = 0, tok = 0;
 	size_t i, k, moved[HELD_MAX], nm = 0;
 	struct job *j;
 
@@ -215,9 +219,20 @@ flush(struct claim *c)
 		moved[nm] = i;
 		fds[nm++] = j->fd;
 	}
-	if (rv == 0 && commit_with(c->sp, fds, nm, errs, &c->ds, &c->ab,
+	if (nm > 0 && c->sp->tokens_unsynced) {
+		fds[nm] = c->sp->tokfd;
+		tok = 1;
+	}
+	if (rv == 0 && commit_with(c->sp, fds, nm + tok, errs, &c->ds, &c->ab,
 	    c->carry) == -1)
 		rv = -1;
+	else if (rv == 0 && tok && errs[nm] != 0) {
+		errno = errs[nm];
+		(void)tokens_distrust(c->sp);
+		errno = errs[nm];
+		rv = -1;
+	} else if (rv == 0 && tok)
+		c->sp->tokens_unsynced = 0;
 	if (c->carry != NULL && c->carry->taken)
 		c->carry = NULL;	/* one commit takes it */
 	if (rv == -1) {

@@ -480,6 +480,8 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 	}
 	if (j.hi > f->maxtok)
 		f->maxtok = j.hi;
+	if (j.hi > f->maxgiven)
+		f->maxgiven = j.hi;
 	cur0 = j.cur;
 	prev0 = j.prev;
 	if (job_locate(sp, &j) == -1) {
@@ -675,6 +677,68 @@ check_top(struct fsck *f, struct spool *sp)
 	return errno != 0 ? -1 : 0;
 }
 
+static int
+cmp_lease(const void *a, const void *b)
+{
+	const struct spool_lease *x = a, *y = b;
+
+	if (x->token != y->token)
+		return x->token < y->token ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+/*
+ * Two leases in leased/ with one token: a token handed out twice (spool(7)
+ * says never).  A repair cannot take a lease back from its worker: it says
+ * what to do, and trusts the counter's last no more, so that no claim
+ * repeats a token again.
+ */
+static int
+check_shared_leases(struct fsck *f)
+{
+	struct spool_lease *l = NULL, *m;
+	struct dirent *de;
+	struct dlist *d;
+	size_t i, k, n = 0, cap = 0;
+	int rv = -1, shared = 0;
+
+	if (f->sp->format < 2)
+		return 0;
+	if ((d = dir_list(f->sp->leasedfd)) == NULL)
+		return -1;
+	while ((errno = 0, de = dir_next(d)) != NULL) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			if ((m = realloc(l, cap * sizeof(*l))) == NULL)
+				goto out;
+			l = m;
+		}
+		memset(&l[n], 0, sizeof(l[n]));
+		if (parse_leased_name(de->d_name, l[n].id, &l[n].token) == 0)
+			n++;
+	}
+	if (errno != 0)
+		goto out;
+	if (n > 0)
+		qsort(l, n, sizeof(*l), cmp_lease);
+	for (i = 0; i + 1 < n; i = k) {
+		for (k = i + 1; k < n && l[k].token == l[i].token; k++)
+			;
+		if (k - i < 2)
+			continue;
+		shared = 1;
+		problem(f, "leased", 0, "%s and %s%s hold token %" PRIu64
+		    ", handed out twice: spool-cancel all but one, then "
+		    "spool-redrive them", l[i].id, l[i + 1].id, k - i > 2 ?
+		    " and more" : "", l[i].token);
+	}
+	rv = shared && f->repair ? tokens_raise(f->sp, 0) : 0;
+out:
+	dir_close(d);
+	free(l);
+	return rv;
+}
+
 /*
  * The counter (format 2): every token anything names must be below its
  * next; a lost or garbled counter is made again as after a restore, since
@@ -724,7 +788,17 @@ check_tokens(struct fsck *f)
 		problem(f, "tokens", f->repair, "token %" PRIu64 " is named, "
 		    "but the counter says every token is below %" PRIu64 "%s",
 		    f->maxtok, c.next, f->repair ? " (raised)" : "");
+	} else if (strcmp(c.boot, "-") != 0 && f->maxgiven > c.last) {
+		/* Its writer would take last + 1, a token given already. */
+		if (f->repair && tokens_raise(sp, 0) == -1)
+			return -1;
+		problem(f, "tokens", f->repair, "the counter's last token, %"
+		    PRIu64 ", is below token %" PRIu64 ", which the spool "
+		    "names: a write of it was lost%s", c.last, f->maxgiven,
+		    f->repair ? " (no host trusts it now)" : "");
 	}
+	if (check_shared_leases(f) == -1 || check_twice_given(f, c.from) == -1)
+		return -1;
 	return 0;
 }
 

@@ -54,6 +54,9 @@ struct fsck {
 	int restored;			/* SPOOL_FSCK_RESTORED */
 	int verify;			/* SPOOL_FSCK_VERIFY */
 	uint64_t maxtok;		/* the highest token anything names */
+	uint64_t maxgiven;		/* the highest a sidecar or an audit
+					   line names: handed out, not a
+					   name a hand may have made */
 	int forgot;			/* sidecars removed: sync meta/ */
 	char **cut;			/* tmp/ names publish_cut found */
 	size_t ncut;
@@ -101,6 +104,7 @@ int check_unhappened(struct fsck *f, struct job *j, uint64_t idh,
 int settle_suspects(struct fsck *f);
 int record_logged(const struct fsck *f, uint64_t idh, const struct rec *r);
 int audit_knows(const struct fsck *f, uint64_t idh);
+int check_twice_given(struct fsck *f, uint64_t from);
 
 /* fsck_repair.c: what a repair puts back, adopts, rebuilds, quarantines */
 int quarantine(struct fsck *f, const char *rel);

@@ -85,6 +85,8 @@ index_line(void *arg, const char *line, size_t len)
 	k->tok = a.token;
 	if (a.token > f->maxtok)
 		f->maxtok = a.token;
+	if (a.token > f->maxgiven)
+		f->maxgiven = a.token;
 	f->nkeys++;
 	return 0;
 }
@@ -482,4 +484,116 @@ audit_knows(const struct fsck *f, uint64_t idh)
 	size_t lo = audit_first(f, idh);
 
 	return lo < f->nkeys && f->keys[lo].idh == idh;
+}
+
+/* A claim's token, for the search of tokens handed out twice. */
+struct given {
+	uint64_t tok, idh;
+	int64_t t;
+};
+
+static int
+cmp_given(const void *a, const void *b)
+{
+	const struct given *x = a, *y = b;
+
+	if (x->tok != y->tok)
+		return x->tok < y->tok ? -1 : 1;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->idh < y->idh ? -1 : x->idh > y->idh;
+}
+
+/* The claims of tokens given more than once, found by one read of the log. */
+struct twice {
+	const struct given *g;	/* sorted, no two alike */
+	size_t n;
+	char (*id)[SPOOL_ID_MAX + 1];	/* each one's ID, once found */
+};
+
+static int
+twice_line(void *arg, const char *line, size_t len)
+{
+	struct twice *w = arg;
+	struct spool_audit a;
+	struct given want, *g;
+
+	if (spool_audit_parse(line, len, &a) == -1 ||
+	    (a.event != SPOOL_EV_CLAIM && a.event != SPOOL_EV_RECLAIM))
+		return 0;
+	want.tok = a.token;
+	want.idh = hash_id(a.id, strlen(a.id));
+	want.t = a.time;
+	if ((g = bsearch(&want, w->g, w->n, sizeof(*g), cmp_given)) != NULL)
+		memcpy(w->id[g - w->g], a.id, sizeof(a.id));
+	return 0;
+}
+
+/*
+ * Two claims in the audit history with one token, which spool(7) says
+ * never happens (spool-layout.md, "Tokens").  Tokens below from were
+ * counted per ID, in format 1, where equal tokens of two IDs are no fault.
+ * A repair cannot take back a token a worker was given: it says which
+ * claims share it, for the operator to check what each holder did.
+ */
+int
+check_twice_given(struct fsck *f, uint64_t from)
+{
+	struct given *all;
+	struct twice w = { NULL, 0, NULL };
+	char t1[40], t2[40], times[32];
+	size_t i, k, n = 0, nd = 0;
+	int rv = -1;
+
+	if (f->sp->format < 2 || f->nkeys == 0)
+		return 0;
+	if ((all = calloc(f->nkeys, sizeof(*all))) == NULL)
+		return -1;
+	for (i = 0; i < f->nkeys; i++)
+		if ((f->keys[i].ev == SPOOL_EV_CLAIM || f->keys[i].ev ==
+		    SPOOL_EV_RECLAIM) && f->keys[i].tok >= from) {
+			all[n].tok = f->keys[i].tok;
+			all[n].idh = f->keys[i].idh;
+			all[n++].t = f->keys[i].t;
+		}
+	if (n > 0)
+		qsort(all, n, sizeof(*all), cmp_given);
+	/* A line logged twice (same ID, time and token) is one claim. */
+	for (i = k = 0; i < n; i++)
+		if (k == 0 || cmp_given(&all[k - 1], &all[i]) != 0)
+			all[k++] = all[i];
+	n = k;
+	/* Keep only the claims whose token another claim has too. */
+	for (i = 0; i < n; i++)
+		if ((i > 0 && all[i - 1].tok == all[i].tok) ||
+		    (i + 1 < n && all[i + 1].tok == all[i].tok))
+			all[nd++] = all[i];
+	if (nd == 0) {
+		rv = 0;
+		goto out;
+	}
+	w.g = all;
+	w.n = nd;
+	if ((w.id = calloc(nd, sizeof(*w.id))) == NULL ||
+	    spool_audit_scan(f->sp, twice_line, &w) == -1)
+		goto out;
+	for (i = 0; i < nd; i = k) {
+		for (k = i + 1; k < nd && all[k].tok == all[i].tok; k++)
+			;
+		(void)spool_format_time(t1, sizeof(t1), all[i].t);
+		(void)spool_format_time(t2, sizeof(t2), all[i + 1].t);
+		if (k - i == 2)
+			strcpy(times, "twice");
+		else
+			(void)snprintf(times, sizeof(times), "%zu times", k - i);
+		problem(f, "audit", 0, "token %" PRIu64 " was handed out %s: "
+		    "to %s at %s and to %s at %s%s; check what each holder did "
+		    "under it", all[i].tok, times, w.id[i], t1, w.id[i + 1], t2,
+		    k - i > 2 ? ", and more" : "");
+	}
+	rv = 0;
+out:
+	free(all);
+	free(w.id);
+	return rv;
 }

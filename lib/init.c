@@ -156,7 +156,7 @@ spool_init(const char *dir, const char *groupname)
 	 */
 	if (fresh && faccessat(sp.dirfd, "tokens", F_OK,
 	    AT_SYMLINK_NOFOLLOW) == -1 && (tokens_text(buf, sizeof(buf),
-	    1) == -1 || write_top_file(&sp, "tokens", buf, 0) == -1))
+	    1, 0) == -1 || write_top_file(&sp, "tokens", buf, 0) == -1))
 		goto fail;
 	/* The format file last: until it is there, this is not a spool. */
 	if (sync_dir(sp.dirfd, ".") == -1)
@@ -256,7 +256,9 @@ forget_purged_sidecars(struct spool *sp)
 /*
  * Format 1 to 2: the counter starts above every token the sidecars and
  * leases hold, and TOKENS_RACE more, for claims of format 1 that a command
- * of the old version makes while the scan runs; then the format says 2;
+ * of the old version makes while the scan runs; its from= says that tokens
+ * below it were counted per ID, so that spool-fsck does not take two IDs'
+ * equal tokens of format 1 for a token handed out twice; then the format says 2;
  * then the sidecars of purged jobs go.  Each step is durable before the
  * next, and a rerun redoes what is left.
  */
@@ -273,7 +275,8 @@ spool_upgrade(const char *dir)
 	if ((sp = spool_open(dir)) == NULL)
 		return -1;
 	if (sp->format == 1 && highest_held(sp, &max) == 0 &&
-	    tokens_text(text, sizeof(text), max + 1 + TOKENS_RACE) != -1 &&
+	    tokens_text(text, sizeof(text), max + 1 + TOKENS_RACE,
+	    max + 1 + TOKENS_RACE) != -1 &&
 	    write_top_file(sp, "tokens", text, 1) == 0 &&
 	    write_top_file(sp, "format", "2\n", 1) == 0)
 		sp->format = 2;

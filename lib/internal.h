@@ -64,6 +64,7 @@ struct spool {
 	int format;		/* 1 or 2: spool-layout.md, "Formats" */
 	int dirfd;		/* the spool's top directory */
 	int tokfd;		/* the tokens file, once a claim needs it */
+	int tokens_unsynced;	/* tokens.c: last written, not yet synced */
 	int tmpfd, newfd, leasedfd, donefd, deadfd, metafd, auditfd;
 	char *path;		/* absolute path of the top directory */
 	int group;		/* shared by a group: setgid, group-writable */
@@ -319,12 +320,15 @@ struct tokens {
 	uint64_t next;		/* every token handed out is below it */
 	uint64_t last;		/* the last token taken, if boot is ours */
 	char boot[64];		/* the boot ID of the machine that took it */
+	uint64_t from;		/* tokens below it were counted per ID, in
+				   format 1; 0 if never */
 };
 int tokens_parse(const char *text, size_t len, struct tokens *c);
-int tokens_text(char *buf, size_t size, uint64_t next);
+int tokens_text(char *buf, size_t size, uint64_t next, uint64_t from);
 int token_take(struct spool *sp, const uint64_t *hi, size_t n,
     uint64_t *tok);
 int tokens_raise(struct spool *sp, uint64_t floor);
+int tokens_distrust(struct spool *sp);
 
 /* payload.c: a payload's size and checksum */
 int payload_copy(int from, int to, uint64_t *size, uint64_t *sum);

@@ -3,16 +3,22 @@
  *
  *	next=N last=P boot=B
  *
+ * The rule: no token is handed out twice, whatever unsynced write is lost.
  * Every token ever handed out is below N, and N is made durable before a
  * token at or above it is handed out: it is reserved a block at a time,
- * so a claim costs a flush only once in TOKEN_BLOCK claims (and a claim of
- * many jobs takes their tokens in one go).  P is the last token taken,
- * written without a sync: it is trusted only by the machine that wrote it,
- * in the same boot (B, the kernel's boot ID), whose page cache cannot have
- * lost it.  Anyone else, or the same machine after a crash, takes N - 1 as
- * the last: the rest of a block is skipped, never repeated.  A claim takes max(last, the job's highest token) + 1, so a
- * job's tokens rise even if the file were behind its sidecar.  The format
- * is in spool-layout.md, "Tokens".
+ * so a claim costs a flush of its own only once in TOKEN_BLOCK claims (and
+ * a claim of many jobs takes their tokens in one go).  P is the last token
+ * taken, written in place under the lock, and synced in the claim's one
+ * wait, beside its records (claim.c): a claim answers only once P is
+ * durable.  A write lost with the host still up, by a failed writeback or
+ * a file server, therefore takes back only tokens of claims that never
+ * answered, whose sync saw the loss.  P is trusted only by the machine
+ * that wrote it, in the same boot (B, the kernel's boot ID): another may
+ * read the file before the writer's sync.  Anyone else, or the same machine
+ * after a reboot, takes N - 1 as the last: the rest of a block is skipped,
+ * never repeated.  A claim takes max(last, the job's highest token) + 1, so
+ * a job's tokens rise even if the file were behind its sidecar.  The
+ * format, and the one case this leaves, are in spool-layout.md, "Tokens".
  */
 #define _GNU_SOURCE
 #include <sys/file.h>
@@ -57,7 +63,10 @@ boot_id(void)
 	return id;
 }
 
-/* "next=N last=P boot=B\n"; keys it does not know are skipped. */
+/*
+ * "next=N last=P boot=B from=F\n"; keys it does not know are skipped.
+ * from= is there only on a spool upgraded from format 1.
+ */
 int
 tokens_parse(const char *text, size_t len, struct tokens *c)
 {
@@ -83,6 +92,10 @@ tokens_parse(const char *text, size_t len, struct tokens *c)
 			if (dec18(eq + 1, (size_t)(sp - eq - 1), &v) == -1)
 				return -1;
 			c->last = (uint64_t)v;
+		} else if (eq - p == 4 && memcmp(p, "from", 4) == 0) {
+			if (dec18(eq + 1, (size_t)(sp - eq - 1), &v) == -1)
+				return -1;
+			c->from = (uint64_t)v;
 		} else if (eq - p == 4 && memcmp(p, "boot", 4) == 0) {
 			if ((size_t)(sp - eq - 1) >= sizeof(c->boot))
 				return -1;
@@ -96,25 +109,30 @@ tokens_parse(const char *text, size_t len, struct tokens *c)
 static int
 format(char *buf, size_t size, const struct tokens *c)
 {
-	int n = snprintf(buf, size, "next=%" PRIu64 " last=%" PRIu64
-	    " boot=%s\n", c->next, c->last, c->boot[0] != '\0' ? c->boot :
-	    "-");
+	char from[32] = "";
+	int n;
+
+	if (c->from != 0)
+		(void)snprintf(from, sizeof(from), " from=%" PRIu64, c->from);
+	n = snprintf(buf, size, "next=%" PRIu64 " last=%" PRIu64 " boot=%s%s\n",
+	    c->next, c->last, c->boot[0] != '\0' ? c->boot : "-", from);
 
 	return n < 0 || (size_t)n >= size ? -1 : n;
 }
 
 /*
- * The first content of a spool's tokens file: every token is below next.
- * The boot is "-": no machine trusts last, which is next - 1.
+ * A tokens file in which every token is below next, with from as it was
+ * (0: none).  The boot is "-": no machine trusts last, which is next - 1.
  */
 int
-tokens_text(char *buf, size_t size, uint64_t next)
+tokens_text(char *buf, size_t size, uint64_t next, uint64_t from)
 {
 	struct tokens c;
 
 	memset(&c, 0, sizeof(c));
 	c.next = next;
 	c.last = next - 1;
+	c.from = from;
 	return format(buf, size, &c);
 }
 
@@ -255,7 +273,10 @@ token_take(struct spool *sp, const uint64_t *hi, size_t n, uint64_t *tok)
 	c.boot[0] = '\0';
 	if (format(untrusted, sizeof(untrusted), &c) == -1)
 		goto out;
-	return put_tokens(sp, text, len, got, reserve ? untrusted : NULL);
+	if (put_tokens(sp, text, len, got, reserve ? untrusted : NULL) == -1)
+		return -1;
+	sp->tokens_unsynced = !reserve;	/* else synced with next */
+	return 0;
 out:
 	return put_tokens(sp, NULL, 0, 0, NULL);
 }
@@ -264,12 +285,14 @@ out:
  * Make next at least floor, durably, and trust no one's last: after it,
  * every machine takes floor - 1 as the last token.  The file is rewritten
  * in place under its lock, as claims write it; made anew if it is lost.
+ * Floor 0: keep next, and leave a file that cannot be read as it is.
  */
 int
 tokens_raise(struct spool *sp, uint64_t floor)
 {
 	char text[256];
 	struct tokens c;
+	uint64_t from = 0;
 	ssize_t n;
 	int len;
 
@@ -278,8 +301,8 @@ tokens_raise(struct spool *sp, uint64_t floor)
 		return -1;
 	}
 	if (open_tokens(sp) == -1) {
-		if (errno != EUCLEAN || tokens_text(text, sizeof(text),
-		    floor) == -1)
+		if (errno != EUCLEAN || floor == 0 || tokens_text(text,
+		    sizeof(text), floor, 0) == -1)
 			return -1;
 		return write_top_file(sp, "tokens", text, 0);
 	}
@@ -287,11 +310,30 @@ tokens_raise(struct spool *sp, uint64_t floor)
 		return -1;
 	if ((n = sys_pread(sp->tokfd, text, sizeof(text) - 1, 0)) == -1)
 		goto out;
-	if (tokens_parse(text, (size_t)n, &c) == 0 && c.next > floor)
-		floor = c.next;
-	if ((len = tokens_text(text, sizeof(text), floor)) == -1)
+	if (tokens_parse(text, (size_t)n, &c) == 0) {
+		if (c.next > floor)
+			floor = c.next;
+		from = c.from;
+	}
+	if (floor == 0) {
+		errno = EUCLEAN;
+		goto out;
+	}
+	if ((len = tokens_text(text, sizeof(text), floor, from)) == -1)
 		goto out;
 	return put_tokens(sp, text, len, n, text);
 out:
 	return put_tokens(sp, NULL, 0, 0, NULL);
+}
+
+/*
+ * The sync of last failed: a claim after it may read an older last.  So
+ * that it cannot hand out again a token already taken, no one trusts last
+ * from now on: the next claim reserves, and syncs, a block of its own.
+ */
+int
+tokens_distrust(struct spool *sp)
+{
+	sp->tokens_unsynced = 0;
+	return tokens_raise(sp, 0);
 }

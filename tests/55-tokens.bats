@@ -152,6 +152,106 @@ EOF
 	[ "$t2" -gt "$t1" ]
 }
 
+# lossy CMD...: run CMD, then lose what no sync of tokens covered, as a
+# writeback that failed, or a file server, loses it with the host up (the
+# boot ID stays).  strace sees whether tokens was synced after its last
+# write; if not, tokens goes back to what the last sync left.
+lossy() {
+	local trace="$BATS_TEST_TMPDIR/trace" rc=0 last
+	[ -e "$BATS_TEST_TMPDIR/tokens.synced" ] ||
+		cp "$SPOOL_DIR/tokens" "$BATS_TEST_TMPDIR/tokens.synced"
+	SPOOL_TEST_NO_URING=1 strace -f -qq -y -o "$trace" \
+	    -e trace=write,pwrite64,ftruncate,fsync,fdatasync "$@" || rc=$?
+	last=$(grep -E '^[0-9]+ +(write|pwrite64|ftruncate|fsync|fdatasync)\([0-9]+</.*/tokens>' \
+	    "$trace" | tail -1 | sed -E 's/^[0-9]+ +([a-z0-9]+)\(.*/\1/')
+	case $last in
+	fsync | fdatasync | '') cp "$SPOOL_DIR/tokens" "$BATS_TEST_TMPDIR/tokens.synced" ;;
+	*) cp "$BATS_TEST_TMPDIR/tokens.synced" "$SPOOL_DIR/tokens" ;;
+	esac
+	return $rc
+}
+
+@test "lossy loses a write of tokens that no sync covered" {
+	at_ms "$T" spool-enqueue --id a <<<x >/dev/null
+	boot=$(cat /proc/sys/kernel/random/boot_id)
+	printf 'next=1025 last=1 boot=%s\n' "$boot" >"$SPOOL_DIR/tokens"
+	cp "$SPOOL_DIR/tokens" "$BATS_TEST_TMPDIR/tokens.synced"
+	lossy sh -c 'printf "next=1025 last=7 boot=x\n" >"$SPOOL_DIR/tokens"'
+	equals "$(cat "$SPOOL_DIR/tokens")" "next=1025 last=1 boot=$boot"
+	lossy sh -c 'printf "next=1025 last=7 boot=x\n" >"$SPOOL_DIR/tokens" && sync "$SPOOL_DIR/tokens"'
+	equals "$(cat "$SPOOL_DIR/tokens")" "next=1025 last=7 boot=x"
+}
+
+@test "a write of the counter lost with the host up: no token is handed out again" {
+	at_ms $((T - 3)) spool-enqueue --id a <<<x >/dev/null
+	at_ms $((T - 2)) spool-enqueue --id b <<<x >/dev/null
+	at_ms $((T - 1)) spool-enqueue --id c <<<x >/dev/null
+	boot=$(cat /proc/sys/kernel/random/boot_id)
+	run -0 lossy env SPOOL_TEST_NOW=$T spool-claim --owner w:1
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'a\t1')"
+	run -0 lossy env SPOOL_TEST_NOW=$T spool-claim --owner w:1
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'b\t2')"
+	# The claim's one wait synced last: the loss took nothing back.
+	equals "$(cat "$SPOOL_DIR/tokens")" "next=1025 last=2 boot=$boot"
+	run -0 lossy env SPOOL_TEST_NOW=$T spool-claim --owner w:1
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'c\t3')"
+	fsck_clean
+}
+
+@test "a lost last below a token the spool names: spool-fsck reports it, --repair distrusts it" {
+	for id in a b; do at_ms "$T" spool-enqueue --id $id <<<x >/dev/null; done
+	boot=$(cat /proc/sys/kernel/random/boot_id)
+	at_ms "$T" spool-claim -n 2 --owner w:1 >/dev/null
+	# As an older version left it: last=2 was never synced, and lost.
+	printf 'next=1025 last=1 boot=%s\n' "$boot" >"$SPOOL_DIR/tokens"
+	run -1 spool-fsck
+	equals "$output" "tokens: the counter's last token, 1, is below token 2, which the spool names: a write of it was lost"
+	run -0 spool-fsck --repair
+	equals "$output" "tokens: the counter's last token, 1, is below token 2, which the spool names: a write of it was lost (no host trusts it now)"
+	equals "$(cat "$SPOOL_DIR/tokens")" "next=1025 last=1024 boot=-"
+	fsck_clean
+	at_ms "$T" spool-enqueue --id c <<<x >/dev/null
+	run -0 at_ms "$T" spool-claim --owner w:1
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'c\t1025')"
+}
+
+@test "two leases that share a token, and two claims in the audit log: spool-fsck reports both" {
+	for id in a b; do at_ms "$T" spool-enqueue --id $id <<<x >/dev/null; done
+	boot=$(cat /proc/sys/kernel/random/boot_id)
+	at_ms "$T" spool-claim -n 2 --owner w:1 >/dev/null
+	at_ms "$T" spool-enqueue --id c <<<x >/dev/null
+	# As a lost write let an older version do: c gets b's token, 2.
+	printf 'next=1025 last=1 boot=%s\n' "$boot" >"$SPOOL_DIR/tokens"
+	run -0 at_ms $((T + 1)) spool-claim --owner w:2
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'c\t2')"
+	equals "$(ls "$SPOOL_DIR/leased")" "$(printf 'a,1\nb,2\nc,2')"
+	run -1 spool-fsck
+	equals "$output" "leased: b and c hold token 2, handed out twice: spool-cancel all but one, then spool-redrive them
+audit: token 2 was handed out twice: to b at 2026-11-30T08:12:16.000Z and to c at 2026-11-30T08:12:16.001Z; check what each holder did under it"
+	# --repair cannot take a lease back; it trusts last no more.
+	run -1 spool-fsck --repair
+	equals "$output" "leased: b and c hold token 2, handed out twice: spool-cancel all but one, then spool-redrive them
+audit: token 2 was handed out twice: to b at 2026-11-30T08:12:16.000Z and to c at 2026-11-30T08:12:16.001Z; check what each holder did under it"
+	equals "$(cat "$SPOOL_DIR/tokens")" "next=1025 last=1024 boot=-"
+	# The operator's way out: cancel one and redrive it.
+	at_ms $((T + 2)) spool-cancel --by ops --note T-9 c >/dev/null
+	at_ms $((T + 2)) spool-redrive --by ops --note T-9 --reconciled c >/dev/null
+	run -0 at_ms $((T + 3)) spool-claim --owner w:3
+	equals "$(cut -f1,2 <<<"$output")" "$(printf 'c\t1025')"
+	# The leases are put right; the history keeps its record of it.
+	run -1 spool-fsck
+	equals "$output" "audit: token 2 was handed out twice: to b at 2026-11-30T08:12:16.000Z and to c at 2026-11-30T08:12:16.001Z; check what each holder did under it"
+}
+
+@test "an upgraded spool: equal tokens of format 1 in the audit log are no fault" {
+	rm -rf "$SPOOL_DIR"
+	tar -C "${SPOOL_DIR%/*}" -xzf "$BATS_TEST_DIRNAME/fixtures/format1-spool.tar.gz"
+	run -0 spool-init --upgrade
+	grep -q ' from=' "$SPOOL_DIR/tokens"
+	run -0 spool-fsck
+	equals "$output" ""
+}
+
 @test "a purge killed before it synced meta/, and a sidecar a power cut kept" {
 	cycle j1 >/dev/null
 	run -137 env SPOOL_TEST_CRASH=purge-forgotten spool-purge done --older-than 0
@@ -162,11 +262,11 @@ EOF
 	# A sidecar that ends in its purge, as a power cut might bring back
 	# (the purge was logged before its sidecar went).
 	printf '%s\n' "t=$T ev=enqueue at=new:$T tok=0 att=0 cyc=1 max=5 dl=$((T + 1000)) ttl=1000 created=$T" \
-	    "t=$T ev=purge at=absent tok=9 att=0 cyc=1 max=5 dl=$((T + 1000)) ttl=1000 created=$T" \
+	    "t=$T ev=purge at=absent tok=1 att=0 cyc=1 max=5 dl=$((T + 1000)) ttl=1000 created=$T" \
 	    >"$SPOOL_DIR/meta/ghost"
 	# Its lines, which the purge made durable before it removed the sidecar.
 	printf '%s\n' "2026-11-30T08:12:16.000Z enqueue ghost 0 0 1 - - - - testhost:1" \
-	    "2026-11-30T08:12:16.000Z purge ghost 9 0 1 - - - - testhost:1" \
+	    "2026-11-30T08:12:16.000Z purge ghost 1 0 1 - - - - testhost:1" \
 	    >>"$SPOOL_DIR/audit/testhost.log"
 	run -1 spool-fsck
 	equals "$output" "ghost: purged, but its sidecar is still in meta/"
@@ -248,7 +348,7 @@ EOF
 	run -0 --separate-stderr spool-init --upgrade
 	equals "$output$stderr" ""
 	equals "$(cat "$SPOOL_DIR/format")" 2
-	equals "$(cat "$SPOOL_DIR/tokens")" "next=$((7 + (1 << 20))) last=$((6 + (1 << 20))) boot=-"
+	equals "$(cat "$SPOOL_DIR/tokens")" "next=$((7 + (1 << 20))) last=$((6 + (1 << 20))) boot=- from=$((7 + (1 << 20)))"
 	# done-1's sidecar, kept by format 1 after its purge, is gone.
 	equals "$(ls "$SPOOL_DIR/meta")" "$(printf 'busy-1\ndead-1\nnew-1\npurged-1')"
 	run -0 spool-init --upgrade	# again: nothing to do

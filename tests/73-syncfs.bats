@@ -115,11 +115,12 @@ syncs() {
 	out=$(syncs spool-claim -n 100)
 	equals "$(cat "$BATS_TEST_TMPDIR/st")" 0
 	equals "$(wc -l <"$BATS_TEST_TMPDIR/out")" 100
-	# 64 records, the log and leased/ in one syncfs; then 36 records,
-	# the log and leased/ (spool-layout.md, "fsyncs per transition").
+	# The block of tokens reserved; 64 records, the log and leased/ in
+	# one syncfs; then 36 records, tokens, the log and leased/
+	# (spool-layout.md, "fsyncs per transition").
 	equals "$out" "1 fdatasync S/audit/testhost.log
 36 fdatasync S/meta/ID
-1 fdatasync S/tokens
+2 fdatasync S/tokens
 1 fsync S/leased
 1 syncfs S"
 	equals "$(ids_in leased | wc -l)" 100
