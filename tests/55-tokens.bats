@@ -9,7 +9,7 @@ load helpers
 
 T=1796026336000
 
-# claim_one ID: claim (the only due job is ID) and print its token.
+# claim_one ID: claim (the oldest due job is ID) and print its token.
 claim_one() {
 	local line
 	line=$(at_ms "$T" spool-claim --owner w:1) || return 1
@@ -183,9 +183,9 @@ lossy() {
 }
 
 @test "a write of the counter lost with the host up: no token is handed out again" {
-	at_ms $((T - 3)) spool-enqueue --id a <<<x >/dev/null
-	at_ms $((T - 2)) spool-enqueue --id b <<<x >/dev/null
-	at_ms $((T - 1)) spool-enqueue --id c <<<x >/dev/null
+	at_ms $((T - 300)) spool-enqueue --id a <<<x >/dev/null
+	at_ms $((T - 200)) spool-enqueue --id b <<<x >/dev/null
+	at_ms $((T - 100)) spool-enqueue --id c <<<x >/dev/null
 	boot=$(cat /proc/sys/kernel/random/boot_id)
 	run -0 lossy env SPOOL_TEST_NOW=$T spool-claim --owner w:1
 	equals "$(cut -f1,2 <<<"$output")" "$(printf 'a\t1')"
@@ -195,6 +195,24 @@ lossy() {
 	equals "$(cat "$SPOOL_DIR/tokens")" "next=1025 last=2 boot=$boot"
 	run -0 lossy env SPOOL_TEST_NOW=$T spool-claim --owner w:1
 	equals "$(cut -f1,2 <<<"$output")" "$(printf 'c\t3')"
+	fsck_clean
+}
+
+@test "the claim's sync of tokens fails: no lease handed out, and no host trusts last" {
+	at_ms $((T - 200)) spool-enqueue --id a <<<x >/dev/null
+	at_ms $((T - 100)) spool-enqueue --id b <<<x >/dev/null
+	equals "$(claim_one a)" 1
+	run -111 --separate-stderr env SPOOL_TEST_NOW=$T SPOOL_TEST_NO_URING=1 \
+	    LD_PRELOAD="$BATS_TEST_DIRNAME/shim/faultshim.so" \
+	    SHIM_ROOT="$SPOOL_DIR/tokens" SHIM_FAMILY=fsync SHIM_NTH=1 \
+	    SHIM_ERRNO=EIO spool-claim --owner w:1
+	equals "$output" ""
+	equals "$stderr" "spool-claim: Input/output error"
+	equals "$(cat "$SPOOL_DIR/tokens")" "next=1025 last=1024 boot=-"
+	# b's lease is durable, but no one was given it: it expires.
+	equals "$(ls "$SPOOL_DIR/leased")" "$(printf 'a,1\nb,2')"
+	at_ms "$T" spool-enqueue --id c <<<x >/dev/null
+	equals "$(claim_one c)" 1025
 	fsck_clean
 }
 
@@ -216,7 +234,8 @@ lossy() {
 }
 
 @test "two leases that share a token, and two claims in the audit log: spool-fsck reports both" {
-	for id in a b; do at_ms "$T" spool-enqueue --id $id <<<x >/dev/null; done
+	at_ms $((T - 200)) spool-enqueue --id a <<<x >/dev/null
+	at_ms $((T - 100)) spool-enqueue --id b <<<x >/dev/null
 	boot=$(cat /proc/sys/kernel/random/boot_id)
 	at_ms "$T" spool-claim -n 2 --owner w:1 >/dev/null
 	at_ms "$T" spool-enqueue --id c <<<x >/dev/null
