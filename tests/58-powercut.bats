@@ -132,6 +132,8 @@ enqueue-join 0 0
 enqueue-cycle 0 0
 claim 0 0
 reclaim 0 0
+claim-sameboot 0 0
+reclaim-sameboot 0 0
 finish-ok 0 0
 finish-fail 0 0
 finish-retry 0 0
@@ -202,10 +204,11 @@ EOF
 	run -0 "$EXPLORE" --teeth --seed "$SEED" --bound 12 \
 	    enqueue-first:1 enqueue-first:2 enqueue-first:3 enqueue-first:4 \
 	    enqueue-first:6 enqueue-first:7 enqueue-first:8 enqueue-first:9 \
-	    enqueue-join:6 enqueue-join:7 enqueue-join:8 enqueue-cycle:7 claim:1 claim:4 finish-ok:3 \
+	    enqueue-join:6 enqueue-join:7 enqueue-join:8 enqueue-cycle:7 claim:1 claim:4 \
+	    claim-sameboot:2 reclaim-sameboot:2 finish-ok:3 \
 	    finish-fail:3 drop:3 purge-newhost:2 purge-newhost:4 pause:1 pause:2 \
 	    resume:1 fsck-restored:2 upgrade:3 upgrade:4 group-enqueue:9 \
-	    enqueue-newhost:5 run-reclaim:6 \
+	    enqueue-newhost:5 run-reclaim:7 \
 	    run-finish-claim:5 enqueue-syncfs:1 \
 	    enqueue-syncfs:2 claim-syncfs:2 finish-syncfs:1
 	diff -u - <(printf '%s\n' "$output") <<'EOF'
@@ -223,6 +226,8 @@ enqueue-join 8 fsync(new/00001a22/b83): violation
 enqueue-cycle 7 fsync(done): violation
 claim 1 fdatasync(tokens): violation
 claim 4 fsync(leased): violation
+claim-sameboot 2 fdatasync(tokens): violation
+reclaim-sameboot 2 fdatasync(tokens): violation
 finish-ok 3 fsync(done): violation
 finish-fail 3 fsync(dead): violation
 drop 3 fsync(done): violation
@@ -236,7 +241,7 @@ upgrade 3 fdatasync(tmp/format,PID): violation
 upgrade 4 fsync(.): violation
 group-enqueue 9 fsync(new/00001a22/b83/64a): violation
 enqueue-newhost 5 fsync(meta): violation
-run-reclaim 6 fsync(done): violation
+run-reclaim 7 fsync(done): violation
 run-finish-claim 5 fdatasync(meta/j1): violation
 enqueue-syncfs 1 syncfs(/): violation
 enqueue-syncfs 2 syncfs(/): violation

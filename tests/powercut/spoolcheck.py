@@ -41,15 +41,17 @@ SC = collections.OrderedDict()
 
 
 def scenario(name, setup, argv, now=T1, stdin=None, batch=False, mids=(),
-             env=None, unsynced=()):
+             env=None, unsynced=(), same_boot=False):
     """mids: the crash points (tests/README.md, "Crash points") after
     each transition but the last of a command that makes several; env:
     more variables for the traced command; unsynced: names (top first)
     that the setup made and did not make durable, as another process
-    that has not reached its sync yet leaves them."""
+    that has not reached its sync yet leaves them; same_boot: the
+    unsynced writes are lost with the host up, so that what runs after
+    the cut has the command's boot ID (Oracle)."""
     SC[name] = dict(setup=setup, argv=argv, now=now, stdin=stdin,
                     batch=batch, mids=mids, env=env or {},
-                    unsynced=unsynced)
+                    unsynced=unsynced, same_boot=same_boot)
 
 
 def bucket_of(ms):
@@ -80,6 +82,20 @@ scenario('claim', WARM + 'SPOOL_TEST_NOW=$((T0 - 1000)) ' + ENQ.format('j1'),
          ['spool-claim'])
 scenario('reclaim', ENQ.format('j1') +
          'spool-claim --lease 1s >/dev/null\n', ['spool-claim'])
+# Writes lost with the host up (a failed writeback, a file server): the
+# boot ID stays, and the next claim trusts the counter's last token
+# (spool-layout.md, "Tokens").  The setup took a token, so the command
+# reserves no block: its one wait syncs last.  The next claim has other
+# jobs to take, each of which would get the command's token again if
+# last went back: the warm-up jobs, and j2 once the setup's lease of a
+# minute ends; in the reclaim, j2, due 5 s after the command.
+scenario('claim-sameboot', WARM + 'SPOOL_TEST_NOW=$((T0 - 2000)) ' +
+         ENQ.format('j2') + 'SPOOL_TEST_NOW=$((T0 - 1000)) ' +
+         ENQ.format('j1') + CLAIM1, ['spool-claim'], same_boot=True)
+scenario('reclaim-sameboot', ENQ.format('j1') +
+         ENQ.format('j2').replace('--id', '--delay 30s --id') +
+         'spool-claim --lease 1s >/dev/null\n', ['spool-claim'],
+         same_boot=True)
 scenario('finish-ok', ENQ.format('j1') + CLAIM1,
          ['spool-finish', 'j1', '{tok:j1}', 'ok'])
 scenario('finish-fail', ENQ.format('j1') + CLAIM1,
@@ -289,20 +305,20 @@ def slot_violations(spool):
     return v
 
 
-def run_fsck(spool, now, repair):
+def run_fsck(spool, now, repair, boot='boot-b'):
     argv = [os.path.join(BIN, 'spool-fsck')] + (['--repair'] if repair else [])
     r = subprocess.run(argv, capture_output=True,
-                       env=env_for(spool, now, 'boot-b'))
+                       env=env_for(spool, now, boot))
     return r.returncode, (r.stdout + r.stderr).decode('utf-8', 'replace')
 
 
-def listed(spool, now):
+def listed(spool, now, boot='boot-b'):
     """Where commands see each job: spool-ls of each state."""
     out = {}
     for st in ('new', 'leased', 'done', 'dead'):
         r = subprocess.run([os.path.join(BIN, 'spool-ls'), st],
                            capture_output=True,
-                           env=env_for(spool, now, 'boot-b'))
+                           env=env_for(spool, now, boot))
         out[st] = sorted(r.stdout.decode().split())
         if r.returncode != 0:
             out[st].append('exit %d' % r.returncode)
@@ -339,16 +355,21 @@ def loc(entries):
 
 
 class Oracle:
-    """What the states before and after the command are, once repaired."""
+    """What the states before and after the command are, once repaired.
+    What runs after the cut runs in a new boot; with same_boot, in the
+    command's (boot-a): then the next claim trusts the counter's last."""
 
-    def __init__(self, pre, post, work, now, mids=()):
+    def __init__(self, pre, post, work, now, mids=(), same_boot=False):
         self.now = now
+        self.same_boot = same_boot
+        self.boot = 'boot-a' if same_boot else 'boot-b'
+        self.issued0 = issued_in(pre)
         self.r0 = self._repaired(pre, os.path.join(work, 'r0'))
         self.r1 = self._repaired(post, os.path.join(work, 'r1'))
         # the states between the transitions of a command that makes several
         self.rm = [self._repaired(m, os.path.join(work, 'rm%d' % i))
                    for i, m in enumerate(mids)]
-        self.shown = listed(os.path.join(work, 'r1'), now)
+        self.shown = listed(os.path.join(work, 'r1'), now, self.boot)
         self.next1 = tokens_next(post)
         # what the next claim leases after the command, where not paused
         self.due = None
@@ -387,7 +408,7 @@ class Oracle:
 
     def _repaired(self, src, dst):
         shutil.copytree(src, dst, symlinks=True)
-        run_fsck(dst, self.now, True)
+        run_fsck(dst, self.now, True, self.boot)
         jobs, _ = jobs_of(dst)
         audit, bad = audit_of(dst)
         if bad:
@@ -403,7 +424,7 @@ class Oracle:
         shutil.copytree(spool, work, symlinks=True)
         r = subprocess.run([os.path.join(BIN, 'spool-claim'), '-n', '100'],
                            capture_output=True, env=env_for(
-                               work, self.now + later, 'boot-b'))
+                               work, self.now + later, self.boot))
         shutil.rmtree(work)
         return r, [l.split('\t') for l in r.stdout.decode().splitlines()]
 
@@ -419,18 +440,30 @@ class Oracle:
                          '%s' % (later, r.returncode, ids, due))
             for g in got:
                 if int(g[1]) <= issued:
-                    v.append('the next claim: token %s again' % g[1])
+                    v.append('the next claim, %d ms on: token %s again'
+                             % (later, g[1]))
         return v
+
+    def tokens_again(self, spool, issued, what):
+        """The next claim, an hour on (every lease expired), hands out
+        tokens above issued only."""
+        _, got = self.claim(spool, LATER[-1])
+        return ['%s, the next claim, %d ms on: token %s again'
+                % (what, LATER[-1], g[1]) for g in got if int(g[1]) <= issued]
 
     def check(self, spool, acked, issued):
         v = []
         if acked:
             # Exit 0 promised the new state: commands see it with no repair.
-            shown = listed(spool, self.now)
+            shown = listed(spool, self.now, self.boot)
             if shown != self.shown:
                 v.append('with no repair, spool-ls shows %s, not %s'
                          % (shown, self.shown))
             v += self.next_claim(spool, issued)
+        elif self.same_boot:
+            # Not answered: its own token may come again (spool-layout.md,
+            # "Tokens"), none acknowledged before it.
+            v += self.tokens_again(spool, self.issued0, 'with no repair')
         nxt = tokens_next(spool)
         if acked and self.next1 is not None and (nxt or 0) < self.next1:
             # a raise of next the command reported (spool-fsck --restored)
@@ -439,10 +472,10 @@ class Oracle:
         if nxt is not None and nxt <= issued:
             v.append('tokens: next=%d, not above %d, a token handed out'
                      % (nxt, issued))
-        rc, out = run_fsck(spool, self.now, True)
+        rc, out = run_fsck(spool, self.now, True, self.boot)
         if rc not in (0, 1):
             v.append('spool-fsck --repair: exit %d: %s' % (rc, out.strip()))
-        rc, out = run_fsck(spool, self.now, False)
+        rc, out = run_fsck(spool, self.now, False, self.boot)
         if rc != 0 or out:
             v.append('spool-fsck after repair: exit %d: %s'
                      % (rc, out.strip().replace('\n', '; ')))
@@ -453,6 +486,9 @@ class Oracle:
                                                 nxt2 < nxt):
             v.append('tokens after repair: next=%s, before %s, issued %d'
                      % (nxt2, nxt, issued))
+        if self.same_boot:
+            v += self.tokens_again(spool, issued if acked else self.issued0,
+                                   'after repair')
         v += slot_violations(spool)
         jobs, quar = jobs_of(spool)
         if quar:
