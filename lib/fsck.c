@@ -761,7 +761,7 @@ check_tokens(struct fsck *f)
 		return -1;	/* lost or too long: made again, below */
 	if (!ok) {
 		floor = f->maxtok + 1 + RESTORE_JUMP;
-		if (f->repair && tokens_raise(sp, floor) == -1)
+		if (f->repair && tokens_remake(sp, floor) == -1)
 			return -1;
 		problem(f, "tokens", f->repair, "the token counter is missing or "
 		    "damaged%s", f->repair ? " (made again above every token "

@@ -328,6 +328,7 @@ int tokens_text(char *buf, size_t size, uint64_t next, uint64_t from);
 int token_take(struct spool *sp, const uint64_t *hi, size_t n,
     uint64_t *tok);
 int tokens_raise(struct spool *sp, uint64_t floor);
+int tokens_remake(struct spool *sp, uint64_t floor);
 int tokens_distrust(struct spool *sp);
 
 /* payload.c: a payload's size and checksum */

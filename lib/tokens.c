@@ -286,9 +286,11 @@ out:
  * every machine takes floor - 1 as the last token.  The file is rewritten
  * in place under its lock, as claims write it; made anew if it is lost.
  * Floor 0: keep next, and leave a file that cannot be read as it is.
+ * remake: the file was lost or garbled, so which tokens below floor were
+ * counted per ID is not known: from becomes floor.
  */
-int
-tokens_raise(struct spool *sp, uint64_t floor)
+static int
+raise_to(struct spool *sp, uint64_t floor, int remake)
 {
 	char text[256];
 	struct tokens c;
@@ -302,7 +304,7 @@ tokens_raise(struct spool *sp, uint64_t floor)
 	}
 	if (open_tokens(sp) == -1) {
 		if (errno != EUCLEAN || floor == 0 || tokens_text(text,
-		    sizeof(text), floor, 0) == -1)
+		    sizeof(text), floor, remake ? floor : 0) == -1)
 			return -1;
 		return write_top_file(sp, "tokens", text, 0);
 	}
@@ -319,11 +321,31 @@ tokens_raise(struct spool *sp, uint64_t floor)
 		errno = EUCLEAN;
 		goto out;
 	}
+	if (remake)
+		from = floor;
 	if ((len = tokens_text(text, sizeof(text), floor, from)) == -1)
 		goto out;
 	return put_tokens(sp, text, len, n, text);
 out:
 	return put_tokens(sp, NULL, 0, 0, NULL);
+}
+
+int
+tokens_raise(struct spool *sp, uint64_t floor)
+{
+	return raise_to(sp, floor, 0);
+}
+
+/*
+ * A lost or garbled counter made again at floor, above every token the
+ * spool names.  spool-fsck no longer compares the claims below it for a
+ * token given twice: in a spool upgraded from format 1, equal tokens of
+ * two IDs there are no fault, and nothing says any more where they end.
+ */
+int
+tokens_remake(struct spool *sp, uint64_t floor)
+{
+	return raise_to(sp, floor, 1);
 }
 
 /*
