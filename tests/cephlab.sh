@@ -2,8 +2,11 @@
 # monitor, one manager, one OSD (memstore: its objects in memory), one MDS,
 # pools of size 1, on loopback ports of its own; and three pretend hosts,
 # each a mount and UTS namespace with its own ceph-fuse client (its own
-# cephx identity and MDS session) at $lab/mnt, its own host name and its
-# own /etc/machine-id.  "$on K CMD..." runs CMD on host K with
+# cephx identity and MDS session) at $lab/mnt, its own host name, its own
+# /etc/machine-id and its own boot ID (a file mounted over
+# /proc/sys/kernel/random/boot_id: hosts never share one, and spool trusts
+# the counter's last token only in the boot that wrote it; spool-layout.md,
+# "Tokens").  "$on K CMD..." runs CMD on host K with
 # SPOOL_HOST=host-K; host 3's clock runs SHIFT seconds ahead (faketime)
 # when SHIFT is set.  This process mounts the file system too, at the same
 # path, to read results.  All state is in a scratch directory; every
@@ -71,6 +74,12 @@ teardown() {
 	local p f
 	kill $(jobs -p) 2>/dev/null
 	wait 2>/dev/null
+	# What libfaketime kept for the processes killed on host 3.
+	for f in /dev/shm/sem.faketime_sem_*; do
+		p=${f##*_}
+		[ -e "$f" ] && [ ! -d "/proc/$p" ] &&
+		    rm -f "$f" "/dev/shm/faketime_shm_$p"
+	done
 	# STRESS_KEEP: the daemons' logs, kept with the stress's.
 	if [ -n "${STRESS_KEEP:-}" ] && [ -d "$st/log" ]; then
 		mkdir -p "$STRESS_KEEP" && cp -a "$st/log" "$STRESS_KEEP/fs-logs"
@@ -148,6 +157,10 @@ mds_cache_memory_limit = 268435456
 # Journal at every 0.2 s tick, not 5 s: until it does, another client
 # that needs the same dentry waits.
 mds_tick_interval = 0.2
+[client]
+# The kernel's page cache served a host the token counter as it was
+# before another host's write (spool-layout.md, "Several hosts").
+fuse_disable_pagecache = true
 CONF
 ceph_() { timeout 60 ceph --connect-timeout 30 "$@" 2>>"$st/log/cli.err"; }
 
@@ -213,10 +226,13 @@ export st conf lab
 # keeps each namespace; commands enter it with nsenter.
 for h in 1 2 3; do
 	printf '%032x\n' "$((h * 7919))" >"$lab/machine-id.$h"
+	printf '%08x-0000-4000-8000-%012x\n' "$h" "$((h * 7919))" >"$lab/boot-id.$h"
 	unshare -m -u --propagation private bash -c '
 		hostname "$1" && fuse_mount "$1" &&
-		mount --bind "$2" /etc/machine-id && touch "$3" && exec sleep 100000
-	' host-$h host-$h "$lab/machine-id.$h" "$lab/ready.$h" &
+		mount --bind "$2" /etc/machine-id &&
+		mount --bind "$3" /proc/sys/kernel/random/boot_id &&
+		touch "$4" && exec sleep 100000
+	' host-$h host-$h "$lab/machine-id.$h" "$lab/boot-id.$h" "$lab/ready.$h" &
 	hostpids+=($!)
 done
 for h in 1 2 3; do
@@ -240,19 +256,23 @@ for i in $(seq 1 120); do
 done
 [ "$(stat -f -c %a "$lab/mnt")" -gt 0 ] || fail "statfs reports no free space after 60 s"
 
-# on K CMD...: run CMD on host K, with its host ID; host 3's clock is ahead.
-# NO_FAKE_STAT: libfaketime shifts the times stat(2) returns under a
-# semaphore that every process under one faketime shares; a process the
-# stress kills while it holds it stops every other on that host for good.
-# A host whose clock is ahead sees the file system's times as they are.
+# on K CMD...: run CMD on host K, with its host ID; host 3's clock is
+# ahead, by libfaketime.  Not through faketime(1): every process under one
+# faketime shares a semaphore that libfaketime takes as each process
+# starts, and a process the stress kills while it holds it stops every
+# later one on that host for good.  FAKETIME_FLSHM gives each process a
+# semaphore of its own.  NO_FAKE_STAT: a host whose clock is ahead sees the
+# file system's times as they are.
+ftlib=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -1)
+[ -n "$ftlib" ] || fail "libfaketime.so.1 not found (apt-get install -y libfaketime)"
 cat >"$lab/on" <<ON
 #!/bin/sh
 k=\$1; shift
 export SPOOL_HOST=host-\$k
 pid=\$(sed -n "\${k}p" "$lab/hostpids")
 if [ "\$k" = 3 ] && [ -n "${SHIFT:-}" ]; then
-	exec nsenter -t "\$pid" -m -u -- env NO_FAKE_STAT=1 \\
-	    faketime -f "+${SHIFT:-0}s" "\$@"
+	exec nsenter -t "\$pid" -m -u -- env LD_PRELOAD="$ftlib" \\
+	    FAKETIME="+${SHIFT:-0}s" FAKETIME_FLSHM=1 NO_FAKE_STAT=1 "\$@"
 fi
 exec nsenter -t "\$pid" -m -u -- "\$@"
 ON

@@ -1,7 +1,10 @@
 # A GlusterFS lab on one machine, for tests/multihost and bench/multihost:
 # a single-brick volume on loopback, and three pretend hosts, each a mount
-# namespace with its own client mount of the volume at $lab/mnt and its own
-# /etc/machine-id.  "$on K CMD..." runs CMD on host K with SPOOL_HOST=host-K;
+# namespace with its own client mount of the volume at $lab/mnt, its own
+# /etc/machine-id and its own boot ID (a file mounted over
+# /proc/sys/kernel/random/boot_id: hosts never share one, and spool trusts
+# the counter's last token only in the boot that wrote it; spool-layout.md,
+# "Tokens").  "$on K CMD..." runs CMD on host K with SPOOL_HOST=host-K;
 # host 3's clock runs SHIFT seconds ahead (faketime) when SHIFT is set.
 # This process mounts the volume too, at the same path, to read results.
 # Sourced, as root; it installs a trap that tears everything down by PID.
@@ -52,9 +55,15 @@ fs_daemons() {
 	pgrep -d ' ' -f "$vol"
 }
 teardown() {
-	local p
+	local p f
 	kill $(jobs -p) 2>/dev/null
 	wait 2>/dev/null
+	# What libfaketime kept for the processes killed on host 3.
+	for f in /dev/shm/sem.faketime_sem_*; do
+		p=${f##*_}
+		[ -e "$f" ] && [ ! -d "/proc/$p" ] &&
+		    rm -f "$f" "/dev/shm/faketime_shm_$p"
+	done
 	# STRESS_KEEP: the daemons' logs, kept with the stress's.
 	if [ -n "${STRESS_KEEP:-}" ] && [ -d "$lab" ]; then
 		p=$(echo "${lab#/}" | tr / -)
@@ -103,7 +112,11 @@ for i in $(seq 1 50); do
 done
 gpid=$(cat "$lab/glusterd.pid" 2>/dev/null)
 [ -n "$gpid" ] || skip "glusterd did not start (see its log)"
+# Quick-read serves a small file's reads, for a second, from what a lookup
+# brought: a host read the token counter as it was before another host's
+# synced write (spool-layout.md, "Several hosts").
 gluster --mode=script volume create "$vol" "$name:$lab/brick" force >/dev/null &&
+    gluster --mode=script volume set "$vol" performance.quick-read off >/dev/null &&
     gluster --mode=script volume start "$vol" >/dev/null ||
     { echo "$labname: FAILED: the volume would not start" >&2; exit 1; }
 
@@ -112,10 +125,13 @@ gluster --mode=script volume create "$vol" "$name:$lab/brick" force >/dev/null &
 # keeps each namespace; commands enter it with nsenter.
 for h in 1 2 3; do
 	printf '%032x\n' "$((h * 7919))" >"$lab/machine-id.$h"
+	printf '%08x-0000-4000-8000-%012x\n' "$h" "$((h * 7919))" >"$lab/boot-id.$h"
 	unshare -m --propagation private sh -c '
 		mount -t glusterfs -o direct-io-mode=enable "$1" "$2" &&
-		mount --bind "$3" /etc/machine-id && touch "$4" && exec sleep 100000
-	' host-$h "$name:/$vol" "$lab/mnt" "$lab/machine-id.$h" "$lab/ready.$h" &
+		mount --bind "$3" /etc/machine-id &&
+		mount --bind "$4" /proc/sys/kernel/random/boot_id &&
+		touch "$5" && exec sleep 100000
+	' host-$h "$name:/$vol" "$lab/mnt" "$lab/machine-id.$h" "$lab/boot-id.$h" "$lab/ready.$h" &
 	hostpids+=($!)
 done
 for h in 1 2 3; do
@@ -130,19 +146,24 @@ done
 mount -t glusterfs -o direct-io-mode=enable "$name:/$vol" "$lab/mnt" ||
     { echo "$labname: FAILED: the checker's mount" >&2; exit 1; }
 
-# on K CMD...: run CMD on host K, with its host ID; host 3's clock is ahead.
-# NO_FAKE_STAT: libfaketime shifts the times stat(2) returns under a
-# semaphore that every process under one faketime shares; a process the
-# stress kills while it holds it stops every other on that host for good.
-# A host whose clock is ahead sees the file system's times as they are.
+# on K CMD...: run CMD on host K, with its host ID; host 3's clock is
+# ahead, by libfaketime.  Not through faketime(1): every process under one
+# faketime shares a semaphore that libfaketime takes as each process
+# starts, and a process the stress kills while it holds it stops every
+# later one on that host for good.  FAKETIME_FLSHM gives each process a
+# semaphore of its own.  NO_FAKE_STAT: a host whose clock is ahead sees the
+# file system's times as they are.
+ftlib=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -1)
+[ -n "$ftlib" ] ||
+    { echo "$labname: FAILED: libfaketime.so.1 not found (apt-get install -y libfaketime)" >&2; exit 1; }
 cat >"$lab/on" <<EOF
 #!/bin/sh
 k=\$1; shift
 export SPOOL_HOST=host-\$k
 pid=\$(sed -n "\${k}p" "$lab/hostpids")
 if [ "\$k" = 3 ] && [ -n "${SHIFT:-}" ]; then
-	exec nsenter -t "\$pid" -m -- env NO_FAKE_STAT=1 \\
-	    faketime -f "+${SHIFT:-0}s" "\$@"
+	exec nsenter -t "\$pid" -m -- env LD_PRELOAD="$ftlib" \\
+	    FAKETIME="+${SHIFT:-0}s" FAKETIME_FLSHM=1 NO_FAKE_STAT=1 "\$@"
 fi
 exec nsenter -t "\$pid" -m -- "\$@"
 EOF
