@@ -31,3 +31,17 @@ load helpers
 # -b
 # +B"
 }
+
+@test "lock_waiter sees a wait for its file's lock, and not for another file's" {
+	local a=$BATS_TEST_TMPDIR/a b=$BATS_TEST_TMPDIR/b
+	touch "$a" "$b"
+	exec {la}<"$a" {lb}<"$b"
+	flock -x "$la"
+	flock -x "$lb"
+	flock -x "$b" true {la}<&- {lb}<&- 3>&- &
+	run -1 --separate-stderr lock_waiter "$a" 1
+	equals "$stderr" "no process waits for the lock of $a"
+	lock_waiter "$b"
+	exec {la}<&- {lb}<&-
+	wait $!
+}

@@ -305,7 +305,7 @@ audit: token 2 was handed out twice: to b at 2026-11-30T08:12:16.000Z and to c a
 	at_ms "$T" spool-enqueue --id j1 <<<"second cycle" >"$BATS_TEST_TMPDIR/out" 9<&- &
 	pid=$!
 	# Wait until the enqueue is blocked on the lock we hold.
-	timeout 20 bash -c 'until grep -q -- "->" /proc/locks; do :; done'
+	lock_waiter "$SPOOL_DIR/meta/j1"
 	# As a purge would: the name goes while the lock is held.
 	mv "$SPOOL_DIR/meta/j1" "$BATS_TEST_TMPDIR/old-sidecar"
 	cp "$BATS_TEST_TMPDIR/old-sidecar" "$BATS_TEST_TMPDIR/old-copy"

@@ -31,34 +31,19 @@ metric() {
 	at_ms $((T + 5000)) spool-stat | awk -v m="$1" '$1 == m { print $2 }'
 }
 
-# holds_lock PID: until PID holds a flock(2) lock (/proc/locks says so).
-holds_lock() {
-	local k
-	for k in $(seq 1 1000); do
-		grep -q -- "FLOCK  *ADVISORY  *WRITE $1 " /proc/locks && return 0
-		sleep 0.01
-	done
-	echo "process $1 never took its lock" >&2
-	return 1
-}
-
 @test "spool-ls and spool-stat answer while a writer holds a job's lock" {
 	two
-	# flock(1) holds a's sidecar exclusively, as a claimer would.
-	flock -x "$SPOOL_DIR/meta/a" sleep 60 &
-	holder=$!
-	holds_lock $holder
+	# The test holds a's sidecar's lock exclusively, as a claimer would.
+	exec {lk}<"$SPOOL_DIR/meta/a"
+	flock -x "$lk"
 	run -0 timeout 20 spool-ls new
-	kill "$holder"
-	wait "$holder" || true
+	exec {lk}<&-
 	equals "$(printf '%s\n' "${lines[@]}" | LC_ALL=C sort | tr '\n' ' ')" \
 	    "a b "
-	flock -x "$SPOOL_DIR/meta/b" sleep 60 &
-	holder=$!
-	holds_lock $holder
+	exec {lk}<"$SPOOL_DIR/meta/b"
+	flock -x "$lk"
 	run -0 timeout 20 spool-stat
-	kill "$holder"
-	wait "$holder" || true
+	exec {lk}<&-
 	equals "$(printf '%s\n' "${lines[@]}" | awk '$1 == "new" { print $2 }')" 2
 }
 

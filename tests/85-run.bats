@@ -323,7 +323,9 @@ EOF
 	code='echo "start $SPOOL_JOB_ID" >"$EVENTS"; trap "echo term \$SPOOL_JOB_ID >\"\$EVENTS\"; exit 143" TERM; sleep 60 & wait'
 	enqueue t1 "$code"
 	enqueue t2 "$code" --max-attempts 1
-	run -0 --separate-stderr spool-run -j 2 --max-jobs 2 --timeout 300ms --owner w1 -- "$H"
+	# A second: a loaded machine may take a good part of it to start
+	# the handler's shell, which must set its trap before the SIGTERM.
+	run -0 --separate-stderr spool-run -j 2 --max-jobs 2 --timeout 1s --owner w1 -- "$H"
 	diff -u - <(runlog <<<"$stderr" | LC_ALL=C sort) <<'EOF'
 spool-run: T t1 token=1 attempt=1 exit=143 duration=D outcome=retry class=timeout state=new stopped=timeout
 spool-run: T t2 token=2 attempt=1 exit=143 duration=D outcome=retry class=timeout state=dead reason=exhausted stopped=timeout
@@ -335,7 +337,7 @@ EOF
 ev=retry
 att=1
 cls=timeout
-detail=timed%20out%20after%20300ms
+detail=timed%20out%20after%201s
 EOF
 	diff -u - <(last_rec t2 ev reason cls se) <<'EOF'
 ev=park
@@ -357,8 +359,10 @@ EOF
 }
 
 @test "a handler that runs past its lease has it renewed, and nobody takes the job over" {
-	enqueue j1 'sleep 2; spool-claim --owner thief; echo "thief $?" >"$EVENTS"'
-	start_worker --max-jobs 1 --lease 800ms --owner w1 -- "$H"
+	# Renewed every 500 ms: each renewal may come a second late, on a
+	# loaded machine, before the thief could take the job.
+	enqueue j1 'sleep 2.5; spool-claim --owner thief; echo "thief $?" >"$EVENTS"'
+	start_worker --max-jobs 1 --lease 1500ms --owner w1 -- "$H"
 	equals "$(next_event)" "thief 1"
 	wait_worker 0
 	equals "$(state_of j1)" done

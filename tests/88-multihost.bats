@@ -15,12 +15,17 @@ multi() {
 
 # hold FILE [SECONDS]: another process holds FILE's lock (for SECONDS, else
 # until the test ends), as a lock that a file system's client kept for a
-# killed process would be held.
+# killed process would be held.  It returns once the lock is held, which
+# the holder says in a file: a short hold cannot come and go unseen.
 hold() {
-	(exec 8<>"$1" && flock -x 8 && exec sleep "${2:-60}") \
-	    >/dev/null 2>&1 3>&- &
+	(exec 8<>"$1" && flock -x 8 && : >"$BATS_TEST_TMPDIR/held.$BASHPID" &&
+	    exec sleep "${2:-60}") >/dev/null 2>&1 3>&- &
 	echo $! >>"$BATS_TEST_TMPDIR/holders"
-	while flock -n -x "$1" true; do sleep 0.01; done
+	until [ -e "$BATS_TEST_TMPDIR/held.$!" ]; do
+		kill -0 $! 2>/dev/null || [ -e "$BATS_TEST_TMPDIR/held.$!" ] ||
+		    { echo "could not hold $1" >&2; return 1; }
+		sleep 0.01
+	done
 }
 
 teardown() {

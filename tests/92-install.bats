@@ -4,6 +4,10 @@
 # install with pkg-config, shared and static (libspool(3)'s example);
 # the libraries export the API's names alone; the completion is found
 # where bash-completion looks; uninstall leaves nothing.
+#
+# tests/run: alone: it runs make install in the tree, as
+# tests/69-incident.bats does: each writes lib/spool.pc with its own
+# PREFIX, and on a clean tree both would build lib/pic/ at once.
 
 load helpers
 load examples

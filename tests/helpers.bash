@@ -21,10 +21,11 @@ shimmed() {
 }
 
 # Every name and mode in the spool, and the checksum of every file: two
-# snapshots are equal when the spool is byte-for-byte unchanged.
+# snapshots are equal when the spool is byte-for-byte unchanged.  One find
+# and one sort: tests/60-badinput.bats takes hundreds.
 snapshot() {
-	(cd "$SPOOL_DIR" && find . -printf '%y %m %s %p\n' | LC_ALL=C sort &&
-	    find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+	(cd "$SPOOL_DIR" && find . -printf '%y %m %s %p\n' -type f \
+	    -exec sha256sum {} + | LC_ALL=C sort)
 }
 
 # The IDs whose file is in STATE (new, leased, done, dead), one a line.
@@ -36,17 +37,17 @@ ids_in() {
 	esac | LC_ALL=C sort
 }
 
+# Every job file, "STATE<TAB>ID" a line (new, leased, done, dead), in one
+# find: the checks below run after each step of many tests.
+job_files() {
+	(cd "$SPOOL_DIR" && find new leased done dead -type f -printf '%H\t%f\n') |
+	    sed -E 's/^((new|leased)\t.*),[0-9]*$/\1/'
+}
+
 # The state an ID's file is in; fails unless it is in exactly one.
 state_of() {
-	local s n=0 found=
-	for s in new leased done dead; do
-		if ids_in "$s" | grep -qxF -- "$1"; then
-			n=$((n + $(ids_in "$s" | grep -cxF -- "$1")))
-			found=$s
-		fi
-	done
-	[ "$n" -eq 1 ] || { echo "$1 has $n files" >&2; return 1; }
-	echo "$found"
+	job_files | awk -F'\t' -v id="$1" '$2 == id { n++; s = $1 }
+	    END { if (n == 1) print s; else { print id " has " n + 0 " files" >"/dev/stderr"; exit 1 } }'
 }
 
 # The path of an ID's job file, wherever it is.
@@ -58,8 +59,23 @@ path_of() {
 # No ID has files in two states, or two files in one.
 check_invariants() {
 	local dups
-	dups=$(for s in new leased done dead; do ids_in "$s"; done | uniq -d)
+	dups=$(job_files | awk -F'\t' '++n[$2] == 2 { print $2 }')
 	[ -z "$dups" ] || { echo "in two places: $dups" >&2; return 1; }
+}
+
+# lock_waiter FILE [SECONDS]: until a process waits for a flock(2) lock on
+# FILE; false after SECONDS (20).  /proc/locks names the file by its device
+# and inode, so the locks of other tests running at the same time do not
+# count.
+lock_waiter() {
+	local f end=$((SECONDS + ${2:-20}))
+	f=$(stat -c '%Hd %Ld %i' "$1") || return 1
+	f=$(printf '%02x:%02x:%s' $f)
+	until grep -q -- "^[0-9]*: -> FLOCK .* $f " /proc/locks; do
+		[ "$SECONDS" -lt "$end" ] ||
+		    { echo "no process waits for the lock of $1" >&2; return 1; }
+		sleep 0.01
+	done
 }
 
 # equals ACTUAL EXPECTED: true when the two texts are the same.  When
