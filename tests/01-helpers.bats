@@ -45,3 +45,20 @@ load helpers
 	exec {la}<&- {lb}<&-
 	wait $!
 }
+
+@test "tests/run runs each file once, a list on lines too, and refuses a bad TEST_JOBS" {
+	local d=$BATS_TEST_TMPDIR/t
+	mkdir "$d"
+	for f in 57-hand 10-a; do
+		printf '@test "%s" {\n\ttrue\n}\n' "$f" >"$d/$f.bats"
+	done
+	# 57-hand is on the runner's list of long files: it starts first.
+	run -0 env -u LINT TESTS="$d/10-a.bats
+$d/57-hand.bats" TEST_JOBS=2 "$BATS_TEST_DIRNAME/run"
+	equals "$(grep -c '^ok 1 57-hand$' <<<"$output")" 1
+	equals "$(grep -c '^ok 1 10-a$' <<<"$output")" 1
+	equals "$(sed -n 's/^# .*\/\(.*\.bats\): [0-9]* s$/\1/p' <<<"$output" | LC_ALL=C sort | tr '\n' ' ')" "10-a.bats 57-hand.bats "
+	equals "${lines[${#lines[@]} - 1]}" "2 passed, 0 failed"
+	run -100 --separate-stderr env TEST_JOBS=0 "$BATS_TEST_DIRNAME/run"
+	equals "$stderr" "tests/run: TEST_JOBS must be a number above 0"
+}
