@@ -28,20 +28,17 @@ snapshot() {
 	    -exec sha256sum {} + | LC_ALL=C sort)
 }
 
-# The IDs whose file is in STATE (new, leased, done, dead), one a line.
-ids_in() {
-	case $1 in
-	new) find "$SPOOL_DIR/new" -type f -printf '%f\n' | sed 's/,[0-9]*$//' ;;
-	leased) find "$SPOOL_DIR/leased" -type f -printf '%f\n' | sed 's/,[0-9]*$//' ;;
-	*) find "$SPOOL_DIR/$1" -type f -printf '%f\n' ;;
-	esac | LC_ALL=C sort
-}
-
 # Every job file, "STATE<TAB>ID" a line (new, leased, done, dead), in one
-# find: the checks below run after each step of many tests.
+# find: the checks below run after each step of many tests.  A name in
+# new/ or leased/ ends in ",N", which is not the ID's.
 job_files() {
 	(cd "$SPOOL_DIR" && find new leased done dead -type f -printf '%H\t%f\n') |
 	    sed -E 's/^((new|leased)\t.*),[0-9]*$/\1/'
+}
+
+# The IDs whose file is in STATE (new, leased, done, dead), one a line.
+ids_in() {
+	job_files | awk -F'\t' -v s="$1" '$1 == s { print $2 }' | LC_ALL=C sort
 }
 
 # The state an ID's file is in; fails unless it is in exactly one.
