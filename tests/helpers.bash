@@ -20,6 +20,11 @@ shimmed() {
 	    LD_PRELOAD="$BATS_TEST_DIRNAME/shim/faultshim.so" "$@"
 }
 
+# slurp FILE VAR: the bytes of FILE into VAR, with no process started.
+slurp() {
+	IFS= read -r -d '' "$2" <"$1" || true
+}
+
 # Every name and mode in the spool, and the checksum of every file: two
 # snapshots are equal when the spool is byte-for-byte unchanged.  One find
 # and one sort: tests/60-badinput.bats takes hundreds.

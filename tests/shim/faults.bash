@@ -298,11 +298,6 @@ prepare() {
 
 # ---- checks ----------------------------------------------------------------
 
-# slurp FILE VAR: the bytes of FILE into VAR.
-slurp() {
-	IFS= read -r -d '' "$2" <"$1" || true
-}
-
 # same FILE NAME: FILE holds exactly payload NAME.
 same() {
 	local c
@@ -311,36 +306,38 @@ same() {
 	[ "$c" = "${PAY[$2]}" ]
 }
 
-# The files in the state directories and tmp/, as FILES=(STATE/.../NAME).
+# The files in the state directories and tmp/, as FILES=(STATE/.../NAME);
+# AT[ID] is where each job is, for where.  One pass: a full disk's checks
+# ask where each of some 150 jobs is.
 list_files() {
-	local f
+	local f id
 	FILES=()
+	declare -gA AT=()
 	for f in "$SPOOL_DIR"/new/** "$SPOOL_DIR"/leased/* "$SPOOL_DIR"/done/* \
 	    "$SPOOL_DIR"/dead/* "$SPOOL_DIR"/tmp/*; do
-		[ -f "$f" ] && [ ! -L "$f" ] && FILES+=("${f#"$SPOOL_DIR"/}")
-	done
-}
-
-# where ID: W is where the job is, from FILES: absent, new, leased,TOKEN,
-# done or dead; "two" if it has more than one file.
-where() {
-	local f n=0
-	W=absent
-	for f in "${FILES[@]}"; do
+		[ -f "$f" ] && [ ! -L "$f" ] || continue
+		f=${f#"$SPOOL_DIR"/}
+		FILES+=("$f")
 		case $f in
 		tmp/*) continue ;;
 		esac
-		case ${f##*/} in
-		"$1" | "$1",*) ;;
-		*) continue ;;
-		esac
-		n=$((n + 1))
-		case $f in
-		leased/*) W=leased,${f##*,} ;;
-		*) W=${f%%/*} ;;
-		esac
+		id=${f##*/}
+		id=${id%%,*}
+		if [ -n "${AT[$id]:-}" ]; then
+			AT[$id]=two
+		else
+			case $f in
+			leased/*) AT[$id]=leased,${f##*,} ;;
+			*) AT[$id]=${f%%/*} ;;
+			esac
+		fi
 	done
-	[ "$n" -le 1 ] || W=two
+}
+
+# where ID: W is where the job is, from list_files: absent, new,
+# leased,TOKEN, done or dead; "two" if it has more than one file.
+where() {
+	W=${AT[$1]:-absent}
 }
 
 # jobs_ok [must]: every job file is a whole payload of its job, every job
@@ -349,6 +346,14 @@ where() {
 # it enqueued) is there.
 jobs_ok() {
 	local must=${1:-} f id state want spec p c seen=" "
+	local -A for_state=() for_any=()
+	for spec in $IDS; do
+		id=${spec%%=*}
+		case $id in
+		*:*) for_state[$id]=${spec#*=} ;;
+		*) [ -n "${for_any[$id]:-}" ] || for_any[$id]=${spec#*=} ;;
+		esac
+	done
 	list_files
 	for f in "${FILES[@]}"; do
 		state=${f%%/*}
@@ -373,13 +378,7 @@ jobs_ok() {
 			why="$f is not a whole payload"
 			return 1
 		fi
-		want=
-		for spec in $IDS; do
-			case $spec in
-			"$id:$state="*) want=${spec#*=} ;;
-			"$id="*) [ -n "$want" ] || want=${spec#*=} ;;
-			esac
-		done
+		want=${for_state[$id:$state]:-${for_any[$id]:-}}
 		[ -n "$want" ] || { why="unexpected file $f"; return 1; }
 		[ "$c" = "${PAY[$want]}" ] || { why="$f: not its payload"; return 1; }
 	done
