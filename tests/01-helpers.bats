@@ -57,7 +57,7 @@ load helpers
 $d/57-hand.bats" TEST_JOBS=2 "$BATS_TEST_DIRNAME/run"
 	equals "$(grep -c '^ok 1 57-hand$' <<<"$output")" 1
 	equals "$(grep -c '^ok 1 10-a$' <<<"$output")" 1
-	equals "$(sed -n 's/^# .*\/\(.*\.bats\): [0-9]* s$/\1/p' <<<"$output" | LC_ALL=C sort | tr '\n' ' ')" "10-a.bats 57-hand.bats "
+	equals "$(sed -n 's/^# .*\/\(.*\.bats\): [0-9]* s, CPU [0-9]* s$/\1/p' <<<"$output" | LC_ALL=C sort | tr '\n' ' ')" "10-a.bats 57-hand.bats "
 	equals "${lines[${#lines[@]} - 1]}" "2 passed, 0 failed"
 	run -100 --separate-stderr env TEST_JOBS=0 "$BATS_TEST_DIRNAME/run"
 	equals "$stderr" "tests/run: TEST_JOBS must be a number above 0"
