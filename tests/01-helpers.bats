@@ -62,3 +62,22 @@ $d/57-hand.bats" TEST_JOBS=2 "$BATS_TEST_DIRNAME/run"
 	run -100 --separate-stderr env TEST_JOBS=0 "$BATS_TEST_DIRNAME/run"
 	equals "$stderr" "tests/run: TEST_JOBS must be a number above 0"
 }
+
+@test "tests/andand finds a && list of tests that a command follows, and no other" {
+	local d=$BATS_TEST_TMPDIR
+	# Under bats, the first half's failure goes unseen.
+	printf '%s\n' '@test t {' '	[ 1 -eq 2 ] && [ 1 -eq 1 ]' '	true' '}' >"$d/t.bats"
+	run -0 bats "$d/t.bats"
+	printf '%s\n' 'f() {' '	[ -d x ] && [ -f y ]' '	echo done' '}' \
+	    'g() {' '	[ -d x ] && [ -f y ]' '}' \
+	    'h() {' '	[ -d x ] && [ -f y ] || return 1' '	[ -d x ] ||' \
+	    '	    [ -d y ] && [ -d z ]' '	[ a = b ] && x=1' '	true' '}' \
+	    '	[[ $a = b ]] && [ -e c ] && [[ -n $d ]]' '' '	# a comment' \
+	    '	true' >"$d/planted"
+	run -1 "$BATS_TEST_DIRNAME/andand" "$d/planted" "$d/t.bats"
+	equals "$output" "$d/planted:2: [ -d x ] && [ -f y ]
+$d/planted:15: [[ \$a = b ]] && [ -e c ] && [[ -n \$d ]]
+$d/t.bats:2: [ 1 -eq 2 ] && [ 1 -eq 1 ]"
+	run -100 "$BATS_TEST_DIRNAME/andand"
+	equals "$output" "usage: tests/andand FILE..."
+}

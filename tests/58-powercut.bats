@@ -74,7 +74,8 @@ j1: no audit line for its purge at 1796026336000 ms (appended)
 j1: purged, but its sidecar is still in meta/ (removed)
 EOF
 		fsck_clean
-		[ ! -e "$SPOOL_DIR/meta/j1" ] && [ ! -e "$SPOOL_DIR/done/j1" ]
+		[ ! -e "$SPOOL_DIR/meta/j1" ]
+		[ ! -e "$SPOOL_DIR/done/j1" ]
 		equals "$(audit_events | tail -1 | cut -d' ' -f1,2)" "purge j1"
 	done
 }

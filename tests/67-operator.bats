@@ -294,7 +294,8 @@ interrupt() {
 	ids_in dead >"$BATS_TEST_TMPDIR/parked"
 	interrupt INT
 	n=$(wc -l <"$BATS_TEST_TMPDIR/out")
-	[ "$n" -ge 1 ] && [ "$n" -lt 200 ]
+	[ "$n" -ge 1 ]
+	[ "$n" -lt 200 ]
 	[[ $(cat "$BATS_TEST_TMPDIR/err") =~ ^"spool-redrive: interrupted: redrove $n of 200 (0 refused) "$sum_re", $((200 - n)) not tried"$ ]]
 	# Stopped between jobs: what it printed is exactly what moved.
 	diff -u <(LC_ALL=C sort "$BATS_TEST_TMPDIR/out") <(audited redrive)
