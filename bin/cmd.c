@@ -160,7 +160,7 @@ negative_token(char **argv)
 		if (spool_outcome_from_name(argv[k]) == -1 &&
 		    spool_valid_id(argv[k]))
 			id = argv[k];
-	die(EXIT_PERM, "%s%sbad token '%.40s' (a number from 1 to 2^63-1)",
+	die(EXIT_PERM, "%s%sbad token '%.40s' " TOKEN_FORM,
 	    id != NULL ? id : "", id != NULL ? ": " : "", a);
 }
 

@@ -20,6 +20,8 @@
 #define EXIT_NO		1	/* a negative answer */
 #define EXIT_PERM	100	/* usage or permanent error */
 #define EXIT_TEMP	111	/* temporary failure */
+/* What a token may be, as a bad one's message says (SPOOL_TOKEN_MAX). */
+#define TOKEN_FORM	"(a number from 1 to 10^18-1)"
 
 extern const char *progname;
 extern int stdin_closed;

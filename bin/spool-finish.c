@@ -39,8 +39,7 @@ parse(struct spool_finish *f, const struct opts *o, char *id, char *token,
 		return EXIT_PERM;
 	}
 	if (spool_parse_token(token, &f->token) == -1) {
-		say("%s: bad token '%.40s' (a number from 1 to 2^63-1)", id,
-		    token);
+		say("%s: bad token '%.40s' " TOKEN_FORM, id, token);
 		return EXIT_PERM;
 	}
 	if (out == -1) {

@@ -45,8 +45,8 @@ main(int argc, char **argv)
 	if (!spool_valid_id(id))
 		die(EXIT_PERM, "%.140s: bad ID", id);
 	if (spool_parse_token(argv[optind + 1], &token) == -1)
-		die(EXIT_PERM, "%s: bad token '%.40s' (a number from 1 to "
-		    "2^63-1)", id, argv[optind + 1]);
+		die(EXIT_PERM, "%s: bad token '%.40s' " TOKEN_FORM, id,
+		    argv[optind + 1]);
 	sp = open_spool(spool_dir(dir));
 	if (spool_renew(sp, id, token, lease, &res) == -1 && res.status == 0)
 		die(EXIT_TEMP, "%s: %s", id, errtext(errno));

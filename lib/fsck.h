@@ -83,7 +83,7 @@ struct suspect {
  * How far a restore moves the token counter past every token the restored
  * spool names: the tokens handed out after the backup was taken are
  * nowhere in it.  2^48 is nine years of claims at a million a second, and
- * 2^63 leaves room for 32,767 restores.
+ * SPOOL_TOKEN_MAX leaves room for 3,552 restores.
  */
 #define RESTORE_JUMP	((uint64_t)1 << 48)
 

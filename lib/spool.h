@@ -58,6 +58,10 @@
 				   and writes format 1 too (spool_upgrade) */
 #define SPOOL_ID_MAX	128	/* longest ID, note, owner or trace, in bytes */
 #define SPOOL_DETAIL_MAX 200	/* longest detail kept, in bytes */
+#define SPOOL_TOKEN_MAX	UINT64_C(999999999999999999)
+				/* largest token, 10^18-1: a record
+				   holds 18 digits; the counter stops
+				   short of it, a claim fails (EOVERFLOW) */
 #define SPOOL_HOST_MAX	64	/* longest host ID, in bytes */
 #define SPOOL_KEY_MAX	64	/* longest key, in bytes: spool_valid_key */
 #define SPOOL_BATCH_MAX	256	/* most items one call may carry: each holds
@@ -672,7 +676,7 @@ int spool_valid_note(const char *s);
 int spool_parse_duration(const char *s, int64_t *ms);
 /* "64M", "2G", "500k" or a number of bytes.  0 or -1. */
 int spool_parse_size(const char *s, uint64_t *bytes);
-/* A decimal token, 1 .. 2^63-1.  0 or -1. */
+/* A decimal token, 1 .. SPOOL_TOKEN_MAX.  0 or -1. */
 int spool_parse_token(const char *s, uint64_t *token);
 /* Names as the commands and files spell them; -1 if unknown. */
 int spool_outcome_from_name(const char *s);

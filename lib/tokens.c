@@ -38,8 +38,6 @@
 
 #define TOKEN_BLOCK	1024	/* tokens reserved by one flush */
 #define GIVE_UP_MS	(60 * 1000)	/* no new wait this long after one failed */
-/* The largest token: records and the counter hold 18 decimal digits. */
-#define TOKEN_MAX	UINT64_C(999999999999999999)
 
 /* The kernel's ID of this boot; "" if it cannot be read (never trusted). */
 static const char *
@@ -249,7 +247,7 @@ token_take(struct spool *sp, const uint64_t *hi, size_t n, uint64_t *tok)
 	    c.next - 1;
 	for (i = 0; i < n; i++) {
 		tok[i] = (last > hi[i] ? last : hi[i]) + 1;
-		if (tok[i] >= TOKEN_MAX - TOKEN_BLOCK) {
+		if (tok[i] >= SPOOL_TOKEN_MAX - TOKEN_BLOCK) {
 			errno = EOVERFLOW;
 			goto out;
 		}
@@ -298,7 +296,7 @@ raise_to(struct spool *sp, uint64_t floor, int remake)
 	ssize_t n;
 	int len;
 
-	if (floor >= TOKEN_MAX - TOKEN_BLOCK) {
+	if (floor >= SPOOL_TOKEN_MAX - TOKEN_BLOCK) {
 		errno = EOVERFLOW;
 		return -1;
 	}

@@ -275,7 +275,7 @@ spool_parse_token(const char *s, uint64_t *token)
 {
 	uint64_t v;
 
-	if (s == NULL || parse_digits(s, strlen(s), INT64_MAX, &v) == -1 ||
+	if (s == NULL || parse_digits(s, strlen(s), SPOOL_TOKEN_MAX, &v) == -1 ||
 	    v == 0)
 		return -1;
 	*token = v;

@@ -328,7 +328,7 @@ EOT
 	equals "$stderr" "spool-finish: j1: bad outcome 'maybe' (ok, retry, permanent or release)"
 	run -100 --separate-stderr spool-finish j1 0 ok
 	equals "$output" ""
-	equals "$stderr" "spool-finish: j1: bad token '0' (a number from 1 to 2^63-1)"
+	equals "$stderr" "spool-finish: j1: bad token '0' (a number from 1 to 10^18-1)"
 	run -100 --separate-stderr spool-finish ../j1 1 ok
 	equals "$output" ""
 	equals "$stderr" "spool-finish: ../j1: bad ID"

@@ -133,7 +133,7 @@ EOT
 	before=$(snapshot)
 	run -100 --separate-stderr spool-renew j1 0
 	equals "$output" ""
-	equals "$stderr" "spool-renew: j1: bad token '0' (a number from 1 to 2^63-1)"
+	equals "$stderr" "spool-renew: j1: bad token '0' (a number from 1 to 10^18-1)"
 	run -100 --separate-stderr spool-renew --lease 0 j1 1
 	equals "$output" ""
 	equals "$stderr" "spool-renew: --lease: bad duration '0' (use e.g. 500ms, 30s, 5m, 2h, 7d)"

@@ -123,10 +123,10 @@ EOF
 	for args in "a -1 ok" "a -12 ok" "--delay 1s a -1 retry" "a -1 ok --class transient" "a ok -1"; do
 		run -100 --separate-stderr spool-finish $args
 		equals "$output" ""
-		[[ $stderr = "spool-finish: a: bad token '-1"*"' (a number from 1 to 2^63-1)" ]]
+		[[ $stderr = "spool-finish: a: bad token '-1"*"' (a number from 1 to 10^18-1)" ]]
 	done
 	run -100 --separate-stderr spool-renew a -3
-	equals "$stderr" "spool-renew: a: bad token '-3' (a number from 1 to 2^63-1)"
+	equals "$stderr" "spool-renew: a: bad token '-3' (a number from 1 to 10^18-1)"
 	equals "$(snapshot)" "$before"
 	# A negative number that is an option's value stays that option's.
 	run -100 --separate-stderr spool-finish --delay -1 a 1 retry

@@ -252,7 +252,7 @@ EOT
 	vg_wait
 	vg_is renew 0 "" ""
 	vg_is stale 1 "" "spool-renew: j1: stale token: the current token is 1 and the job is in leased/"
-	vg_is badtok 100 "" "spool-renew: j1: bad token 'x' (a number from 1 to 2^63-1)"
+	vg_is badtok 100 "" "spool-renew: j1: bad token 'x' (a number from 1 to 10^18-1)"
 	diff -u - <(last_rec j1 ev until) <<EOT
 ev=renew
 until=$((T + 80000))

@@ -549,7 +549,7 @@ EOF
 	equals "$stderr" "spool-ls: --class: unknown class 'rate_limited': did you mean 'rate-limited'?"
 	run -100 --separate-stderr spool-finish B -1 ok
 	equals "$output" ""
-	equals "$stderr" "spool-finish: B: bad token '-1' (a number from 1 to 2^63-1)"
+	equals "$stderr" "spool-finish: B: bad token '-1' (a number from 1 to 10^18-1)"
 	run -1 --separate-stderr spool-finish B 2 ok
 	equals "$output" ""
 	equals "$stderr" "spool-finish: B: stale token: the current token is 1 and the job is in leased/"
