@@ -231,75 +231,37 @@ const char *
 errtext(int err)
 {
 	if (err == ETIMEDOUT)
-		return "a lock stayed held too long: a file system's client may "
-		    "keep a killed process's lock until it is restarted (see "
-		    "spool(7), Several hosts)";
+		return spool_error(err, SPOOL_AT_CALL)->text;
 	return strerror(err);
 }
 
 /*
  * Why spool_open(dir) failed with err, as the one line every command
- * prints for it, into msg; and the exit status it calls for.
+ * prints for it, into msg; and the exit status it calls for (spool.h,
+ * "Errors").  Two rows need what only the caller has: the line of config
+ * at fault, and the host's ID.
  */
 int
 open_failure(const char *dir, int err, char *msg, size_t len)
 {
+	const struct spool_error *e = spool_error(err, SPOOL_AT_OPEN);
 	char host[SPOOL_HOST_MAX + 1];
-	int status = EXIT_PERM, line;
+	int line;
 
-	switch (err) {
-	case ENODATA:
-		(void)snprintf(msg, len, "%s: not a spool (no format file; "
-		    "see spool-init(1))", dir);
-		break;
-	case EPROTO:
-		(void)snprintf(msg, len, "%s: unknown spool format", dir);
-		break;
-	case EBADMSG:
-		if ((line = spool_config_line(dir)) > 0)
-			(void)snprintf(msg, len, "%s/config:%d: malformed "
-			    "(see spool(7), FILES)", dir, line);
-		else
-			(void)snprintf(msg, len, "%s/config: malformed", dir);
-		break;
-	case EUCLEAN:
-		(void)snprintf(msg, len, "%s: damaged spool: a state directory "
-		    "is missing or not a directory", dir);
-		break;
-	case EACCES:
-	case EPERM:
-		/* Time does not fix a permission: a person does. */
-		(void)snprintf(msg, len, "%s: %s", dir, strerror(err));
-		break;
-	case EMLINK:
-		(void)snprintf(msg, len, "%s: is a symlink: give the spool's "
-		    "real path", dir);
-		break;
-	case ENOLCK:
-		(void)snprintf(msg, len, "%s: multi-host mode on a file system "
-		    "whose locks other hosts may not see (see spool-layout.md, "
-		    "Several hosts)", dir);
-		break;
-	case EXDEV:
-		(void)snprintf(msg, len, "%s: config syncfs=yes needs the whole "
-		    "spool on one local disk file system, one host and Linux "
-		    "5.17 or later (see spool-layout.md, One syncfs for a large "
-		    "wait)", dir);
-		break;
-	case EADDRINUSE:
+	if (err == EBADMSG && (line = spool_config_line(dir)) > 0)
+		(void)snprintf(msg, len, "%s/config:%d: malformed (see "
+		    "spool(7), FILES)", dir, line);
+	else if (err == EBADMSG)
+		(void)snprintf(msg, len, "%s/config: malformed", dir);
+	else if (err == EADDRINUSE)
 		(void)snprintf(msg, len, "%s: host ID '%s' is in use by another "
 		    "machine (see hosts/ in spool-layout.md): set SPOOL_HOST",
 		    dir, spool_host(host));
-		break;
-	case ENOENT:
-	case ENOTDIR:
-		(void)snprintf(msg, len, "%s: %s", dir, strerror(err));
-		break;
-	default:
+	else if (e->text != NULL)
+		(void)snprintf(msg, len, "%s: %s", dir, e->text);
+	else
 		(void)snprintf(msg, len, "%s: %s", dir, errtext(err));
-		status = EXIT_TEMP;
-	}
-	return status;
+	return e->status;
 }
 
 struct spool *
@@ -441,10 +403,9 @@ where(int state)
 int
 damaged(const char *id)
 {
-	say("%s: damaged job: its file or its sidecar is not where it should "
-	    "be: spool-fsck --repair settles it or says how; a file removed "
-	    "on purpose is recorded with spool-purge --missing --by WHO --note "
-	    "TICKET %s (spool(7), EDITING THE SPOOL BY HAND)", id, id);
+	say("%s: %s; a file removed on purpose is recorded with spool-purge "
+	    "--missing --by WHO --note TICKET %s (spool(7), EDITING THE SPOOL "
+	    "BY HAND)", id, spool_error(EUCLEAN, SPOOL_AT_CALL)->text, id);
 	return EXIT_PERM;
 }
 
@@ -452,6 +413,8 @@ damaged(const char *id)
 int
 report(const char *id, const struct spool_result *res)
 {
+	const struct spool_error *e;
+
 	switch (res->status) {
 	case 0:
 		return EXIT_DONE;
@@ -485,17 +448,13 @@ report(const char *id, const struct spool_result *res)
 		}
 		return EXIT_NO;
 	default:
-		if (res->err == EINVAL) {
-			say("%s: invalid request", id);
-			return EXIT_PERM;
-		}
-		if (res->err == ERANGE) {
-			say("%s: --delay reaches past the deadline: the job "
-			    "could never be delivered", id);
-			return EXIT_PERM;
-		}
 		if (res->err == EUCLEAN)
 			return damaged(id);
+		e = spool_error(res->err, SPOOL_AT_CALL);
+		if (e->status == EXIT_PERM) {
+			say("%s: %s", id, e->text);
+			return EXIT_PERM;
+		}
 		if (res->changed)
 			say("%s: state changed but not yet durable: %s "
 			    "(retrying is safe)", id, errtext(res->err));

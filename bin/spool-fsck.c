@@ -19,12 +19,12 @@ const char *help_text =
     "  --restored  after a restore from backup: mark every job\n";
 
 static void
-print(void *arg, const char *what, const char *problem, int fixed)
+print(void *arg, const char *what, const char *problem, int said)
 {
 	(void)arg;
 	progress_hide();
 	/* A fault's text says what was done; a note says it is one. */
-	printf("%s: %s%s\n", what, fixed == SPOOL_FSCK_NOTE ? "note: " : "",
+	printf("%s: %s%s\n", what, said == SPOOL_SAID_NOTE ? "note: " : "",
 	    problem);
 }
 

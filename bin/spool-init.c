@@ -43,6 +43,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *dir = NULL, *group = NULL;
+	const struct spool_error *e;
 	char msg[512];
 	int c, upgrade = 0, existed;
 
@@ -79,21 +80,7 @@ main(int argc, char **argv)
 			warn_small(dir);
 		return EXIT_DONE;
 	}
-	switch (errno) {
-	case EEXIST:
-		die(EXIT_PERM, "%s: exists and is not a spool", dir);
-	case EPROTO:
-		die(EXIT_PERM, "%s: unknown spool format", dir);
-	case ESRCH:
-		die(EXIT_PERM, "%s: no such group", group);
-	case ENOTDIR:
-		die(EXIT_PERM, "%s: not a directory", dir);
-	case ENOENT:
-		die(EXIT_PERM, "%s: no such parent directory", dir);
-	case EMLINK:
-		die(EXIT_PERM, "%s: is a symlink: give the spool's real path",
-		    dir);
-	default:
-		die(EXIT_TEMP, "%s: %s", dir, strerror(errno));
-	}
+	e = spool_error(errno, SPOOL_AT_INIT);
+	die(e->status, "%s: %s", errno == ESRCH ? group : dir,
+	    e->text != NULL ? e->text : strerror(errno));
 }

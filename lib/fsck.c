@@ -671,7 +671,7 @@ check_top(struct fsck *f, struct spool *sp)
 			known = strcmp(de->d_name, ours[i]) == 0;
 		if (!known)
 			f->say(f->arg, de->d_name, "not part of a spool (left "
-			    "alone)", SPOOL_FSCK_NOTE);
+			    "alone)", SPOOL_SAID_NOTE);
 	}
 	dir_close(d);
 	return errno != 0 ? -1 : 0;
@@ -942,7 +942,7 @@ fsck_free(struct fsck *f)
 
 int
 spool_fsck(struct spool *sp, int flags,
-    void (*say)(void *arg, const char *what, const char *problem, int fixed),
+    void (*say)(void *arg, const char *what, const char *problem, int said),
     void *arg)
 {
 	DRAINING(sp);

@@ -36,7 +36,7 @@ struct fsck {
 	struct spool *sp;
 	int repair;
 	void (*say)(void *arg, const char *what, const char *problem,
-	    int fixed);
+	    int said);
 	void *arg;
 	struct ent *ents;
 	size_t nents, capents;

@@ -47,7 +47,7 @@ problem(struct fsck *f, const char *what, int fixed, const char *fmt, ...)
 	f->problems++;
 	if (!fixed)
 		f->unfixed++;
-	f->say(f->arg, what, text, fixed);
+	f->say(f->arg, what, text, fixed ? SPOOL_SAID_FIXED : SPOOL_SAID_FAULT);
 }
 
 /* One audit line into the index; a line not of this format is not ours. */

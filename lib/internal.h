@@ -13,6 +13,7 @@
  *           sync.c     the syncs of one wait, side by side
  *           valid.c    IDs, notes, the names of states, reasons and
  *                      classes, and the percent-encoding of free text
+ *           errors.c   each errno's meaning and exit status
  *   store   record.c   the sidecar record: one line to a struct and back
  *           audit.c    the audit line: its writer, its parser, its scan
  *           tokens.c   the spool-wide token counter

@@ -11,6 +11,23 @@
  * spool-layout.md is the complete on-disk specification; this header is
  * the programming contract that keeps those promises.
  *
+ * States, and the calls that move a job between them:
+ *
+ *	  enqueue        claim              finish ok
+ *	 ---------> new ------> leased ------------------> done
+ *	             ^  <------   |                         ^
+ *	             |  retry,    | permanent, attempts     |
+ *	             |  release   | spent, deadline passed, |
+ *	             |            | cancel                  |
+ *	             |            v                         |
+ *	             +---------- dead ----------------------+
+ *	               redrive                  drop
+ *
+ * A claim takes over an expired lease: leased to leased, a new token.
+ * Cancel parks a queued job too, and a claim parks one whose deadline
+ * has passed: new to dead.  Enqueueing the ID of a done job starts its
+ * next cycle: done to new.  Purge removes done jobs for good.
+ *
  * Calling sequence:
  *
  *	sp = spool_open(dir);                      once per process
@@ -22,10 +39,12 @@
  *	spool_close(sp);
  *
  * Return convention: functions return 0 on success and -1 with errno set on
- * failure.  Batch calls (enqueue, finish, redrive) report on every item in its
- * own struct spool_result and return -1 only when something went wrong that
- * is not about one item; spool_claim returns 1 (claimed), 0 (nothing
- * eligible) or -1.  The library never prints and never exits.
+ * failure.  The seven batch calls (spool_enqueue, spool_finish,
+ * spool_finish_claim, spool_redrive, spool_drop, spool_cancel and
+ * spool_purge) report on every item in its own struct spool_result and
+ * return -1 only when something went wrong that is not about one item.
+ * spool_claim returns 1 (claimed), 0 (nothing eligible) or -1.  The
+ * library never prints and never exits.
  *
  * Durability: when a call reports an item done, that item's transition is
  * durable: file data fsync'd before its name was published, every directory
@@ -141,17 +160,74 @@ struct spool_result {
 };
 
 /*
+ * Errors.  A call that fails sets errno (or res.err for one item of a
+ * batch).  Each value below means one thing from the calls named.  100:
+ * no retry can help, a person must act, and a command exits 100.  111: a
+ * retry may succeed, and a command exits 111.  An errno not listed is a
+ * failed system call's (ENOSPC, EIO, ...): 111, and the job is as it was
+ * or is settled by the next call on it (spool-layout.md, "Crashes").
+ *
+ *   when  errno       from               means                       exit
+ *   OPEN  ENOENT      spool_open         no such directory            100
+ *   OPEN  ENOTDIR     spool_open         not a directory              100
+ *   OPEN  ENODATA     spool_open         a directory, not a spool:    100
+ *                                        no format file
+ *   OPEN  EPROTO      spool_open         a format this library does   100
+ *                                        not know
+ *   OPEN  EBADMSG     spool_open         config malformed:            100
+ *                                        spool_config_line says where
+ *   OPEN  EUCLEAN     spool_open         a state directory is missing 100
+ *   OPEN  EACCES      spool_open         no permission: a person      100
+ *                                        grants it
+ *   OPEN  EPERM       spool_open         no permission, as EACCES     100
+ *   OPEN  EMLINK      spool_open         dir is a symlink             100
+ *   OPEN  ENOLCK      spool_open         multi-host, on a file system 100
+ *                                        whose locks other hosts may
+ *                                        not see
+ *   OPEN  EXDEV       spool_open         syncfs=yes where it cannot   100
+ *                                        hold: several hosts or disks
+ *   OPEN  EADDRINUSE  spool_open         this host's ID was another   100
+ *                                        machine's in the last 10 min
+ *   INIT  ENOENT      spool_init         no such parent directory     100
+ *   INIT  ENOTDIR     spool_init         not a directory              100
+ *   INIT  EEXIST      spool_init         dir holds what is not a      100
+ *                                        spool's
+ *   INIT  EPROTO      spool_init         a spool of another format    100
+ *   INIT  EMLINK      spool_init         dir is a symlink             100
+ *   INIT  ESRCH       spool_init         no such group                100
+ *   CALL  EINVAL      any other call     an argument out of range     100
+ *   CALL  ERANGE      spool_enqueue,     a delay that reaches past    100
+ *                     spool_finish       the job's deadline
+ *   CALL  EUCLEAN     a call on a job    the job is damaged:          100
+ *                                        spool-fsck --repair
+ *   CALL  EDQUOT      spool_enqueue      free space below the         111
+ *                                        reserve (or a quota)
+ *   CALL  EOVERFLOW   spool_claim        the token counter is spent   111
+ *   any   ETIMEDOUT   any call,          a lock stayed held 30 s      111
+ *                     multi-host
+ *
+ * spool_error(err, when) gives the row of err: when is SPOOL_AT_OPEN for
+ * spool_open's errors, SPOOL_AT_INIT for spool_init's and SPOOL_AT_CALL
+ * for the others'.  status is the command's exit; text is what a command
+ * prints after the spool's path, the job's ID or the group, or NULL where
+ * strerror(err) says it.  An errno with no row gives err 0, status 111
+ * and text NULL.  spool_job_info's ENOENT, no such job, is an answer, not
+ * a failure: a command exits 1.
+ */
+enum { SPOOL_AT_OPEN, SPOOL_AT_INIT, SPOOL_AT_CALL };
+struct spool_error {
+	int err;
+	int status;		/* 100 or 111 */
+	const char *text;	/* NULL: strerror(err) */
+};
+const struct spool_error *spool_error(int err, int when);
+
+/*
  * Open the spool at dir.  Checks the format version and reads the spool's
- * defaults from its config file.  Returns NULL with errno set on failure:
- * ENOENT or ENOTDIR (no such directory), ENODATA (a directory but not a
- * spool: no format file), EPROTO (a format this library does not know),
- * EBADMSG (config malformed), EUCLEAN (a state directory is missing or is
- * not a directory), EMLINK (dir is a symlink: give the real path), or that
- * of a failed system call.  In multi-host mode (config multi-host=yes,
- * which needs skew=DUR) it also fails with ENOLCK (a file system whose
- * locks other hosts may not see: spool-layout.md, "Several hosts") or
- * EADDRINUSE (this host's ID, $SPOOL_HOST or /etc/spool-host or the host
- * name, was used by another machine in the last 10 minutes).  A handle's
+ * defaults from its config file.  Returns NULL with errno set on failure,
+ * as "Errors" above says.  In multi-host mode (config multi-host=yes, which
+ * needs skew=DUR) the host's ID is $SPOOL_HOST, /etc/spool-host or the
+ * host name; EADDRINUSE says another machine used it.  A handle's
  * settings are its own: in multi-host mode a wait for a lock through it
  * is bounded (spool-layout.md, "Several hosts"), not through another.
  */
@@ -629,10 +705,11 @@ int spool_census(struct spool *sp, const long *seen,
     struct spool_census *c);
 
 /*
- * Check every invariant of spool-layout.md; say(arg, what, problem, fixed)
- * is called once per violation (what: a job ID or a path; fixed: 1 if
- * repaired), and with fixed SPOOL_FSCK_NOTE for what is no violation but
- * worth a look (a name in the top directory that is not a spool's).  flags:
+ * Check every invariant of spool-layout.md; say(arg, what, problem, said)
+ * is called once per violation (what: a job ID or a path; said:
+ * SPOOL_SAID_FAULT, or SPOOL_SAID_FIXED if repaired), and with
+ * SPOOL_SAID_NOTE for what is no violation but worth a look (a name in
+ * the top directory that is not a spool's).  flags:
  * SPOOL_FSCK_REPAIR completes or rolls back what crashes interrupted,
  * appends the missing audit lines, moves files no job owns to quarantine/
  * (never deletes a payload).  SPOOL_FSCK_RESTORED (with repair) is for a
@@ -644,12 +721,17 @@ int spool_census(struct spool *sp, const long *seen,
  * too.  Returns 0 if the spool is consistent (after repair), 1 if not, -1
  * if it could not be checked.
  */
-#define SPOOL_FSCK_REPAIR	1
+#define SPOOL_FSCK_REPAIR	1	/* flags: bits */
 #define SPOOL_FSCK_RESTORED	2
 #define SPOOL_FSCK_VERIFY	4
-#define SPOOL_FSCK_NOTE		2	/* say()'s fixed: not a fault */
+enum spool_said {		/* say()'s last argument: one value */
+	SPOOL_SAID_FAULT,	/* a violation, left as it is */
+	SPOOL_SAID_FIXED,	/* a violation, repaired */
+	SPOOL_SAID_NOTE		/* not a fault: worth a look */
+};
+#define SPOOL_FSCK_NOTE	SPOOL_SAID_NOTE	/* its first name, kept */
 int spool_fsck(struct spool *sp, int flags,
-    void (*say)(void *arg, const char *what, const char *problem, int fixed),
+    void (*say)(void *arg, const char *what, const char *problem, int said),
     void *arg);
 
 /*

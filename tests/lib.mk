@@ -1,7 +1,7 @@
 # Programs the command tests run against the library itself, where no
 # command does what a test needs (tests/lib/*.c; each says what it is for).
 
-LIB_TESTS = tests/lib/defaults
+LIB_TESTS = tests/lib/defaults tests/lib/errors
 # With the test build's hooks (tests/README.md): bench/fsyncs.sh counts
 # finishclaim's syncs with the clock pinned, and tests/88-multihost.bats
 # bounds handles' wait for a lock with SPOOL_TEST_LOCK_WAIT, not 30 s.
