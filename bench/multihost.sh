@@ -51,6 +51,7 @@ claimer() {
 	while [ "$(date +%s%N)" -lt "$end" ]; do
 		line=$($2 ${3:+$3} spool-claim -d "$1" --owner "c$3$$") || continue
 		n=$((n + 1))
+		# shellcheck disable=SC2046 # the ID and the token
 		$2 ${3:+$3} spool-finish -d "$1" $(cut -f1,2 <<<"$line") ok >/dev/null
 	done
 	echo "$n" >"$4"

@@ -81,3 +81,14 @@ $d/t.bats:2: [ 1 -eq 2 ] && [ 1 -eq 1 ]"
 	run -100 "$BATS_TEST_DIRNAME/andand"
 	equals "$output" "usage: tests/andand FILE..."
 }
+
+@test "ShellCheck, as .shellcheckrc sets it, finds a planted fault and not the state done" {
+	local d=$BATS_TEST_TMPDIR
+	cp "$BATS_TEST_DIRNAME/../.shellcheckrc" "$d/"
+	printf '%s\n' '#!/bin/bash' 'f() {' '	cd "$1"' '	spool-ls done' '}' >"$d/planted"
+	run -1 shellcheck -S warning -f gcc "$d/planted"
+	equals "$output" "$d/planted:3:2: warning: Use 'cd ... || exit' or 'cd ... || return' in case cd fails. [SC2164]"
+	printf '%s\n' '#!/bin/bash' 'f() {' '	cd "$1" || return' '	spool-ls done' '}' >"$d/planted"
+	run -0 shellcheck -S warning -f gcc "$d/planted"
+	equals "$output" ""
+}

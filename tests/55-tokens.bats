@@ -321,7 +321,7 @@ audit: token 2 was handed out twice: to b at 2026-11-30T08:12:16.000Z and to c a
 @test "a purge of 1,000 finished jobs leaves meta/ with only the jobs that exist" {
 	mkdir "$BATS_TEST_TMPDIR/p"
 	for i in $(seq 1 1000); do echo "$i" >"$BATS_TEST_TMPDIR/p/$i"; done
-	(cd "$BATS_TEST_TMPDIR/p" && ls | xargs -n 250 env SPOOL_TEST_NOW=$T \
+	(cd "$BATS_TEST_TMPDIR/p" && printf '%s\0' * | xargs -0 -n 250 env SPOOL_TEST_NOW=$T \
 	    "$BATS_TEST_DIRNAME/bin/spool-enqueue") >/dev/null
 	for k in 1 2 3 4; do
 		at_ms "$T" spool-claim -n 250 --owner w:1 | cut -f1,2 |

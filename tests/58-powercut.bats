@@ -179,7 +179,7 @@ EOF
 	if [ -n "${POWERCUT_FULL:-}" ]; then
 		run -0 "$EXPLORE" --seed "$SEED" --full --bound 12
 		no_violation
-		seeds=($(shuf -i 100-99999 -n 3))
+		mapfile -t seeds < <(shuf -i 100-99999 -n 3)
 	fi
 	for s in "${seeds[@]}"; do
 		run -0 "$EXPLORE" --seed "$s" --bound 3

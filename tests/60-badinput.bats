@@ -99,6 +99,7 @@ like() {
 	for c in '\' '[' ']' '?' '(' ')'; do
 		pattern=${pattern//"$c"/\\$c}
 	done
+	# shellcheck disable=SC2053 # a glob, by design
 	[[ $1 == $pattern ]]
 }
 

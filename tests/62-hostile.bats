@@ -58,7 +58,9 @@ untouched() {
 	equals "$stderr" "spool-redrive: j1: damaged job: its file or its sidecar is not where it should be: spool-fsck --repair settles it or says how; a file removed on purpose is recorded with spool-purge --missing --by WHO --note TICKET j1 (spool(7), EDITING THE SPOOL BY HAND)"
 	run -1 spool-fsck --repair
 	[[ $output == *"dead/j1: not a job's name (quarantined)"* ]]
-	[ -L "$SPOOL_DIR"/quarantine/dead_j1,* ]
+	local q=("$SPOOL_DIR"/quarantine/dead_j1,*)
+	[ "${#q[@]}" -eq 1 ]
+	[ -L "${q[0]}" ]
 	untouched
 }
 

@@ -382,7 +382,7 @@ EOF
 	# leases a claim, and finishes from stdin.  A claimer stops when it
 	# finds nothing; the last to stop has found nothing left.  The leases
 	# outlast a loaded machine's run, so that none is taken over.
-	(cd "$in" && ls | xargs -P 4 -n 2500 spool-enqueue) >/dev/null
+	(cd "$in" && printf '%s\0' * | xargs -0 -P 4 -n 2500 spool-enqueue) >/dev/null
 	for p in 1 2 3 4; do
 		(while spool-claim --owner w$p -n 256 --lease 1h >>"$leases.$p"; do :; done) &
 	done

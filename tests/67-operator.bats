@@ -296,6 +296,7 @@ interrupt() {
 	n=$(wc -l <"$BATS_TEST_TMPDIR/out")
 	[ "$n" -ge 1 ]
 	[ "$n" -lt 200 ]
+	# shellcheck disable=SC2027 # $sum_re is a regex, unquoted
 	[[ $(cat "$BATS_TEST_TMPDIR/err") =~ ^"spool-redrive: interrupted: redrove $n of 200 (0 refused) "$sum_re", $((200 - n)) not tried"$ ]]
 	# Stopped between jobs: what it printed is exactly what moved.
 	diff -u <(LC_ALL=C sort "$BATS_TEST_TMPDIR/out") <(audited redrive)
@@ -305,6 +306,7 @@ interrupt() {
 	cp "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/first"
 	interrupt TERM
 	m=$(wc -l <"$BATS_TEST_TMPDIR/out")
+	# shellcheck disable=SC2027 # $sum_re is a regex, unquoted
 	[[ $(cat "$BATS_TEST_TMPDIR/err") =~ ^"spool-redrive: interrupted: redrove $m of $((200 - n)) (0 refused) "$sum_re", $((200 - n - m)) not tried"$ ]]
 	cat "$BATS_TEST_TMPDIR/out" >>"$BATS_TEST_TMPDIR/first"
 	run -0 --separate-stderr spool-redrive --by ops --note INC-1 --all --rate 10000/s
@@ -864,7 +866,8 @@ EOT
 
 @test "the longest ID, trace, owner, detail, --by and --note, all encoded, fit" {
 	# Every byte of by, note and detail encoded as three; the longest host.
-	export SPOOL_HOST=$(printf 'h%.0s' {1..64})
+	SPOOL_HOST=$(printf 'h%.0s' {1..64})
+	export SPOOL_HOST
 	id=$(printf 'i%.0s' {1..128})
 	id2=$(printf 'k%.0s' {1..128})
 	trace=$(printf 't%.0s' {1..128})

@@ -208,7 +208,7 @@ check() {
 # verdict in RES: "FAMILY K ERRNO ok|absorbed|FAILED ...".
 one_case() {
 	fresh
-	FCALL=?
+	FCALL='?'
 	run_shim "$1" "$2" "$3"
 	if check "$1" "$2" "$3"; then
 		RES="$1 $2 $3 ok $FCALL"

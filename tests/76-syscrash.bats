@@ -193,7 +193,7 @@ survive() {
 # verdict in RES: "K ok|FAILED CALL PATH [why]".
 kill_case() {
 	fresh
-	FN=? FPATH=?
+	FN='?' FPATH='?'
 	run_kill "$1"
 	if survive; then
 		RES="$1 ok $FN $FPATH"

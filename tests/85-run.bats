@@ -521,6 +521,7 @@ EOF
 	# The worker stopped, the four handlers end; it sees them all at once.
 	kill -STOP "$WPID"
 	for k in 1 2 3 4; do open_gate j$k; done
+	# shellcheck disable=SC2046 # process IDs, one word each
 	wait_gone $(cut -d' ' -f2 "$T/started")
 	kill -CONT "$WPID"
 	wait_worker 0
@@ -812,7 +813,8 @@ EOF
 	# One pinned clock: the worker's claim finds the next-expiry hint
 	# (the first claim's time + 1 s) not yet passed and does not read
 	# leased/, so the first read there is the one of the due time.
-	export SPOOL_TEST_NOW=$(date +%s%3N)
+	SPOOL_TEST_NOW=$(date +%s%3N)
+	export SPOOL_TEST_NOW
 	enqueue j1 'exit 0'
 	run -0 spool-claim --lease 1h
 	before=$(snapshot)

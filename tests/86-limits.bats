@@ -20,7 +20,8 @@ enq() {
 
 # The names in slots/KEY/, but its lock.
 slots_of() {
-	ls -A "$SPOOL_DIR/slots/$1" | grep -v '^\.lock$' || true
+	find "$SPOOL_DIR/slots/$1" -mindepth 1 -maxdepth 1 ! -name .lock \
+	    -printf '%f\n' | LC_ALL=C sort
 }
 
 @test "a job's key is kept in every record, and shown by spool-show, spool-ls -l (a table with a key) and --json" {

@@ -29,6 +29,7 @@ hold() {
 }
 
 teardown() {
+	# shellcheck disable=SC2046 # process IDs, one word each
 	[ ! -e "$BATS_TEST_TMPDIR/holders" ] ||
 	    kill $(cat "$BATS_TEST_TMPDIR/holders") 2>/dev/null || true
 }
@@ -251,6 +252,7 @@ mounted() {
 	equals "$output" ""
 	equals "$stderr" "spool-claim: $KEPT"
 	equals "$(snapshot)" "$before"
+	# shellcheck disable=SC2046 # process IDs, one word each
 	kill $(cat "$BATS_TEST_TMPDIR/holders")
 	# At T too: a week after T, the job's deadline has passed.
 	SPOOL_TEST_NOW=$T run -0 spool-claim --owner w1
@@ -319,6 +321,7 @@ mounted() {
 	SPOOL_TEST_LOCK_WAIT=200 run -111 --separate-stderr timeout 20 spool-finish j1 1 ok
 	equals "$stderr" "spool-finish: j1: $KEPT"
 	equals "$(snapshot)" "$before"
+	# shellcheck disable=SC2046 # process IDs, one word each
 	kill $(cat "$BATS_TEST_TMPDIR/holders")
 	run -0 spool-finish j1 1 ok
 	equals "$(state_of j1)" done
@@ -336,6 +339,7 @@ mounted() {
 	SPOOL_TEST_LOCK_WAIT=200 run -111 --separate-stderr timeout 20 spool-ls
 	equals "$stderr" "spool-ls: $SPOOL_DIR: $KEPT"
 	equals "$(snapshot)" "$before"
+	# shellcheck disable=SC2046 # process IDs, one word each
 	kill $(cat "$BATS_TEST_TMPDIR/holders")
 	run -0 spool-ls
 	[ "$(stat -c %Y "$SPOOL_DIR/hosts/testhost")" -gt $(($(date +%s) - 60)) ]

@@ -199,6 +199,7 @@ EOF
 	equals "${output% }" "-I$D/usr/local/include -L$D/usr/local/lib -lspool"
 	equals "$(pc --modversion)" "$(cat "$ROOT/VERSION")"
 	man_example 1 >"$BATS_TEST_TMPDIR/example.c"
+	# shellcheck disable=SC2046 # pkg-config's flags, one word each
 	cc -Wall -Wextra -Werror -o "$BATS_TEST_TMPDIR/example" \
 	    "$BATS_TEST_TMPDIR/example.c" $(pc --cflags --libs)
 	run -0 readelf -d "$BATS_TEST_TMPDIR/example"
@@ -231,6 +232,7 @@ EOF
 	run -0 --separate-stderr pc --static --libs
 	equals "${output% }" "-L$D/usr/local/lib -lspool -luuid -lxxhash -luring"
 	man_example 1 >"$BATS_TEST_TMPDIR/example.c"
+	# shellcheck disable=SC2046 # pkg-config's flags, one word each
 	cc -static -o "$BATS_TEST_TMPDIR/example" "$BATS_TEST_TMPDIR/example.c" \
 	    $(pc --static --cflags --libs)
 	run -0 readelf -d "$BATS_TEST_TMPDIR/example"
@@ -263,7 +265,11 @@ EOF
 }
 
 @test "the name check catches what lib/*.o export: an archive of them clashes with a program's names" {
-	ar rcs "$BATS_TEST_TMPDIR/libplain.a" $(ls "$SRC"/lib/*.o | grep -v /libspool.o)
+	local o objs=()
+	for o in "$SRC"/lib/*.o; do
+		[ "${o##*/}" = libspool.o ] || objs+=("$o")
+	done
+	ar rcs "$BATS_TEST_TMPDIR/libplain.a" "${objs[@]}"
 	run -0 foreign_names "$BATS_TEST_TMPDIR/libplain.a"
 	for n in failed counters now_ms write_all job_open; do
 		grep -qx "$n" <<<"$output" || { echo "not caught: $n" >&2; return 1; }
@@ -294,9 +300,11 @@ EOF
 	    -I"$ROOT/lib" "$BATS_TEST_TMPDIR/libplain.a" -luuid
 	[[ $output == *"multiple definition of \`now_ms'"* ]]
 	# The installed libraries, static and shared, leave them to it.
+	# shellcheck disable=SC2046 # pkg-config's flags, one word each
 	cc -static -o "$BATS_TEST_TMPDIR/mine" "$BATS_TEST_TMPDIR/mine.c" \
 	    $(pc --static --cflags --libs)
 	equals "$("$BATS_TEST_TMPDIR/mine")" "7 42 1"
+	# shellcheck disable=SC2046 # pkg-config's flags, one word each
 	cc -o "$BATS_TEST_TMPDIR/mine" "$BATS_TEST_TMPDIR/mine.c" $(pc --cflags --libs)
 	equals "$(LD_LIBRARY_PATH="$D/usr/local/lib" "$BATS_TEST_TMPDIR/mine")" "7 42 1"
 }

@@ -21,6 +21,7 @@ MAN=$(cd "$BATS_TEST_DIRNAME/../man" && pwd)
 #    between two letters is removed: "re-" and "ported" read as
 #    "reported", "spool-run" as "spoolrun";
 #  - the words are what whitespace separates.
+# shellcheck disable=SC1112 # the quotes groff makes, by design
 words() {
 	case $1 in
 	mandoc) mandoc -Tutf8 -Owidth=78 "$2" ;;

@@ -52,7 +52,7 @@ setup() {
 	export SPOOL_HOST=testhost
 	# spool-run's private directory of results goes with the test's files.
 	export TMPDIR=$BATS_TEST_TMPDIR
-	cd "$BATS_TEST_TMPDIR"
+	cd "$BATS_TEST_TMPDIR" || return
 	# The user's handler: what each delivery does is in its payload.
 	cat >handler.sh <<'EOF'
 #!/bin/sh

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # A CephFS lab on one machine, for tests/multihost and bench/multihost: one
 # monitor, one manager, one OSD (memstore: its objects in memory), one MDS,
 # pools of size 1, on loopback ports of its own; and three pretend hosts,
@@ -72,6 +73,7 @@ fs_daemons() {
 }
 teardown() {
 	local p f
+	# shellcheck disable=SC2046 # process IDs, one word each
 	kill $(jobs -p) 2>/dev/null
 	wait 2>/dev/null
 	# What libfaketime kept for the processes killed on host 3.

@@ -22,6 +22,8 @@ if [ "$mode" != build ]; then
 	# The power-cut explorer (tests/powercut/explore).
 	[ -x /usr/bin/python3 ] || missing="$missing python3"
 	command -v mandoc >/dev/null 2>&1 || missing="$missing mandoc"
+	# make check LINT=1 (tests/run) reads the tests and scripts with it.
+	command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
 	# groff renders the pages for man-db's man(1) (tests/97-manpages.bats):
 	# the whole package, which gropdf shows, not groff-base alone.
 	command -v gropdf >/dev/null 2>&1 || missing="$missing groff"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # A GlusterFS lab on one machine, for tests/multihost and bench/multihost:
 # a single-brick volume on loopback, and three pretend hosts, each a mount
 # namespace with its own client mount of the volume at $lab/mnt, its own
@@ -56,6 +57,7 @@ fs_daemons() {
 }
 teardown() {
 	local p f
+	# shellcheck disable=SC2046 # process IDs, one word each
 	kill $(jobs -p) 2>/dev/null
 	wait 2>/dev/null
 	# What libfaketime kept for the processes killed on host 3.

@@ -110,10 +110,12 @@ setup() {
 	    ex && /^\.Bd -literal/ { k++; on = (k == 1); next }
 	    /^\.Ed/ { on = 0 } on' "$ROOT/man/libspool.3" |
 	    sed 's/\\e/\\/g; s/\\&//g' >"$BATS_TEST_TMPDIR/example.c"
-	[ "$(echo $(pkg-config --libs spool))" = -lspool ]
+	[ "$(pkg-config --libs spool | tr -d ' ')" = -lspool ]
+	# shellcheck disable=SC2046 # pkg-config's flags, one word each
 	cc -o "$BATS_TEST_TMPDIR/example" "$BATS_TEST_TMPDIR/example.c" $(pkg-config --cflags --libs spool)
 	run -0 "$BATS_TEST_TMPDIR/example" "$BATS_TEST_TMPDIR/s1"
 	[ "${lines[2]}" = "finished hello-1: done" ]
+	# shellcheck disable=SC2046 # pkg-config's flags, one word each
 	cc -static -o "$BATS_TEST_TMPDIR/example-static" "$BATS_TEST_TMPDIR/example.c" \
 	    $(pkg-config --static --cflags --libs spool)
 	run -0 "$BATS_TEST_TMPDIR/example-static" "$BATS_TEST_TMPDIR/s2"

@@ -52,10 +52,10 @@ faults_setup_file() {
 	mkdir -p "$F1"
 	tar -C "$F1" -xzf "$root/tests/fixtures/format1-spool.tar.gz" || return 1
 	local f n
-	for f in $(find "$F1"/spool/{new,leased,dead,done} -type f); do
+	while IFS= read -r f; do
 		n=${f##*/}
 		cp "$f" "$PD/${n%%,*}" || return 1
-	done
+	done < <(find "$F1"/spool/{new,leased,dead,done} -type f)
 	export WORK_ROOT
 	WORK_ROOT=$(mktemp -d /dev/shm/spool-faults.XXXXXX 2>/dev/null) ||
 	    WORK_ROOT=$(mktemp -d "$BATS_FILE_TMPDIR/work.XXXXXX")
