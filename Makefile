@@ -1,5 +1,5 @@
 # spool: a Unix filesystem job spool.  GNU make (wildcard, patsubst, if,
-# include); see README.md.
+# include); see HACKING.md, "Targets".
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man

@@ -4,7 +4,7 @@
 #	    [LIBDIR=...] [INCLUDEDIR=...] [MANDIR=...] [STRIP=]
 #	make uninstall (with the same variables)
 #
-# What goes where (README.md, "Installing"):
+# What goes where (HACKING.md, "Installing"):
 #	BINDIR		the commands, stripped (STRIP= keeps their symbols,
 #			for a packager whose own tools strip them)
 #	LIBDIR		libspool.a, libspool.so.VERSION and its links

@@ -2,7 +2,7 @@
  * The audit log: one line per transition, appended in one write(2) per call
  * and fdatasync'd before the call reports success.  Each host writes its own
  * file, audit/HOST.log, opened for each call so that it can be rotated by
- * renaming it.  The line format is in spool-layout.md, "Audit log".
+ * renaming it.  The line format is in spool-layout.md, "The audit log".
  */
 #define _GNU_SOURCE
 #include <sys/stat.h>

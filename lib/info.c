@@ -195,7 +195,7 @@ in_tmp(struct spool *sp, const char *id)
 
 /*
  * What a job read and located says of it: shared by spool_job_info and the
- * listings' lean look (look.c).  ev0: the last record's event before
+ * listings' lean look (list.c).  ev0: the last record's event before
  * job_locate, for a first enqueue that died before its rename.
  */
 int

@@ -34,3 +34,27 @@ two_files() {
 	run -100 "$BATS_TEST_DIRNAME/layers" order.h
 	equals "$output" "usage: tests/layers HEADER OBJECT..."
 }
+
+@test "tests/cites resolves every citation, and fails on one that does not" {
+	local t=$BATS_TEST_TMPDIR/tree
+	mkdir -p "$t/man" "$t/lib"
+	printf '%s\n' '# Guide' '## Crashes' '### claim (new -> leased)' >"$t/guide.md"
+	printf '%s\n' '.Sh FILES' '.Ss Several hosts' >"$t/man/spool.7"
+	printf '%s\n' '/* guide.md, "Crashes"; guide.md, "claim"; lib/a.c;' \
+	    ' * (see spool(7), Several hosts); spool(7), FILES; a.c;' \
+	    ' * bash(1), "set -e"; lib/*.c */' >"$t/lib/a.c"
+	run -0 "$BATS_TEST_DIRNAME/cites" "$t"
+	equals "$output" ""
+	printf '%s\n' '/* guide.md, "Crash"; gone.md, "Crashes"; lib/b.c;' \
+	    ' * (see spool(7), Several Hosts); spool(7), FILE LIST; b.c */' \
+	    >"$t/lib/a.c"
+	run -1 "$BATS_TEST_DIRNAME/cites" "$t"
+	equals "$output" 'lib/a.c:1: guide.md, "Crash": no such section
+lib/a.c:1: gone.md, "Crashes": no such file
+lib/a.c:1: lib/b.c: no such file
+lib/a.c:2: spool(7), "Several Hosts": no such section
+lib/a.c:2: spool(7), "FILE LIST": no such section
+lib/a.c:2: b.c: no such file in lib/ or bin/'
+	run -100 "$BATS_TEST_DIRNAME/cites"
+	equals "$output" "usage: tests/cites TOP"
+}

@@ -279,7 +279,7 @@ EOT
 }
 
 @test "the park of an expired lease names the holder whose lease ran out" {
-	# spool-layout.md, audit ACTOR: "the operator (by) for redrive; else
+	# spool-layout.md, "The audit log", ACTOR: "the operator (by) for redrive; else
 	# the lease holder".  The delivery that ended was w1's.
 	at_ms $T spool-enqueue --id j1 --max-attempts 1 </dev/null >/dev/null
 	at_ms $T spool-claim --owner w1 --lease 300ms >/dev/null

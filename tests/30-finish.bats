@@ -141,7 +141,7 @@ EOT
 }
 
 @test "backoff counts deliveries: a retry after a reclaim waits the second backoff" {
-	# spool-layout.md, config: "a retry that ends attempt n waits between
+	# spool-layout.md, "config": "a retry that ends attempt n waits between
 	# half and all of min(backoff * 2^(n-1), backoff-max)".  A delivery
 	# whose lease ran out was attempt 1; the retry ends attempt 2.
 	cat >"$SPOOL_DIR/config" <<EOT

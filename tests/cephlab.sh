@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# A CephFS lab on one machine, for tests/multihost and bench/multihost: one
+# A CephFS lab on one machine, for tests/multihost and bench/multihost.sh: one
 # monitor, one manager, one OSD (memstore: its objects in memory), one MDS,
 # pools of size 1, on loopback ports of its own; and three pretend hosts,
 # each a mount and UTS namespace with its own ceph-fuse client (its own

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# A GlusterFS lab on one machine, for tests/multihost and bench/multihost:
+# A GlusterFS lab on one machine, for tests/multihost and bench/multihost.sh:
 # a single-brick volume on loopback, and three pretend hosts, each a mount
 # namespace with its own client mount of the volume at $lab/mnt, its own
 # /etc/machine-id and its own boot ID (a file mounted over
