@@ -361,6 +361,19 @@ opt_name(const char *opt, const char *arg, const struct names *set)
 }
 
 /*
+ * --by WHO (c 'b') or --note TICKET ('n'), the options of every command
+ * that records an operator: into op, checked as spool_valid_note says.
+ */
+void
+operator_option(int c, const char *arg, struct spool_operator *op)
+{
+	if (c == 'b')
+		op->by = opt_word("--by", arg, spool_valid_note);
+	else
+		op->note = opt_word("--note", arg, spool_valid_note);
+}
+
+/*
  * Who and why: both given, or with need unset neither.  Otherwise say
  * which is missing, rather than print the usage, which does not say.
  * what, if not NULL, begins the message: the form it is missing from.

@@ -58,6 +58,11 @@ struct names {
 };
 extern const struct names class_names, reason_names;
 int opt_name(const char *opt, const char *arg, const struct names *set);
+/* --by and --note, as OPERATOR_OPTIONS names them: 'b' and 'n'. */
+#define OPERATOR_OPTIONS \
+	{ "by", required_argument, NULL, 'b' }, \
+	{ "note", required_argument, NULL, 'n' }
+void operator_option(int c, const char *arg, struct spool_operator *op);
 void who_and_why(const struct spool_operator *op, const char *what,
     int need);
 const char *default_owner(char *buf, size_t len);

@@ -24,8 +24,7 @@ static const char *
 operator_options(int argc, char **argv, struct spool_operator *op, int ids)
 {
 	static const struct option longopts[] = {
-		{ "by", required_argument, NULL, 'b' },
-		{ "note", required_argument, NULL, 'n' },
+		OPERATOR_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *dir = NULL;
@@ -41,10 +40,8 @@ operator_options(int argc, char **argv, struct spool_operator *op, int ids)
 			dir = optarg;
 			break;
 		case 'b':
-			op->by = opt_word("--by", optarg, spool_valid_note);
-			break;
 		case 'n':
-			op->note = opt_word("--note", optarg, spool_valid_note);
+			operator_option(c, optarg, op);
 			break;
 		default:
 			usage();

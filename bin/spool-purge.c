@@ -133,11 +133,10 @@ int
 main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "by", required_argument, NULL, 'b' },
+		OPERATOR_OPTIONS,
 		{ "dry-run", no_argument, NULL, 'D' },
 		{ "keep", required_argument, NULL, 'k' },
 		{ "missing", no_argument, NULL, 'm' },
-		{ "note", required_argument, NULL, 'n' },
 		{ "older-than", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -161,7 +160,8 @@ main(int argc, char **argv)
 			dir = optarg;
 			break;
 		case 'b':
-			op.by = opt_word("--by", optarg, spool_valid_note);
+		case 'n':
+			operator_option(c, optarg, &op);
 			break;
 		case 'D':
 			p.dry_run = 1;
@@ -171,9 +171,6 @@ main(int argc, char **argv)
 			break;
 		case 'm':
 			missing = 1;
-			break;
-		case 'n':
-			op.note = opt_word("--note", optarg, spool_valid_note);
 			break;
 		case 'o':
 			older_than = opt_duration("--older-than", optarg, 1);

@@ -251,12 +251,11 @@ main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "all", no_argument, NULL, 'a' },
-		{ "by", required_argument, NULL, 'b' },
+		OPERATOR_OPTIONS,
 		{ "class", required_argument, NULL, 'c' },
 		{ "dry-run", no_argument, NULL, 'D' },
 		{ "edited", no_argument, NULL, 'e' },
 		{ "key", required_argument, NULL, 'k' },
-		{ "note", required_argument, NULL, 'n' },
 		{ "older-than", required_argument, NULL, 'o' },
 		{ "rate", required_argument, NULL, 'R' },
 		{ "reason", required_argument, NULL, 'w' },
@@ -283,7 +282,8 @@ main(int argc, char **argv)
 			b.all = 1;
 			break;
 		case 'b':
-			op.by = opt_word("--by", optarg, spool_valid_note);
+		case 'n':
+			operator_option(c, optarg, &op);
 			break;
 		case 'c':
 			b.class = opt_name("--class", optarg,
@@ -299,9 +299,6 @@ main(int argc, char **argv)
 		case 'k':
 			b.key = opt_word("--key", optarg, spool_valid_key);
 			filters = 1;
-			break;
-		case 'n':
-			op.note = opt_word("--note", optarg, spool_valid_note);
 			break;
 		case 'o':
 			b.older_than = opt_duration("--older-than", optarg, 1);
