@@ -26,6 +26,77 @@ const char *help_text =
 /* Files open at once: well under the usual limit of 1024 descriptors. */
 #define CHUNK	256
 
+/* One wait's jobs, and the number of the file of each. */
+static struct spool_job jobs[CHUNK];
+static size_t which[CHUNK];
+
+/* FILE ("-": stdin) open for reading, or -1 with errno (EISDIR too). */
+static int
+open_payload(const char *f)
+{
+	int fd = strcmp(f, "-") == 0 ? dup(0) : open(f, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd != -1 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		(void)close(fd);
+		errno = EISDIR;
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * Enqueue files[0..n-1] as tmpl says, in one call and one wait; print the
+ * ID of each job enqueued, and name each file or ID refused.  The exit
+ * status of the worst.  A file that cannot be opened is the caller's
+ * fault (100) unless the system is (111).
+ */
+static int
+enqueue_chunk(struct spool *sp, const struct spool_job *tmpl, char **files,
+    size_t n)
+{
+	size_t k, opened = 0;
+	int fd, status = EXIT_DONE;
+
+	for (k = 0; k < n; k++) {
+		if ((fd = open_payload(files[k])) == -1) {
+			say("%s: %s", files[k], strerror(errno));
+			status = worst(status, errno == ENOENT ||
+			    errno == EACCES || errno == EISDIR ?
+			    EXIT_PERM : EXIT_TEMP);
+			continue;
+		}
+		jobs[opened] = *tmpl;
+		jobs[opened].fd = fd;
+		which[opened++] = k;
+	}
+	/* EDQUOT from the whole call is the spool's reserve. */
+	if (spool_enqueue(sp, jobs, opened) == -1) {
+		char figures[128] = "";
+
+		if (errno != EDQUOT)
+			die(EXIT_TEMP, "%s", errtext(errno));
+		(void)reserve_figures(sp, figures, sizeof(figures));
+		die(EXIT_TEMP, "free space is below the spool's reserve%s%s "
+		    "(see reserve and reserve-inodes in spool(7))",
+		    figures[0] != '\0' ? ": " : "", figures);
+	}
+	progress_hide();
+	for (k = 0; k < opened; k++) {
+		struct spool_job *j = &jobs[k];
+
+		(void)close(j->fd);	/* read-only */
+		/* A generated ID means nothing yet: name the file. */
+		if (j->res.status == 0)
+			printf("%s\n", j->idbuf);
+		else
+			status = worst(status, report(tmpl->id != NULL ?
+			    tmpl->id : files[which[k]], &j->res));
+	}
+	(void)fflush(stdout);	/* the IDs before the count */
+	return status;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -38,12 +109,12 @@ main(int argc, char **argv)
 		{ "trace", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct spool_job tmpl, *jobs;
+	struct spool_job tmpl;
 	static char *stdin_only[] = { "-", NULL };
 	const char *dir = NULL;
 	struct spool *sp;
 	char **files;
-	size_t nfiles, i, k, n;
+	size_t nfiles, i, n;
 	int c, status = EXIT_DONE;
 
 	cmd_init(argv, 1);
@@ -85,74 +156,13 @@ main(int argc, char **argv)
 		if (stdin_closed && strcmp(files[i], "-") == 0)
 			die(EXIT_PERM, "standard input is closed");
 	sp = open_spool(spool_dir(dir));
-	if ((jobs = calloc(CHUNK, sizeof(*jobs))) == NULL)
-		die(EXIT_TEMP, "%s", strerror(errno));
 	progress_begin(nfiles > CHUNK, 0);
 	for (i = 0; i < nfiles; i += n) {
-		size_t opened = 0;
-		size_t *which = calloc(CHUNK, sizeof(*which));
-
-		if (which == NULL)
-			die(EXIT_TEMP, "%s", strerror(errno));
 		n = nfiles - i < CHUNK ? nfiles - i : CHUNK;
-		for (k = 0; k < n; k++) {
-			const char *f = files[i + k];
-			int fd = strcmp(f, "-") == 0 ? dup(0) :
-			    open(f, O_RDONLY | O_CLOEXEC);
-			struct stat st;
-
-			if (fd != -1 && fstat(fd, &st) == 0 &&
-			    S_ISDIR(st.st_mode)) {
-				(void)close(fd);
-				fd = -1;
-				errno = EISDIR;
-			}
-			if (fd == -1) {
-				say("%s: %s", f, strerror(errno));
-				status = worst(status, errno == ENOENT ||
-				    errno == EACCES || errno == EISDIR ?
-				    EXIT_PERM : EXIT_TEMP);
-				continue;
-			}
-			jobs[opened] = tmpl;
-			jobs[opened].fd = fd;
-			which[opened++] = i + k;
-		}
-		/*
-		 * EDQUOT from the whole call is the spool's reserve.  Freed
-		 * first, so that a leak checker has nothing to say.
-		 */
-		if (spool_enqueue(sp, jobs, opened) == -1) {
-			int e = errno;
-			char figures[128] = "";
-
-			free(which);
-			free(jobs);
-			if (e != EDQUOT)
-				die(EXIT_TEMP, "%s", errtext(e));
-			(void)reserve_figures(sp, figures, sizeof(figures));
-			die(EXIT_TEMP, "free space is below the spool's reserve"
-			    "%s%s (see reserve and reserve-inodes in spool(7))",
-			    figures[0] != '\0' ? ": " : "", figures);
-		}
-		progress_hide();
-		for (k = 0; k < opened; k++) {
-			struct spool_job *j = &jobs[k];
-
-			(void)close(j->fd);	/* read-only */
-			/* A generated ID means nothing yet: name the file. */
-			if (j->res.status == 0)
-				printf("%s\n", j->idbuf);
-			else
-				status = worst(status, report(tmpl.id != NULL ?
-				    tmpl.id : files[which[k]], &j->res));
-		}
-		free(which);
-		(void)fflush(stdout);	/* the IDs before the count */
+		status = worst(status, enqueue_chunk(sp, &tmpl, files + i, n));
 		progress_show("files", i + n, nfiles);
 	}
 	progress_erase();
-	free(jobs);
 	spool_close(sp);
 	return finish_stdout(status);
 }
