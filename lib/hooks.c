@@ -8,6 +8,8 @@
  * it skip a sync or move its clock.
  */
 #define _GNU_SOURCE
+#include <sys/timex.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -327,4 +329,27 @@ int64_t
 spool_now(void)
 {
 	return now_ms();
+}
+
+/*
+ * Whether the system clock is synchronised, and its error bound: the
+ * kernel's, or a test's clock of known state.
+ */
+int
+spool_clock(int64_t *maxerror_ms)
+{
+	struct timex tx;
+	int r;
+
+	if ((r = hook_clock()) != -1) {
+		*maxerror_ms = 16;	/* a test's clock of known state */
+		return r;
+	}
+	memset(&tx, 0, sizeof(tx));
+	if ((r = adjtimex(&tx)) == -1) {
+		*maxerror_ms = -1;
+		return 0;
+	}
+	*maxerror_ms = tx.maxerror / 1000;	/* microseconds */
+	return r != TIME_ERROR && (tx.status & STA_UNSYNC) == 0;
 }

@@ -256,3 +256,40 @@ fail:
 	errno = e;
 	return -1;
 }
+
+/*
+ * The host ID, which names this writer's audit file: $SPOOL_HOST, else the
+ * first line of /etc/spool-host, else the host name; in the ID alphabet,
+ * at most SPOOL_HOST_MAX bytes.
+ */
+const char *
+spool_host(char *buf)
+{
+	const char *s = getenv("SPOOL_HOST");
+	char name[256];
+	size_t i;
+	FILE *f;
+
+	if (s == NULL || !spool_valid_id(s)) {
+		name[0] = '\0';
+		if ((f = fopen("/etc/spool-host", "re")) != NULL) {
+			if (fgets(name, sizeof(name), f) == NULL)
+				name[0] = '\0';
+			name[strcspn(name, "\n")] = '\0';
+			(void)fclose(f);	/* read-only */
+		}
+		if (name[0] == '\0' && gethostname(name, sizeof(name)) == -1)
+			strcpy(name, "localhost");
+		name[sizeof(name) - 1] = '\0';
+		s = name;
+	}
+	for (i = 0; s[i] != '\0' && i < SPOOL_HOST_MAX; i++)
+		buf[i] = (s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' &&
+		    s[i] <= '9') || s[i] == '.' || s[i] == '_' ||
+		    (s[i] == '-' && i > 0) ? s[i] : '_';
+	buf[i] = '\0';
+	if (i == 0)
+		strcpy(buf, "localhost");
+	return buf;
+}

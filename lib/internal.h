@@ -8,7 +8,8 @@
  * check-layers checks the objects against it):
  *
  *   base    hooks.c    the clock, and the test build's hooks
- *           room.c     the space and inodes the spool keeps for draining
+ *           room.c     the space and inodes the spool keeps for draining,
+ *                      and what is free
  *           io.c       system calls as the spool needs them; the move
  *           sync.c     the syncs of one wait, side by side
  *           valid.c    IDs, notes, the names of states, reasons and
@@ -24,8 +25,10 @@
  *           sidecar.c  a job: locked, read, settled, recorded and moved
  *           commit.c   a transition's one wait
  *   spool   limits.c   config's limits and rates, and the slots of a claim
- *           hosts.c    several hosts: the file-system check, hosts/
- *           open.c     a handle: directories, config, host ID, clock
+ *           hosts.c    several hosts: the file-system check, this host's
+ *                      ID and its entry in hosts/
+ *           open.c     a handle: directories, config and its limits as
+ *                      they are now
  *           init.c     spool_init, and the upgrade from format 1
  *   moves   batch.c    named jobs: lock in ID order, one wait for all
  *           pause.c    pause and resume
@@ -206,6 +209,7 @@ void room_leave(struct spool **prev);
 			    __attribute__((cleanup(room_leave))) = room_enter(sp)
 int room_give(void);
 int room_held(struct spool *sp, struct spool_room *r);
+int room_below(struct spool *sp, struct spool_room *r);
 void room_fill(struct spool *sp);
 
 /*
@@ -418,8 +422,6 @@ int commit_sync(struct spool *sp, const int *files, size_t nfiles,
     int *errs, struct dirset *ds, struct abuf *ab);
 int commit_with(struct spool *sp, const int *files, size_t nfiles,
     int *errs, struct dirset *ds, struct abuf *ab, struct carry *cy);
-int claim_with(struct spool *sp, const struct spool_claim_opts *opts,
-    struct spool_lease *out, size_t max, size_t *n, struct carry *cy);
 
 /* limits.c: config's limits and rates, and the slots a claim takes */
 int limit_line(struct spool *sp, const char *name, const char *val);
@@ -428,15 +430,14 @@ const struct spool_limit *limit_of(const struct spool *sp,
 int slot_take(struct spool *sp, const struct job *j, int64_t now,
     int64_t until, int nonblock, struct dirset *ds);
 
-/* hosts.c: several hosts: the file-system check, this host's hosts/ entry */
+/* hosts.c: several hosts: the file-system check, the host ID, hosts/ */
 int host_register(struct spool *sp);
 
-/* open.c: a handle: its directories, config and host ID */
+/* open.c: a handle: its directories, config and config's limits */
 #define NSUBDIRS	7
 extern const char *const subdirs[NSUBDIRS];
 int open_top(const char *dir);
 int read_format(int dirfd);
-int room_below(struct spool *sp, struct spool_room *r);
 void config_limits(struct spool *sp);
 
 /* batch.c: lock in ID order, one transition each, one group commit */
@@ -469,6 +470,10 @@ int batch_items(struct spool *sp, const struct spool_operator *op,
 void refuse(struct spool_result *res, int refusal, const struct job *j);
 int changed_since(struct spool_item *it, const struct job *j);
 void failed(struct spool_result *res, int err, int changed);
+
+/* claim.c: a claim whose first wait is the carry's, if cy is not NULL */
+int claim_with(struct spool *sp, const struct spool_claim_opts *opts,
+    struct spool_lease *out, size_t max, size_t *n, struct carry *cy);
 
 /* finish.c: the refusal a finish or renew with this token gets, if any */
 int lease_refusal(const struct job *j, uint64_t token,

@@ -9,8 +9,6 @@
 #define _GNU_SOURCE
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/statvfs.h>
-#include <sys/timex.h>
 #include <sys/utsname.h>
 
 #include <dirent.h>
@@ -173,43 +171,6 @@ syncfs_fits(struct spool *sp, int *const *fds)
 no:
 	errno = EXDEV;
 	return -1;
-}
-
-/*
- * The host ID, which names this writer's audit file: $SPOOL_HOST, else the
- * first line of /etc/spool-host, else the host name; in the ID alphabet,
- * at most SPOOL_HOST_MAX bytes.
- */
-const char *
-spool_host(char *buf)
-{
-	const char *s = getenv("SPOOL_HOST");
-	char name[256];
-	size_t i;
-	FILE *f;
-
-	if (s == NULL || !spool_valid_id(s)) {
-		name[0] = '\0';
-		if ((f = fopen("/etc/spool-host", "re")) != NULL) {
-			if (fgets(name, sizeof(name), f) == NULL)
-				name[0] = '\0';
-			name[strcspn(name, "\n")] = '\0';
-			(void)fclose(f);	/* read-only */
-		}
-		if (name[0] == '\0' && gethostname(name, sizeof(name)) == -1)
-			strcpy(name, "localhost");
-		name[sizeof(name) - 1] = '\0';
-		s = name;
-	}
-	for (i = 0; s[i] != '\0' && i < SPOOL_HOST_MAX; i++)
-		buf[i] = (s[i] >= 'a' && s[i] <= 'z') ||
-		    (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' &&
-		    s[i] <= '9') || s[i] == '.' || s[i] == '_' ||
-		    (s[i] == '-' && i > 0) ? s[i] : '_';
-	buf[i] = '\0';
-	if (i == 0)
-		strcpy(buf, "localhost");
-	return buf;
 }
 
 static void
@@ -442,52 +403,4 @@ spool_settings(struct spool *sp, struct spool_settings *s)
 	s->skew_ms = sp->skew_ms;
 	s->host = sp->host;
 	s->timeout_ms = sp->timeout_ms;
-}
-
-/* spool_room without what the reserve holds: enqueue's check, one call. */
-int
-room_below(struct spool *sp, struct spool_room *r)
-{
-	struct statvfs vfs;
-
-	memset(r, 0, sizeof(*r));
-	if (fstatvfs(sp->dirfd, &vfs) == -1)
-		return -1;
-	r->free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
-	r->reserve_bytes = sp->reserve_bytes;
-	r->free_inodes = vfs.f_files != 0 ? (uint64_t)vfs.f_favail :
-	    UINT64_MAX;
-	r->reserve_inodes = sp->reserve_inodes;
-	return r->free_bytes < r->reserve_bytes ||
-	    r->free_inodes < r->reserve_inodes;
-}
-
-int
-spool_room(struct spool *sp, struct spool_room *r)
-{
-	int below;
-
-	if ((below = room_below(sp, r)) == -1 ||
-	    (r->holding = room_held(sp, r)) == -1)
-		return -1;
-	return below;
-}
-
-int
-spool_clock(int64_t *maxerror_ms)
-{
-	struct timex tx;
-	int r;
-
-	if ((r = hook_clock()) != -1) {
-		*maxerror_ms = 16;	/* a test's clock of known state */
-		return r;
-	}
-	memset(&tx, 0, sizeof(tx));
-	if ((r = adjtimex(&tx)) == -1) {
-		*maxerror_ms = -1;
-		return 0;
-	}
-	*maxerror_ms = tx.maxerror / 1000;	/* microseconds */
-	return r != TIME_ERROR && (tx.status & STA_UNSYNC) == 0;
 }

@@ -228,3 +228,32 @@ done:
 out:
 	errno = e;
 }
+
+/* spool_room without what the reserve holds: enqueue's check, one call. */
+int
+room_below(struct spool *sp, struct spool_room *r)
+{
+	struct statvfs vfs;
+
+	memset(r, 0, sizeof(*r));
+	if (fstatvfs(sp->dirfd, &vfs) == -1)
+		return -1;
+	r->free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	r->reserve_bytes = sp->reserve_bytes;
+	r->free_inodes = vfs.f_files != 0 ? (uint64_t)vfs.f_favail :
+	    UINT64_MAX;
+	r->reserve_inodes = sp->reserve_inodes;
+	return r->free_bytes < r->reserve_bytes ||
+	    r->free_inodes < r->reserve_inodes;
+}
+
+int
+spool_room(struct spool *sp, struct spool_room *r)
+{
+	int below;
+
+	if ((below = room_below(sp, r)) == -1 ||
+	    (r->holding = room_held(sp, r)) == -1)
+		return -1;
+	return below;
+}
