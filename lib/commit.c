@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -38,14 +39,22 @@ commit_with(struct spool *sp, const int *files, size_t nfiles, int *errs,
     struct dirset *ds, struct abuf *ab, struct carry *cy)
 {
 	int *fds = NULL, *all = NULL, rv = 0, e = 0, logfd = -1, created = 0;
-	size_t i, n = 0, nc = cy != NULL ? cy->nfiles : 0, nf = nc + nfiles;
+	size_t i, n = 0, nc = cy != NULL ? cy->nfiles : 0;
 	size_t nd = ds->n, ncd = cy != NULL ? cy->ds->n : 0;
+	size_t most = nc + nfiles + 2 + nd + ncd;	/* 2: the two logs */
+	/*
+	 * What fds holds, in order: the carry's files, from 0; this call's,
+	 * from mine; the logs, from shared; the directories, from dirs0.  A
+	 * failed sync from shared on fails the whole wait.
+	 */
+	const size_t mine = nc, shared = nc + nfiles;
+	size_t dirs0 = SIZE_MAX;
 	char **dirs = NULL;	/* ds's names, then the carry's not in ds */
 
 	if (cy != NULL)
 		cy->taken = 1;
-	fds = calloc(nf + nd + ncd + 2, sizeof(*fds));
-	all = calloc(nf + nd + ncd + 2, sizeof(*all));
+	fds = calloc(most, sizeof(*fds));
+	all = calloc(most, sizeof(*all));
 	dirs = calloc(nd + ncd + 1, sizeof(*dirs));
 	if (fds == NULL || all == NULL || dirs == NULL) {
 		rv = -1;
@@ -56,24 +65,21 @@ commit_with(struct spool *sp, const int *files, size_t nfiles, int *errs,
 		fds[n++] = cy->files[i];
 	for (i = 0; i < nfiles; i++)
 		fds[n++] = files[i];
-	if (cy != NULL && cy->logfd != -1) {
+	if (cy != NULL && cy->logfd != -1)
 		fds[n++] = cy->logfd;
-		nf++;
-	}
 	if (ab != NULL && audit_write(sp, ab, &logfd, &created) == -1) {
 		rv = -1;
 		e = errno;
 		goto out;
 	}
-	if (logfd != -1) {
+	if (logfd != -1)
 		fds[n++] = logfd;
-		nf++;
-	}
 	for (i = 0; i < nd; i++)
 		dirs[i] = ds->names[i];
 	for (i = 0; i < ncd; i++)
 		if (!dirset_has(ds, cy->ds->names[i]))
 			dirs[nd++] = cy->ds->names[i];
+	dirs0 = n;
 	for (i = 0; i < nd; i++) {
 		fds[n] = sys_openat(sp->dirfd, dirs[i], O_RDONLY |
 		    O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW, 0);
@@ -84,19 +90,20 @@ commit_with(struct spool *sp, const int *files, size_t nfiles, int *errs,
 		}
 		n++;
 	}
-	(void)psync(sp, fds, n, n - nf, all);
-	for (i = 0; i < n; i++)
-		if (all[i] != 0 && (i >= nc + nfiles || (i >= nc &&
-		    errs == NULL)) && rv == 0) {
-			rv = -1;
-			e = all[i];
-		}
+	(void)psync(sp, fds, n, n - dirs0, all);
+	for (i = 0; i < n && rv == 0; i++) {
+		/* the carry's files and, with errs, ours are the items' own */
+		if (all[i] == 0 || i < mine || (i < shared && errs != NULL))
+			continue;
+		rv = -1;
+		e = all[i];
+	}
 	for (i = 0; cy != NULL && i < nc; i++)
 		cy->errs[i] = all[i];
 	for (i = 0; errs != NULL && i < nfiles; i++)
-		errs[i] = all[nc + i];
+		errs[i] = all[mine + i];
 out:
-	for (i = nf; fds != NULL && i < n; i++)
+	for (i = dirs0; fds != NULL && i < n; i++)
 		(void)close_fd(fds[i]);	/* directories: nothing to lose */
 	if (logfd != -1 && rv == 0 &&
 	    audit_done(sp, ab, logfd, created) == -1) {
