@@ -67,6 +67,20 @@ void who_and_why(const struct spool_operator *op, const char *what,
     int need);
 const char *default_owner(char *buf, size_t len);
 int report(const char *id, const struct spool_result *res);
+/* relay.c: a handler's stderr, on spool-run's and kept for its finish. */
+#define TAIL_MAX	300	/* bytes of the handler's stderr kept */
+#define LINE_MAX_OUT	1024	/* a longer line of a handler's is split */
+struct relay {
+	int fd;			/* read end of its stderr pipe, or -1 */
+	char tail[TAIL_MAX];	/* the last bytes of its stderr */
+	size_t ntail;
+	char line[LINE_MAX_OUT];	/* its line not yet ended */
+	size_t nline;
+};
+void relay_read(struct relay *r, const char *id, int reads);
+void relay_end(struct relay *r, const char *id);
+void relay_detail(const struct relay *r, const char *why, char *buf,
+    size_t len);
 /* keeper.c: spool-run's handlers die with it. */
 int keeper_start(const char *resdir, pid_t *pid);
 int keeper_enrol(int fd);

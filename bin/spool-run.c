@@ -27,7 +27,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -67,8 +66,6 @@ _Static_assert(SLOTS_MAX <= SPOOL_BATCH_MAX, "a finish of every slot");
 #define RECHECK_MS	1000	/* due, yet nothing could be claimed: look again */
 #define LOOK_MS		200	/* leases looked at at most this often */
 #define CLOCK_NAG_MS	600000	/* an unsynchronised clock is named this often */
-#define TAIL_MAX	300	/* bytes of the handler's stderr kept */
-#define LINE_MAX_OUT	1024	/* a longer line of a handler's is split */
 #define RESULT_MAX	256	/* longest $SPOOL_RESULT read */
 
 extern char **environ;
@@ -86,11 +83,7 @@ struct slot {
 	enum state state;
 	struct spool_lease lease;	/* lease.path is this slot's to free */
 	pid_t pid;		/* the handler, leader of its process group */
-	int errfd;		/* read end of its stderr pipe, or -1 */
-	char tail[TAIL_MAX];	/* the last bytes of its stderr */
-	size_t ntail;
-	char line[LINE_MAX_OUT];	/* its line not yet ended */
-	size_t nline;
+	struct relay err;	/* its stderr, relayed to ours */
 	int64_t started;	/* monotonic ms: the handler's start */
 	int64_t lease_ms;	/* the lease's length, for the renewals */
 	int64_t expires;	/* our lease runs out then unless renewed */
@@ -348,156 +341,13 @@ verdict(int wstatus, struct spool_finish *f, char *why, size_t len)
 	}
 }
 
-/*
- * The delivery's detail: why (if anything) and the end of the handler's
- * stderr, on one line, cut from the front to what the library keeps.
- */
-static void
-make_detail(const struct slot *s, const char *why, char *buf, size_t len)
-{
-	const char *t = s->tail;
-	size_t n = s->ntail, off, i;
-
-	while (n > 0 && isspace((unsigned char)t[n - 1]))
-		n--;
-	(void)snprintf(buf, len, "%s%s", why, why[0] != '\0' && n > 0 ?
-	    ": " : "");
-	off = strlen(buf);
-	if (n > len - 1 - off) {
-		t += n - (len - 1 - off);
-		n = len - 1 - off;
-	}
-	for (i = 0; i < n; i++)
-		buf[off + i] = t[i] == '\n' || t[i] == '\t' || t[i] == '\r' ?
-		    ' ' : t[i];
-	buf[off + n] = '\0';
-}
-
-static void
-write_err(const char *p, size_t n)
-{
-	ssize_t r;
-
-	while (n > 0) {
-		if ((r = write(2, p, n)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return;	/* our stderr is gone; the tail is still kept */
-		}
-		p += r;
-		n -= (size_t)r;
-	}
-}
-
-/*
- * One line of a handler's, on ours, after its job's ID: "ID: text".  It
- * goes in one write(2), so that the lines of several handlers interleave
- * whole, one event a line, as journald and syslog read them.
- */
-static void
-emit_line(const struct slot *s, const char *p, size_t n)
-{
-	char buf[SPOOL_ID_MAX + 3 + LINE_MAX_OUT + 1];
-	int k;
-
-	k = snprintf(buf, sizeof(buf), "%s: ", s->lease.id);
-	memcpy(buf + k, p, n);
-	buf[k + n] = '\n';
-	write_err(buf, (size_t)k + n + 1);
-}
-
-/*
- * What a handler wrote, on ours, a line at a time; a line it has not
- * ended yet waits for its end, or for LINE_MAX_OUT bytes.
- */
-static void
-relay(struct slot *s, const char *p, size_t n)
-{
-	const char *nl;
-	size_t take;
-
-	while (n > 0) {
-		nl = memchr(p, '\n', n);
-		take = nl != NULL ? (size_t)(nl - p) : n;
-		if (take > sizeof(s->line) - s->nline)
-			take = sizeof(s->line) - s->nline;
-		memcpy(s->line + s->nline, p, take);
-		s->nline += take;
-		p += take;
-		n -= take;
-		if (n > 0 && *p == '\n') {
-			p++;
-			n--;
-		} else if (n == 0)
-			break;	/* the line goes on in the next read */
-		emit_line(s, s->line, s->nline);
-		s->nline = 0;
-	}
-}
-
-/* The handler's last line, if it did not end it. */
-static void
-relay_end(struct slot *s)
-{
-	if (s->nline > 0)
-		emit_line(s, s->line, s->nline);
-	s->nline = 0;
-}
-
-static void
-keep_tail(struct slot *s, const char *p, size_t n)
-{
-	size_t drop;
-
-	if (n >= TAIL_MAX) {
-		memcpy(s->tail, p + n - TAIL_MAX, TAIL_MAX);
-		s->ntail = TAIL_MAX;
-		return;
-	}
-	if (s->ntail + n > TAIL_MAX) {
-		drop = s->ntail + n - TAIL_MAX;
-		memmove(s->tail, s->tail + drop, s->ntail - drop);
-		s->ntail -= drop;
-	}
-	memcpy(s->tail + s->ntail, p, n);
-	s->ntail += n;
-}
-
-/*
- * Move what the handler wrote to stderr on to ours, keeping its tail.  At
- * most reads chunks, so a chatty handler cannot hold up the loop.
- */
-static void
-read_stderr(struct slot *s, int reads)
-{
-	char buf[4096];
-	ssize_t r;
-
-	while (s->errfd != -1 && reads-- > 0) {
-		if ((r = read(s->errfd, buf, sizeof(buf))) > 0) {
-			relay(s, buf, (size_t)r);
-			keep_tail(s, buf, (size_t)r);
-			continue;
-		}
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1 && errno == EAGAIN)
-			return;
-		if (r == -1)
-			say("%s: handler's stderr: %s", s->lease.id,
-			    strerror(errno));
-		(void)close(s->errfd);	/* read end of a pipe */
-		s->errfd = -1;
-	}
-}
-
 static void
 free_slot(struct slot *s)
 {
 	free(s->lease.path);
 	memset(s, 0, sizeof(*s));
 	s->state = FREE;
-	s->errfd = -1;
+	s->err.fd = -1;
 	if (--w.busy == 0)
 		w.idle_since = mono_ms();
 	w.want_claim = 1;	/* a slot is free: look for work */
@@ -591,8 +441,8 @@ end_decide(struct slot *s, int wstatus, struct spool_finish *f,
 	int64_t delay;
 	int class, r;
 
-	read_stderr(s, 16);	/* what it wrote just before it ended */
-	relay_end(s);
+	relay_read(&s->err, s->lease.id, 16);	/* what it wrote last */
+	relay_end(&s->err, s->lease.id);
 	memset(f, 0, sizeof(*f));
 	f->id = s->lease.id;
 	f->token = s->lease.token;
@@ -603,7 +453,7 @@ end_decide(struct slot *s, int wstatus, struct spool_finish *f,
 	case STOP_CANCELLED:
 		break;		/* said when it was lost; not ours to finish */
 	case STOP_SHUTDOWN:
-		make_detail(s, "stopped after the grace", detail,
+		relay_detail(&s->err, "stopped after the grace", detail,
 		    SPOOL_DETAIL_MAX + 1);
 		f->outcome = SPOOL_RELEASE;
 		f->detail = detail;
@@ -611,7 +461,7 @@ end_decide(struct slot *s, int wstatus, struct spool_finish *f,
 	case STOP_TIMEOUT:
 		(void)snprintf(why, sizeof(why), "timed out after %s",
 		    fmt_duration(dur, sizeof(dur), w.timeout_ms));
-		make_detail(s, why, detail, SPOOL_DETAIL_MAX + 1);
+		relay_detail(&s->err, why, detail, SPOOL_DETAIL_MAX + 1);
 		f->outcome = SPOOL_RETRY;
 		f->class = SPOOL_CLASS_TIMEOUT;
 		f->detail = detail;
@@ -628,7 +478,7 @@ end_decide(struct slot *s, int wstatus, struct spool_finish *f,
 			if (f->outcome == SPOOL_RETRY)
 				f->delay_ms = delay;
 		}
-		make_detail(s, why, detail, SPOOL_DETAIL_MAX + 1);
+		relay_detail(&s->err, why, detail, SPOOL_DETAIL_MAX + 1);
 		f->detail = detail[0] != '\0' ? detail : NULL;
 		break;
 	}
@@ -701,8 +551,8 @@ reap(void)
 		finish(fins, m);
 	for (k = 0; k < n; k++) {
 		log_end(ended[k], wst[k], fin[k]);
-		if (ended[k]->errfd != -1)
-			(void)close(ended[k]->errfd);	/* held open by what
+		if (ended[k]->err.fd != -1)
+			(void)close(ended[k]->err.fd);	/* held open by what
 							   it left behind */
 		free_slot(ended[k]);
 	}
@@ -911,7 +761,7 @@ start_job(struct slot *s)
 	/* Only our end is non-blocking: the handler's stderr stays as usual. */
 	(void)fcntl(errpipe[0], F_SETFL, O_NONBLOCK);	/* cannot fail */
 	s->state = RUNNING;
-	s->errfd = errpipe[0];
+	s->err.fd = errpipe[0];
 	s->started = now;
 	s->renew_at = now + renew_interval(s);
 	s->timeout_at = w.timeout_ms > 0 ? after(now, w.timeout_ms) : NEVER;
@@ -1281,8 +1131,8 @@ wait_events(int64_t until)
 		of[ino = n++] = NULL;
 	}
 	for (k = 0; k < w.nslots; k++)
-		if (w.slots[k].state == RUNNING && w.slots[k].errfd != -1) {
-			pfd[n].fd = w.slots[k].errfd;
+		if (w.slots[k].state == RUNNING && w.slots[k].err.fd != -1) {
+			pfd[n].fd = w.slots[k].err.fd;
 			pfd[n].events = POLLIN;
 			of[n++] = &w.slots[k];
 		}
@@ -1301,7 +1151,7 @@ wait_events(int64_t until)
 	/* Pipes first: what a handler wrote goes in its detail. */
 	for (i = 0; i < n; i++)
 		if (of[i] != NULL && pfd[i].revents != 0)
-			read_stderr(of[i], 4);
+			relay_read(&of[i]->err, of[i]->lease.id, 4);
 	if (ino != 0 && pfd[ino].revents != 0)
 		drain_inotify();
 	if (pfd[0].revents != 0)
@@ -1358,7 +1208,7 @@ setup(const char *dirarg)
 	    (w.claimed = calloc(w.nslots, sizeof(*w.claimed))) == NULL)
 		die(EXIT_TEMP, "%s", strerror(errno));
 	for (k = 0; k < w.nslots; k++)
-		w.slots[k].errfd = -1;
+		w.slots[k].err.fd = -1;
 
 	/*
 	 * The watch is made before the first claim, so that whatever is
