@@ -106,8 +106,8 @@ deps-build:
 # The shim too: test files that run at once would each build it.  One
 # compiler a core: the build is a tenth of the suite's time when serial.
 check: deps
-	@$(MAKE) --no-print-directory -j$$(nproc) test-build $(SHIM)
-	@tests/run
+	@$(MAKE) --no-print-directory -j$$(nproc) test-build $(SHIM) python
+	@PYTHON=$(PYTHON) tests/run
 
 demo: deps-build
 	@$(MAKE) --no-print-directory all
@@ -127,3 +127,4 @@ include install.mk
 # here, each in a file of its own.
 -include tests/*.mk
 -include bench/*.mk
+-include python/*.mk

@@ -19,8 +19,14 @@ command -v cc >/dev/null 2>&1 || missing="$missing gcc libc6-dev"
 if [ "$mode" != build ]; then
 	command -v bats >/dev/null 2>&1 || missing="$missing bats"
 	command -v strace >/dev/null 2>&1 || missing="$missing strace"
-	# The power-cut explorer (tests/powercut/explore).
+	# The power-cut explorer (tests/powercut/explore), and the Python
+	# package's extension and tests (python/).
 	[ -x /usr/bin/python3 ] || missing="$missing python3"
+	/usr/bin/python3 -c 'import sysconfig, os, sys
+sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' \
+	    2>/dev/null || missing="$missing python3-dev"
+	/usr/bin/python3 -c 'import pytest' 2>/dev/null ||
+	    missing="$missing python3-pytest"
 	command -v mandoc >/dev/null 2>&1 || missing="$missing mandoc"
 	# make check LINT=1 (tests/run) reads the tests and scripts with it.
 	command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"

@@ -1,0 +1,492 @@
+"""spool: a durable job queue that is a directory (spool(7)).
+
+A producer enqueues; a worker claims, works and finishes::
+
+    import spool
+
+    with spool.Spool("/var/spool/mail-out") as sp:
+        sp.enqueue(b"to=alice", id="order-1842")
+        for job in sp.jobs(lease=30):
+            with job:                   # ok, or crashed on an exception
+                send(job.payload)
+
+Every call is one of libspool's (libspool(3)), made with the GIL
+released.  A Spool may be shared by threads: a lock lets one call in at
+a time.  One Spool a thread is the fast way.  An asyncio program calls
+them through asyncio.to_thread.
+
+Errors: every exception derives from Error.  A refusal (Duplicate,
+StaleToken, ...) names the job.  A failure a retry may mend is
+TemporaryError, an OSError with its errno; one that only a person can
+mend is PermanentError, also an OSError.  A bad argument raises
+ValueError or TypeError, and the spool is untouched.
+"""
+
+from __future__ import annotations
+
+import datetime
+import errno
+import os
+import threading
+import time
+import weakref
+from typing import IO, Iterable, Iterator, List, Optional, Tuple, Union
+
+from . import _spool
+
+__all__ = [
+    "Changed", "Damaged", "Duplicate", "Edited", "Error", "InvalidArgument",
+    "Job",
+    "NoSuchJob", "NotDone", "NotLeased", "NotMissing", "NotParked",
+    "NotQueued", "Permanent", "PermanentError", "Refused", "Retry",
+    "Spool", "StaleToken", "TemporaryError", "Unreconciled", "init",
+]
+
+Duration = Union[int, float, datetime.timedelta]
+Payload = Union[bytes, str, "os.PathLike[str]", IO[bytes]]
+
+CLASSES = ("transient", "rate-limited", "dependency-down", "invalid-input",
+           "permission", "cancelled", "unknown-side-effect", "crashed",
+           "timeout", "lease-expired")
+
+
+class Error(Exception):
+    """What every exception of spool derives from."""
+
+
+class Refused(Error):
+    """The library refused an item (lib/spool.h, enum spool_refusal).
+
+    id is the job's ID; state, where the job is, if it is anywhere;
+    token, its current token."""
+
+    def __init__(self, id: str, message: str, state: Optional[str] = None,
+                 token: int = 0) -> None:
+        super().__init__("%s: %s" % (id, message))
+        self.id = id
+        self.state = state
+        self.token = token
+
+
+class Duplicate(Refused):
+    """enqueue: the ID is queued, leased or parked."""
+
+
+class NoSuchJob(Refused):
+    """No job has this ID."""
+
+
+class StaleToken(Refused):
+    """The token is not the job's current one: its lease was taken over."""
+
+
+class NotLeased(Refused):
+    """finish or renew: the job is not leased."""
+
+
+class NotParked(Refused):
+    """redrive: the job is not in dead/."""
+
+
+class Unreconciled(Refused):
+    """redrive: its side effect may have happened; reconcile it first."""
+
+
+class NotQueued(Refused):
+    """cancel: the job is not in new/ or leased/."""
+
+
+class NotDone(Refused):
+    """purge: the job is not in done/."""
+
+
+class Changed(Refused):
+    """The job moved after it was selected."""
+
+
+class Edited(Refused):
+    """redrive: its payload is not the one recorded."""
+
+
+class NotMissing(Refused):
+    """purge of a missing job: its file is there."""
+
+
+# enum spool_refusal, in order (SPOOL_NO_NONE first).
+_REFUSALS = (None, Duplicate, NoSuchJob, StaleToken, NotLeased, NotParked,
+             Unreconciled, NotQueued, NotDone, Changed, Edited, NotMissing)
+
+
+class TemporaryError(Error, OSError):
+    """A failure a retry may mend: what the commands exit 111 for.
+
+    changed is True when the item's transition took effect but was not
+    made durable: retrying is safe."""
+
+    changed = False
+
+
+class PermanentError(Error, OSError):
+    """A failure no retry mends: what the commands exit 100 for."""
+
+
+class Damaged(PermanentError):
+    """The job's file or sidecar is not where it should be: run
+    spool-fsck --repair."""
+
+
+class InvalidArgument(Error, ValueError):
+    """A value the library refuses: the spool is untouched."""
+
+
+class Retry(Exception):
+    """Raised in ``with job:``: finish the job as a retry."""
+
+    def __init__(self, delay: Optional[Duration] = None,
+                 cls: str = "transient", detail: Optional[str] = None):
+        super().__init__(detail or cls)
+        self.delay, self.cls, self.detail = delay, cls, detail
+
+
+class Permanent(Exception):
+    """Raised in ``with job:``: park the job, outcome permanent."""
+
+    def __init__(self, cls: Optional[str] = None,
+                 detail: Optional[str] = None):
+        super().__init__(detail or cls or "permanent")
+        self.cls, self.detail = cls, detail
+
+
+def _ms(what: str, d: Optional[Duration], default: int) -> int:
+    if d is None:
+        return default
+    if isinstance(d, datetime.timedelta):
+        d = d.total_seconds()
+    if isinstance(d, bool) or not isinstance(d, (int, float)):
+        raise TypeError("%s: a duration is seconds or a timedelta, not %s"
+                        % (what, type(d).__name__))
+    if d < 0 or d != d:
+        raise InvalidArgument("%s: bad duration %r (seconds, 0 or more)"
+                         % (what, d))
+    return int(round(d * 1000))
+
+
+def _word(what: str, kind: str, s: Optional[str]) -> Optional[str]:
+    """s, if None or valid as lib/spool.h's spool_valid_KIND says; the
+    commands' words for the rule otherwise."""
+    if s is None:
+        return None
+    if not isinstance(s, str):
+        raise TypeError("%s: a str, not %s" % (what, type(s).__name__))
+    if "\0" not in s and _spool.valid(kind, s):
+        return s
+    raise InvalidArgument(
+        "%s: bad value (letters, digits, '.', '_', '-'%s, starting with a "
+        "letter or digit, at most %d bytes)" % (
+            what, ", ':', '@'" if kind == "owner" else "",
+            64 if kind == "key" else 128))
+
+
+def _class(cls: Optional[str]) -> int:
+    if cls is None:
+        return 0
+    c = _spool.class_from_name(cls)
+    if c <= 0:
+        raise InvalidArgument("bad class '%s' (%s)"
+                              % (cls, ", ".join(CLASSES)))
+    return int(c)
+
+
+def _os_error(e: OSError, when: int) -> Error:
+    status, text = _spool.error(e.errno or 0, when)
+    kind = TemporaryError if status == 111 else PermanentError
+    return kind(e.errno, e.strerror, e.filename)
+
+
+def _failed(id: str, r: Tuple[int, ...]) -> Error:
+    """The exception for an item's result that is not done."""
+    status, refusal, err, changed, state, token, _ = r
+    if status == 1:
+        cls = _REFUSALS[refusal] if refusal < len(_REFUSALS) else Refused
+        return (cls or Refused)(id, _spool.name("refusal", refusal) or
+                                "refused", _spool.name("state", state),
+                                token)
+    st, text = _spool.error(err, _spool.AT_CALL)
+    text = text or os.strerror(err)
+    if err in (errno.EINVAL, errno.ERANGE):
+        return InvalidArgument("%s: %s" % (id, text))
+    if st == 100:
+        return (Damaged if err == errno.EUCLEAN else PermanentError)(
+            err, text, id)
+    t = TemporaryError(err, text, id)
+    t.changed = bool(changed)
+    return t
+
+
+def init(path: Union[str, "os.PathLike[str]"],
+         group: Optional[str] = None) -> None:
+    """Make a spool at path, as spool-init(1) does; a spool already
+    complete is left as it is."""
+    try:
+        _spool.init(os.fspath(path), group)
+    except OSError as e:
+        raise _os_error(e, _spool.AT_INIT) from None
+
+
+class Spool:
+    """An open spool.  A context manager; close() ends it."""
+
+    def __init__(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        self.path = os.fspath(path)
+        self._lock = threading.Lock()
+        try:
+            self._h = _spool.open(self.path)
+        except OSError as e:
+            raise _os_error(e, _spool.AT_OPEN) from None
+        _forked.add(self)
+
+    def _fresh_lock(self) -> None:
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Let the spool go.  Calls after it raise ValueError."""
+        with self._lock:
+            self._h.close()
+
+    def __enter__(self) -> "Spool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, fn, *args):  # type: ignore[no-untyped-def]
+        with self._lock:
+            try:
+                return fn(*args)
+            except OSError as e:
+                raise _os_error(e, _spool.AT_CALL) from None
+
+    def enqueue(self, payload: Payload, *, id: Optional[str] = None,
+                key: Optional[str] = None, delay: Optional[Duration] = None,
+                deadline: Optional[Duration] = None,
+                max_attempts: Optional[int] = None,
+                trace: Optional[str] = None) -> str:
+        """Publish one job; its ID.  payload is bytes, str (UTF-8), a
+        binary file or a path.  Durations are seconds or timedeltas."""
+        r = self.enqueue_many([(payload, dict(
+            id=id, key=key, delay=delay, deadline=deadline,
+            max_attempts=max_attempts, trace=trace))])[0]
+        if isinstance(r, Error):
+            raise r
+        return r
+
+    def enqueue_many(self, items: Iterable[object]) -> List[Union[str,
+                                                                 Error]]:
+        """Publish many jobs, 256 a wait: an item is a payload or a pair
+        (payload, options).  One result a job: its ID, or the exception
+        that refused it."""
+        out: List[Union[str, Error]] = []
+        batch: list = []
+        for item in items:
+            if isinstance(item, tuple):
+                payload, opts = item
+            else:
+                payload, opts = item, {}
+            batch.append(_job(payload, **opts))  # type: ignore[arg-type]
+            if len(batch) == _spool.BATCH_MAX:
+                out += self._enqueue(batch)
+                batch = []
+        if batch:
+            out += self._enqueue(batch)
+        return out
+
+    def _enqueue(self, batch: list) -> List[Union[str, Error]]:
+        try:
+            res = self._call(self._h.enqueue, [b[0] for b in batch])
+        finally:
+            for b in batch:
+                os.close(b[0][0])
+        return [i if r[0] == 0 else _failed(b[1] or i, r)
+                for (i, r), b in zip(res, batch)]
+
+    def claim(self, *, lease: Duration, n: int = 1,
+              owner: Optional[str] = None) -> List["Job"]:
+        """Lease up to n due jobs; empty when nothing is due or the spool
+        is paused (paused() tells which)."""
+        if isinstance(n, bool) or not isinstance(n, int) or \
+                not 1 <= n <= _spool.BATCH_MAX:
+            raise InvalidArgument("n: bad number %r (1 to %d)"
+                                  % (n, _spool.BATCH_MAX))
+        got = self._call(self._h.claim, n, _ms("lease", lease, 0),
+                         _word("owner", "owner", owner))
+        return [Job(self, *g) for g in got]
+
+    def paused(self) -> bool:
+        """Whether spool-pause(1) paused the spool."""
+        return bool(self._call(self._h.paused))
+
+    def jobs(self, *, lease: Duration, owner: Optional[str] = None,
+             wait: Optional[Duration] = None) -> Iterator["Job"]:
+        """Claimed jobs, one at a time.  With wait None, it stops when
+        nothing is due, as spool-claim exits 1; with wait=S it waits up to
+        S seconds for the next due job."""
+        limit = None if wait is None else \
+            time.monotonic() + _ms("wait", wait, 0) / 1000
+        while True:
+            got = self.claim(lease=lease, owner=owner)
+            if got:
+                yield got[0]
+                continue
+            if limit is None:
+                return
+            left = limit - time.monotonic()
+            if left <= 0:
+                return
+            due = self._call(self._h.next_due)
+            pause = 0.25 if due is None else \
+                max(0.0, due / 1000 - time.time())
+            time.sleep(min(left, pause, 0.25))
+
+
+def _job(payload: Payload, id: Optional[str] = None,
+         key: Optional[str] = None, delay: Optional[Duration] = None,
+         deadline: Optional[Duration] = None,
+         max_attempts: Optional[int] = None,
+         trace: Optional[str] = None) -> Tuple[tuple, Optional[str]]:
+    """The C tuple of one job, its payload open; and its ID as given."""
+    _word("id", "id", id)
+    _word("key", "key", key)
+    _word("trace", "id", trace)
+    if isinstance(payload, str):
+        payload = payload.encode()
+    if max_attempts is not None and (
+            isinstance(max_attempts, bool) or
+            not isinstance(max_attempts, int) or
+            not 1 <= max_attempts <= 1000000):
+        raise InvalidArgument("max_attempts: bad number %r (1 to 1000000)"
+                         % (max_attempts,))
+    if isinstance(payload, (bytes, bytearray, memoryview)):
+        r, w = os.pipe()
+        data = bytes(payload)
+        if len(data) > 65536:
+            os.close(r)
+            os.close(w)
+            fd = _memfd(data)
+        else:
+            os.write(w, data)
+            os.close(w)
+            fd = r
+    elif isinstance(payload, os.PathLike):
+        fd = os.open(os.fspath(payload), os.O_RDONLY | os.O_CLOEXEC)
+    elif hasattr(payload, "fileno"):
+        fd = os.dup(payload.fileno())
+    else:
+        raise TypeError("payload: bytes, str, a binary file or a path, "
+                        "not %s" % type(payload).__name__)
+    return ((fd, id, key, trace, max_attempts or 0,
+             _ms("deadline", deadline, 0), _ms("delay", delay, 0)), id)
+
+
+def _memfd(data: bytes) -> int:
+    fd = os.memfd_create("spool-payload", os.MFD_CLOEXEC)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+class Job:
+    """A claimed job.  ``with job:`` finishes it ok when the block ends
+    cleanly; on an exception, as a crash (class crashed).  Retry or
+    Permanent raised in the block choose the outcome, and end there."""
+
+    def __init__(self, sp: Spool, id: str, token: int, attempt: int,
+                 cycle: int, lease_until: int, trace: str,
+                 path: str) -> None:
+        self._sp = sp
+        self.id, self.token, self.attempt, self.cycle = \
+            id, token, attempt, cycle
+        self.lease_until = lease_until
+        self.trace = trace or None
+        self.path = path
+        self.finished = False
+
+    def __repr__(self) -> str:
+        return "Job(%r, token=%d, attempt=%d)" % (self.id, self.token,
+                                                  self.attempt)
+
+    @property
+    def payload(self) -> bytes:
+        """The payload's bytes, read when asked."""
+        with open(self.path, "rb") as f:
+            return f.read()
+
+    def open(self) -> IO[bytes]:
+        """The payload, open for reading."""
+        return open(self.path, "rb")
+
+    def _finish(self, outcome: int, cls: int = 0,
+                detail: Optional[str] = None, delay: int = 0) -> None:
+        r = self._sp._call(self._sp._h.finish, [
+            (self.id, self.token, outcome, cls, detail, delay)])[0]
+        if r[0] != 0:
+            raise _failed(self.id, r)
+        self.finished = True
+
+    def ok(self) -> None:
+        """Done: the job moves to done/."""
+        self._finish(_spool.OK)
+
+    def retry(self, delay: Optional[Duration] = None,
+              cls: str = "transient", detail: Optional[str] = None) -> None:
+        """Deliver it again after delay (None: the spool's backoff); it
+        parks if its attempts are spent."""
+        self._finish(_spool.RETRY, _class(cls), detail,
+                     _ms("delay", delay, -1))
+
+    def fail(self, cls: Optional[str] = None,
+             detail: Optional[str] = None) -> None:
+        """Park it in dead/ at once: outcome permanent."""
+        self._finish(_spool.PERMANENT, _class(cls), detail)
+
+    def release(self, delay: Optional[Duration] = None) -> None:
+        """Give it back unused: no attempt spent."""
+        self._finish(_spool.RELEASE, 0, None, _ms("delay", delay, 0))
+
+    def renew(self, lease: Duration) -> None:
+        """Hold the lease lease seconds from now."""
+        r = self._sp._call(self._sp._h.renew, self.id, self.token,
+                           _ms("lease", lease, 0))
+        if r[0] != 0:
+            raise _failed(self.id, r)
+
+    def __enter__(self) -> "Job":
+        return self
+
+    def __exit__(self, et: object, ev: object, tb: object) -> bool:
+        if self.finished:
+            return False
+        if ev is None:
+            self.ok()
+            return False
+        if isinstance(ev, Retry):
+            self.retry(ev.delay, ev.cls, ev.detail)
+            return True
+        if isinstance(ev, Permanent):
+            self.fail(ev.cls, ev.detail)
+            return True
+        self.retry(None, "crashed", "%s: %s" % (type(ev).__name__, ev))
+        return False
+
+
+# A child forked while another thread held a Spool's lock would find it
+# held for good: each Spool gets a fresh lock in the child (libspool(3),
+# THREADS, lets the child use the handle between calls).
+_forked: "weakref.WeakSet[Spool]" = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for sp in list(_forked):
+        sp._fresh_lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)

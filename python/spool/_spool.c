@@ -1,0 +1,472 @@
+/*
+ * _spool: libspool for Python, the calls of the job cycle over
+ * libspool.so.0.  The typed layer, spool/__init__.py, is what programs
+ * import; this module only moves values between Python and lib/spool.h.
+ *
+ * Invariant: every call that may wait for a lock or a sync runs with the
+ * GIL released, and no Python object is touched while it is; the layer
+ * above holds a handle's lock around each call (lib/spool.h, "Threads").
+ * Results come back as tuples, one an item, in the order given.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/spool.h"
+
+typedef struct {
+	PyObject_HEAD
+	struct spool *sp;
+} Handle;
+
+static PyTypeObject HandleType;
+
+/* OSError with errno set and the library's words for it, if it has any. */
+static PyObject *
+os_error(int err, int when, const char *what)
+{
+	const struct spool_error *e = spool_error(err, when);
+	PyObject *args, *exc;
+
+	args = Py_BuildValue("(iss)", err, e->text != NULL ? e->text :
+	    strerror(err), what);
+	if (args == NULL)
+		return NULL;
+	exc = PyObject_Call(PyExc_OSError, args, NULL);
+	Py_DECREF(args);
+	if (exc != NULL) {
+		PyErr_SetObject(PyExc_OSError, exc);
+		Py_DECREF(exc);
+	}
+	return NULL;
+}
+
+static struct spool *
+handle_of(Handle *h)
+{
+	if (h->sp == NULL)
+		PyErr_SetString(PyExc_ValueError, "the spool is closed");
+	return h->sp;
+}
+
+/* (status, refusal, errno, changed, state, token, reason) of one item. */
+static PyObject *
+result(const struct spool_result *r)
+{
+	return Py_BuildValue("(iiiiiKi)", r->status, r->refusal, r->err,
+	    r->changed, (int)r->state, (unsigned long long)r->token,
+	    r->reason);
+}
+
+static PyObject *
+mod_open(PyObject *self, PyObject *args)
+{
+	const char *dir;
+	struct spool *sp;
+	Handle *h;
+	int err;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s", &dir))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	sp = spool_open(dir);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (sp == NULL)
+		return os_error(err, SPOOL_AT_OPEN, dir);
+	if ((h = PyObject_New(Handle, &HandleType)) == NULL) {
+		spool_close(sp);
+		return NULL;
+	}
+	h->sp = sp;
+	return (PyObject *)h;
+}
+
+static PyObject *
+mod_init(PyObject *self, PyObject *args)
+{
+	const char *dir, *group = NULL;
+	int r, err;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s|z", &dir, &group))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	r = spool_init(dir, group);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (r == -1)
+		return os_error(err, SPOOL_AT_INIT, err == ESRCH && group !=
+		    NULL ? group : dir);
+	Py_RETURN_NONE;
+}
+
+/* (status, text) of errno err from where when says: spool.h, "Errors". */
+static PyObject *
+mod_error(PyObject *self, PyObject *args)
+{
+	const struct spool_error *e;
+	int err, when;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "ii", &err, &when))
+		return NULL;
+	e = spool_error(err, when);
+	return Py_BuildValue("(iz)", e->status, e->text);
+}
+
+static PyObject *
+mod_name(PyObject *self, PyObject *args)
+{
+	const char *kind, *s = NULL;
+	int v;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "si", &kind, &v))
+		return NULL;
+	if (strcmp(kind, "class") == 0)
+		s = spool_class_name(v);
+	else if (strcmp(kind, "refusal") == 0)
+		s = spool_refusal_name(v);
+	else if (strcmp(kind, "state") == 0)
+		s = spool_state_name(v);
+	if (s == NULL)
+		Py_RETURN_NONE;
+	return PyUnicode_FromString(s);
+}
+
+/* valid(kind, s): whether s is a valid id, key, owner or note. */
+static PyObject *
+mod_valid(PyObject *self, PyObject *args)
+{
+	const char *kind, *s;
+	int v = 0;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "ss", &kind, &s))
+		return NULL;
+	if (strcmp(kind, "id") == 0)
+		v = spool_valid_id(s);
+	else if (strcmp(kind, "key") == 0)
+		v = spool_valid_key(s);
+	else if (strcmp(kind, "owner") == 0)
+		v = spool_valid_owner(s);
+	else if (strcmp(kind, "note") == 0)
+		v = spool_valid_note(s);
+	return PyBool_FromLong(v);
+}
+
+static PyObject *
+mod_class_from_name(PyObject *self, PyObject *args)
+{
+	const char *s;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s", &s))
+		return NULL;
+	return PyLong_FromLong(spool_class_from_name(s));
+}
+
+static PyObject *
+h_close(Handle *h, PyObject *unused)
+{
+	struct spool *sp = h->sp;
+
+	(void)unused;
+	h->sp = NULL;
+	if (sp != NULL) {
+		Py_BEGIN_ALLOW_THREADS
+		spool_close(sp);
+		Py_END_ALLOW_THREADS
+	}
+	Py_RETURN_NONE;
+}
+
+/*
+ * enqueue([(fd, id, key, trace, max_attempts, deadline_ms, delay_ms)]):
+ * one call, one wait; [(id, result)].  id None: one is made.
+ */
+static PyObject *
+h_enqueue(Handle *h, PyObject *args)
+{
+	struct spool *sp;
+	struct spool_job *jobs = NULL;
+	PyObject *list, *out = NULL, *it, *r;
+	Py_ssize_t n, i;
+	int rv, err;
+
+	if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &list) ||
+	    (sp = handle_of(h)) == NULL)
+		return NULL;
+	n = PyList_GET_SIZE(list);
+	if ((jobs = calloc((size_t)n + 1, sizeof(*jobs))) == NULL)
+		return PyErr_NoMemory();
+	for (i = 0; i < n; i++) {
+		struct spool_job *j = &jobs[i];
+		long long deadline, delay;
+
+		it = PyList_GET_ITEM(list, i);
+		if (!PyArg_ParseTuple(it, "izzziLL", &j->fd, &j->id, &j->key,
+		    &j->trace, &j->max_attempts, &deadline, &delay))
+			goto done;
+		j->deadline_ms = deadline;
+		j->delay_ms = delay;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rv = spool_enqueue(sp, jobs, (size_t)n);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (rv == -1) {
+		os_error(err, SPOOL_AT_CALL, "enqueue");
+		goto done;
+	}
+	if ((out = PyList_New(n)) == NULL)
+		goto done;
+	for (i = 0; i < n; i++) {
+		if ((r = result(&jobs[i].res)) == NULL) {
+			Py_CLEAR(out);
+			goto done;
+		}
+		PyList_SET_ITEM(out, i, Py_BuildValue("(sN)", jobs[i].idbuf,
+		    r));
+	}
+done:
+	free(jobs);
+	return out;
+}
+
+/*
+ * claim(n, lease_ms, owner): [(id, token, attempt, cycle, lease_until,
+ * trace, path)], empty when nothing is due or the spool is paused.
+ */
+static PyObject *
+h_claim(Handle *h, PyObject *args)
+{
+	struct spool_claim_opts o = { 0 };
+	struct spool_lease *l;
+	struct spool *sp;
+	PyObject *out;
+	Py_ssize_t max;
+	long long lease;
+	size_t n = 0, i;
+	int rv, err;
+
+	if (!PyArg_ParseTuple(args, "nLz", &max, &lease, &o.owner) ||
+	    (sp = handle_of(h)) == NULL)
+		return NULL;
+	if (max < 1 || max > SPOOL_BATCH_MAX)
+		return PyErr_Format(PyExc_ValueError, "n: bad number %zd "
+		    "(1 to %d)", max, SPOOL_BATCH_MAX);
+	o.lease_ms = lease;
+	if ((l = calloc((size_t)max, sizeof(*l))) == NULL)
+		return PyErr_NoMemory();
+	Py_BEGIN_ALLOW_THREADS
+	rv = spool_claim(sp, &o, l, (size_t)max, &n);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (rv == -1) {
+		free(l);
+		return os_error(err, SPOOL_AT_CALL, "claim");
+	}
+	if ((out = PyList_New((Py_ssize_t)n)) != NULL)
+		for (i = 0; i < n; i++)
+			PyList_SET_ITEM(out, (Py_ssize_t)i, Py_BuildValue(
+			    "(sKiiLss)", l[i].id, (unsigned long long)l[i].token,
+			    l[i].attempt, l[i].cycle, (long long)l[i].lease_until,
+			    l[i].trace, l[i].path));
+	spool_free_leases(l, n);
+	free(l);
+	return out;
+}
+
+/*
+ * finish([(id, token, outcome, class, detail, delay_ms)]): one call, one
+ * wait; [result].
+ */
+static PyObject *
+h_finish(Handle *h, PyObject *args)
+{
+	struct spool_finish *f;
+	struct spool *sp;
+	PyObject *list, *out = NULL, *r;
+	Py_ssize_t n, i;
+	int rv, err;
+
+	if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &list) ||
+	    (sp = handle_of(h)) == NULL)
+		return NULL;
+	n = PyList_GET_SIZE(list);
+	if ((f = calloc((size_t)n + 1, sizeof(*f))) == NULL)
+		return PyErr_NoMemory();
+	for (i = 0; i < n; i++) {
+		unsigned long long tok;
+		long long delay;
+		int outcome, class;
+
+		if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "sKiizL",
+		    &f[i].id, &tok, &outcome, &class, &f[i].detail, &delay))
+			goto done;
+		f[i].token = tok;
+		f[i].outcome = (enum spool_outcome)outcome;
+		f[i].class = (enum spool_class)class;
+		f[i].delay_ms = delay;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rv = spool_finish(sp, f, (size_t)n);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (rv == -1) {
+		os_error(err, SPOOL_AT_CALL, "finish");
+		goto done;
+	}
+	if ((out = PyList_New(n)) == NULL)
+		goto done;
+	for (i = 0; i < n; i++) {
+		if ((r = result(&f[i].res)) == NULL) {
+			Py_CLEAR(out);
+			goto done;
+		}
+		PyList_SET_ITEM(out, i, r);
+	}
+done:
+	free(f);
+	return out;
+}
+
+/* renew(id, token, lease_ms): result. */
+static PyObject *
+h_renew(Handle *h, PyObject *args)
+{
+	struct spool_result res;
+	struct spool *sp;
+	unsigned long long tok;
+	long long lease;
+	const char *id;
+	int rv, err;
+
+	if (!PyArg_ParseTuple(args, "sKL", &id, &tok, &lease) ||
+	    (sp = handle_of(h)) == NULL)
+		return NULL;
+	memset(&res, 0, sizeof(res));
+	Py_BEGIN_ALLOW_THREADS
+	rv = spool_renew(sp, id, tok, lease, &res);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (rv == -1 && res.status == 0)
+		return os_error(err, SPOOL_AT_CALL, id);
+	return result(&res);
+}
+
+static PyObject *
+h_paused(Handle *h, PyObject *unused)
+{
+	struct spool *sp;
+	int r, err;
+
+	(void)unused;
+	if ((sp = handle_of(h)) == NULL)
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	r = spool_paused(sp);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (r == -1)
+		return os_error(err, SPOOL_AT_CALL, "paused");
+	return PyBool_FromLong(r);
+}
+
+/* next_due(): ms since the epoch of the next due job, or None. */
+static PyObject *
+h_next_due(Handle *h, PyObject *unused)
+{
+	struct spool *sp;
+	int64_t when;
+	int r, err;
+
+	(void)unused;
+	if ((sp = handle_of(h)) == NULL)
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	r = spool_next_due(sp, &when);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (r == -1)
+		return os_error(err, SPOOL_AT_CALL, "next due");
+	if (when == INT64_MAX)
+		Py_RETURN_NONE;
+	return PyLong_FromLongLong((long long)when);
+}
+
+static void
+h_dealloc(Handle *h)
+{
+	if (h->sp != NULL)
+		spool_close(h->sp);
+	PyObject_Free(h);
+}
+
+static PyMethodDef handle_methods[] = {
+	{ "close", (PyCFunction)h_close, METH_NOARGS, NULL },
+	{ "enqueue", (PyCFunction)h_enqueue, METH_VARARGS, NULL },
+	{ "claim", (PyCFunction)h_claim, METH_VARARGS, NULL },
+	{ "finish", (PyCFunction)h_finish, METH_VARARGS, NULL },
+	{ "renew", (PyCFunction)h_renew, METH_VARARGS, NULL },
+	{ "paused", (PyCFunction)h_paused, METH_NOARGS, NULL },
+	{ "next_due", (PyCFunction)h_next_due, METH_NOARGS, NULL },
+	{ NULL, NULL, 0, NULL }
+};
+
+static PyTypeObject HandleType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "spool._spool.Handle",
+	.tp_basicsize = sizeof(Handle),
+	.tp_dealloc = (destructor)h_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "An open spool: a struct spool of lib/spool.h.",
+	.tp_methods = handle_methods,
+};
+
+static PyMethodDef module_methods[] = {
+	{ "open", mod_open, METH_VARARGS, NULL },
+	{ "init", mod_init, METH_VARARGS, NULL },
+	{ "error", mod_error, METH_VARARGS, NULL },
+	{ "name", mod_name, METH_VARARGS, NULL },
+	{ "class_from_name", mod_class_from_name, METH_VARARGS, NULL },
+	{ "valid", mod_valid, METH_VARARGS, NULL },
+	{ NULL, NULL, 0, NULL }
+};
+
+static struct PyModuleDef module = {
+	PyModuleDef_HEAD_INIT, "_spool",
+	"libspool's calls, for the spool package.", -1, module_methods,
+	NULL, NULL, NULL, NULL
+};
+
+PyMODINIT_FUNC PyInit__spool(void);
+
+PyMODINIT_FUNC
+PyInit__spool(void)
+{
+	PyObject *m;
+
+	if (PyType_Ready(&HandleType) < 0 ||
+	    (m = PyModule_Create(&module)) == NULL)
+		return NULL;
+	if (PyModule_AddIntConstant(m, "AT_OPEN", SPOOL_AT_OPEN) < 0 ||
+	    PyModule_AddIntConstant(m, "AT_INIT", SPOOL_AT_INIT) < 0 ||
+	    PyModule_AddIntConstant(m, "AT_CALL", SPOOL_AT_CALL) < 0 ||
+	    PyModule_AddIntConstant(m, "OK", SPOOL_OK) < 0 ||
+	    PyModule_AddIntConstant(m, "RETRY", SPOOL_RETRY) < 0 ||
+	    PyModule_AddIntConstant(m, "PERMANENT", SPOOL_PERMANENT) < 0 ||
+	    PyModule_AddIntConstant(m, "RELEASE", SPOOL_RELEASE) < 0 ||
+	    PyModule_AddIntConstant(m, "BATCH_MAX", SPOOL_BATCH_MAX) < 0) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	Py_INCREF(&HandleType);
+	return m;
+}

@@ -1,0 +1,144 @@
+"""The job cycle from Python: enqueue, claim, finish, against the state
+on disk and the errors of lib/spool.h, "Errors"."""
+
+import os
+import subprocess
+import threading
+
+import pytest
+
+import spool
+
+TOP = os.path.join(os.path.dirname(__file__), "..", "..")
+BIN = os.path.join(TOP, "tests", "bin")
+
+
+def files(sp, state):
+    """The names of the files in STATE/ (new/ and leased/: every level)."""
+    out = []
+    for _, _, fs in os.walk(os.path.join(sp, state)):
+        out += fs
+    return sorted(out)
+
+
+@pytest.fixture
+def sp(tmp_path):
+    path = str(tmp_path / "spool")
+    spool.init(path)
+    with spool.Spool(path) as s:
+        yield s
+
+
+def test_init_refuses_what_is_not_a_spool(tmp_path):
+    (tmp_path / "x").write_text("")
+    with pytest.raises(spool.PermanentError) as e:
+        spool.init(str(tmp_path / "x"))
+    assert str(e.value) == "[Errno 20] not a directory: '%s'" % (tmp_path / "x")
+    with pytest.raises(spool.PermanentError) as e:
+        spool.Spool(str(tmp_path))
+    assert e.value.errno == 61      # ENODATA: not a spool
+    assert e.value.strerror == ("not a spool (no format file; see "
+                                "spool-init(1))")
+
+
+def test_a_cycle_moves_the_job_and_keeps_its_bytes(sp):
+    assert sp.enqueue(b"to=alice\x00", id="order-1842") == "order-1842"
+    # new/'s name ends in the time it is due (spool-layout.md, "Names")
+    assert [f.split(",")[0] for f in files(sp.path, "new")] == ["order-1842"]
+    [job] = sp.claim(lease=30)
+    assert (job.id, job.token, job.attempt, job.cycle) == \
+        ("order-1842", 1, 1, 1)
+    assert job.payload == b"to=alice\x00"
+    assert files(sp.path, "leased") == ["order-1842,1"]
+    job.ok()
+    assert files(sp.path, "done") == ["order-1842"]
+    assert files(sp.path, "leased") == []
+    assert sp.claim(lease=30) == []
+
+
+def test_payloads_of_every_kind(sp, tmp_path):
+    p = tmp_path / "p"
+    p.write_bytes(b"from a path")
+    big = os.urandom(200000)
+    ids = [sp.enqueue("text é", id="s"), sp.enqueue(p, id="p"),
+           sp.enqueue(big, id="big")]
+    with open(p, "rb") as f:
+        ids.append(sp.enqueue(f, id="f"))
+    assert ids == ["s", "p", "big", "f"]
+    got = {j.id: j.payload for j in sp.claim(lease=30, n=4)}
+    assert got == {"s": "text é".encode(), "p": b"from a path",
+                   "big": big, "f": b"from a path"}
+
+
+def test_a_duplicate_is_refused_and_names_its_place(sp):
+    sp.enqueue(b"x", id="j1")
+    with pytest.raises(spool.Duplicate) as e:
+        sp.enqueue(b"y", id="j1")
+    assert (e.value.id, e.value.state) == ("j1", "new")
+    res = sp.enqueue_many([b"a", (b"b", {"id": "j1"}), (b"c", {"id": "j2"})])
+    assert isinstance(res[1], spool.Duplicate) and res[2] == "j2"
+    assert len(res[0]) == 36        # a UUID
+
+
+def test_a_stale_finish_is_refused_after_a_takeover(sp):
+    sp.enqueue(b"x", id="j1")
+    [old] = sp.claim(lease=0.001)
+    threading.Event().wait(0.01)
+    [new] = sp.claim(lease=30)
+    assert new.token > old.token and new.attempt == 2
+    with pytest.raises(spool.StaleToken) as e:
+        old.ok()
+    assert str(e.value) == "j1: stale token"
+    new.ok()
+
+
+def test_with_job_finishes_by_how_the_block_ends(sp):
+    for i in (1, 2, 3, 4):
+        sp.enqueue(b"x", id="j%d" % i)
+    jobs = {j.id: j for j in sp.claim(lease=30, n=4)}
+    with jobs["j1"]:
+        pass
+    with jobs["j2"]:
+        raise spool.Retry(delay=3600, cls="rate-limited")
+    with jobs["j3"]:
+        raise spool.Permanent(cls="invalid-input", detail="no such user")
+    with pytest.raises(KeyError):
+        with jobs["j4"]:
+            raise KeyError("boom")
+    assert files(sp.path, "done") == ["j1"]
+    assert files(sp.path, "dead") == ["j3"]
+    assert sorted(f.split(",")[0] for f in files(sp.path, "new")) == \
+        ["j2", "j4"]
+    meta = open(os.path.join(sp.path, "meta", "j4")).read()
+    assert " out=retry cls=crashed detail=KeyError:%20'boom'\n" in meta
+
+
+def test_bad_arguments_raise_and_leave_the_spool_alone(sp):
+    before = sorted(os.listdir(sp.path))
+    with pytest.raises(spool.InvalidArgument):
+        sp.enqueue(b"x", delay=-1)
+    with pytest.raises(TypeError):
+        sp.enqueue(12)
+    with pytest.raises(spool.InvalidArgument):
+        sp.enqueue(b"x", max_attempts=0)
+    with pytest.raises(spool.InvalidArgument) as e:
+        sp.enqueue(b"x", id="-bad")
+    assert str(e.value) == ("id: bad value (letters, digits, '.', '_', "
+                            "'-', starting with a letter or digit, at most "
+                            "128 bytes)")
+    assert sorted(os.listdir(sp.path)) == before
+    assert files(sp.path, "new") == []
+
+
+def test_jobs_stops_when_nothing_is_due_and_waits_when_told(sp):
+    assert list(sp.jobs(lease=30)) == []
+    sp.enqueue(b"x", id="later", delay=0.3)
+    got = [j.id for j in sp.jobs(lease=30, wait=5)]
+    assert got == ["later"]
+
+
+def test_the_commands_see_what_python_did(sp):
+    sp.enqueue(b"x", id="j1")
+    out = subprocess.run([os.path.join(BIN, "spool-ls"), "-d", sp.path,
+                          "new"], capture_output=True, text=True)
+    assert (out.returncode, out.stdout, out.stderr) == (0, "j1\n", "")
