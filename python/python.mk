@@ -21,8 +21,45 @@ python: $(PY_MOD)
 
 python-clean:
 	rm -f python/spool/_spool*.so lib/$(SONAME)
+	rm -rf python/build
 	rm -rf python/spool/__pycache__ python/tests/__pycache__
 
 clean: python-clean
 
 .PHONY: python python-clean
+
+# make install: the package where the system Python looks, for PREFIX:
+# Debian's own directory under /usr, the versioned one under any other
+# prefix (/usr/local/lib/python3.11/dist-packages).  The extension is
+# built again, with no run path: the installed libspool.so.0 is found
+# where the dynamic linker looks.
+PY_VER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+ifeq ($(PREFIX),/usr)
+PYDIR ?= $(PREFIX)/lib/python3/dist-packages
+else
+PYDIR ?= $(PREFIX)/lib/python$(PY_VER)/dist-packages
+endif
+
+python/build/_spool$(PY_EXT): python/spool/_spool.c lib/spool.h $(SHLIB) python/python.mk
+	@mkdir -p python/build
+	$(CC) $(CFLAGS) -fPIC -shared $(WARN) -Wno-missing-field-initializers \
+	    -I$(PY_INC) $(LDFLAGS) -o $@ python/spool/_spool.c \
+	    -Llib -l:$(notdir $(SHLIB))
+
+# PYTHON= installs without it.
+ifneq ($(PYTHON),)
+install: install-python
+uninstall: uninstall-python
+endif
+
+install-python: python/build/_spool$(PY_EXT)
+	$(INSTALL) -d $(DESTDIR)$(PYDIR)/spool
+	$(INSTALL) -m 644 python/spool/__init__.py python/spool/py.typed \
+	    $(DESTDIR)$(PYDIR)/spool/
+	$(INSTALL) -m 644 $(STRIP) python/build/_spool$(PY_EXT) \
+	    $(DESTDIR)$(PYDIR)/spool/
+
+uninstall-python:
+	rm -rf $(DESTDIR)$(PYDIR)/spool
+
+.PHONY: install-python uninstall-python

@@ -30,6 +30,10 @@ setup_file() {
 		    xargs -0 cp --parents -t "$SRC")
 	fi
 	mk -j2 install DESTDIR="$D" >/dev/null
+	# Where the Python package goes, and its extension's name.
+	PYV=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+	PYEXT=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+	export PYV PYEXT
 }
 
 # make in $SRC, without the flags of a make that runs the tests (the
@@ -61,7 +65,7 @@ foreign_names() {
 
 @test "make install puts every file in its place, the commands stripped" {
 	diff -u - <(cd "$D" && find . -mindepth 1 ! -type d \
-	    -printf '%y %m %P -> %l\n' | sed 's/ -> $//' | LC_ALL=C sort -k3) <<'EOF'
+	    -printf '%y %m %P -> %l\n' | sed 's/ -> $//' | LC_ALL=C sort -k3) <<EOF
 f 755 usr/local/bin/spool-cancel
 f 755 usr/local/bin/spool-claim
 f 755 usr/local/bin/spool-drop
@@ -84,6 +88,9 @@ l 777 usr/local/lib/libspool.so -> libspool.so.0
 l 777 usr/local/lib/libspool.so.0 -> libspool.so.0.2.0
 f 644 usr/local/lib/libspool.so.0.2.0
 f 644 usr/local/lib/pkgconfig/spool.pc
+f 644 usr/local/lib/python$PYV/dist-packages/spool/__init__.py
+f 644 usr/local/lib/python$PYV/dist-packages/spool/_spool$PYEXT
+f 644 usr/local/lib/python$PYV/dist-packages/spool/py.typed
 f 644 usr/local/lib/systemd/system/spool-check.service
 f 644 usr/local/lib/systemd/system/spool-check.timer
 f 644 usr/local/lib/systemd/system/spool-purge.service
@@ -170,7 +177,7 @@ EOF
 	mk install DESTDIR="$d" $vars STRIP= >/dev/null
 	equals "$(cd "$d" && find . -mindepth 1 ! -type d -printf '%h\n' |
 	    LC_ALL=C sort | uniq -c | awk '{ print $1, $2 }' | tr '\n' ' ')" \
-	    "1 ./opt/sp/inc 7 ./opt/sp/lib/systemd/system 4 ./opt/sp/lib64 1 ./opt/sp/lib64/pkgconfig 2 ./opt/sp/libexec/spool 16 ./opt/sp/man/man1 1 ./opt/sp/man/man3 1 ./opt/sp/man/man7 16 ./opt/sp/sbin 17 ./opt/sp/share/bash-completion/completions 5 ./opt/sp/share/doc/spool/examples "
+	    "1 ./opt/sp/inc 3 ./opt/sp/lib/python$PYV/dist-packages/spool 7 ./opt/sp/lib/systemd/system 4 ./opt/sp/lib64 1 ./opt/sp/lib64/pkgconfig 2 ./opt/sp/libexec/spool 16 ./opt/sp/man/man1 1 ./opt/sp/man/man3 1 ./opt/sp/man/man7 16 ./opt/sp/sbin 17 ./opt/sp/share/bash-completion/completions 5 ./opt/sp/share/doc/spool/examples "
 	# STRIP=: the symbols stay, for a packager's own tools.
 	run -0 readelf -S "$d/opt/sp/sbin/spool-ls"
 	[[ $output == *.symtab* ]]
@@ -345,6 +352,22 @@ EOF
 	run -0 "$D/usr/local/bin/spool-show" --json hooked
 	created=$(sed 's/.*"created":\([0-9]*\).*/\1/' <<<"$output")
 	[ "$created" -ge "$before" ]
+}
+
+@test "the installed Python package imports in Debian's python3 and runs a cycle" {
+	local s=$BATS_TEST_TMPDIR/s
+	run -0 --separate-stderr env LD_LIBRARY_PATH="$D/usr/local/lib" \
+	    PYTHONPATH="$D/usr/local/lib/python$PYV/dist-packages" \
+	    /usr/bin/python3 -c 'import spool, sys
+spool.init(sys.argv[1])
+with spool.Spool(sys.argv[1]) as sp:
+    sp.enqueue(b"hello", id="j1")
+    [job] = sp.claim(lease=30)
+    print(spool.__file__, job.id, job.token, job.payload.decode())
+    job.ok()' "$s"
+	equals "$output" "$D/usr/local/lib/python$PYV/dist-packages/spool/__init__.py j1 1 hello"
+	equals "$stderr" ""
+	[ -f "$s/done/j1" ]
 }
 
 @test "make install removes the library's page of 0.1.0, spool.3, and uninstall too" {
