@@ -2,7 +2,9 @@
 on disk and the errors of lib/spool.h, "Errors"."""
 
 import os
+import signal
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -142,3 +144,132 @@ def test_the_commands_see_what_python_did(sp):
     out = subprocess.run([os.path.join(BIN, "spool-ls"), "-d", sp.path,
                           "new"], capture_output=True, text=True)
     assert (out.returncode, out.stdout, out.stderr) == (0, "j1\n", "")
+
+
+def test_eight_threads_on_one_spool_do_each_job_once(sp):
+    ids = sp.enqueue_many([(b"x", {"id": "j%03d" % i}) for i in range(200)])
+    assert ids == ["j%03d" % i for i in range(200)]
+    done, lock = [], threading.Lock()
+
+    def work():
+        for job in sp.jobs(lease=30):
+            job.ok()
+            with lock:
+                done.append(job.id)
+    ts = [threading.Thread(target=work) for _ in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert sorted(done) == ids
+    assert files(sp.path, "done") == ids
+
+
+def test_four_processes_with_a_spool_each_do_each_job_once(tmp_path):
+    path = str(tmp_path / "spool")
+    spool.init(path)
+    with spool.Spool(path) as s:
+        s.enqueue_many([(b"x", {"id": "j%03d" % i}) for i in range(200)])
+    out = tmp_path / "out"
+    code = ("import spool, sys\n"
+            "with spool.Spool(sys.argv[1]) as sp, open(sys.argv[2], 'a') as f:\n"
+            "    for job in sp.jobs(lease=30):\n"
+            "        job.ok()\n"
+            "        print(job.id, file=f, flush=True)\n")
+    env = dict(os.environ, PYTHONPATH=os.path.join(TOP, "python"))
+    ps = [subprocess.Popen([sys.executable, "-c", code, path,
+                            str(out) + str(k)], env=env) for k in range(4)]
+    assert [p.wait() for p in ps] == [0, 0, 0, 0]
+    got = sorted(l for k in range(4)
+                 for l in (tmp_path / ("out" + str(k))).read_text().split())
+    assert got == ["j%03d" % i for i in range(200)]
+
+
+def lock_lines(path):
+    """/proc/locks's lines for PATH's file, by its device and inode: the
+    locks of other tests do not count."""
+    st = os.stat(path)
+    me = " %02x:%02x:%d " % (os.major(st.st_dev), os.minor(st.st_dev),
+                             st.st_ino)
+    return [l for l in open("/proc/locks") if me in l]
+
+
+def test_a_call_that_waits_for_a_lock_lets_other_threads_run(sp):
+    sp.enqueue(b"x", id="j1")
+    [job] = sp.claim(lease=30)
+    meta = os.path.join(sp.path, "meta", "j1")
+    holder = subprocess.Popen(["flock", meta, "sleep", "1"])
+    while not lock_lines(meta):
+        pass
+    t = threading.Thread(target=job.ok)
+    t.start()
+    # This thread sees the finish wait for the lock: it runs meanwhile.
+    seen = False
+    while t.is_alive() and not seen:
+        seen = any("->" in l for l in lock_lines(meta))
+    holder.wait()
+    t.join()
+    assert seen
+    assert files(sp.path, "done") == ["j1"]
+
+
+def test_a_forked_child_uses_its_parents_spool(sp):
+    sp.enqueue(b"x", id="j1")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            [job] = sp.claim(lease=30)
+            job.ok()
+            os.write(w, job.id.encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    assert os.read(r, 100) == b"j1"
+    assert os.waitpid(pid, 0)[1] == 0
+    assert files(sp.path, "done") == ["j1"]
+
+
+def test_a_429_is_retried_with_its_delay_and_its_id(sp):
+    sp.enqueue(b"post", id="hook-7")
+    [job] = sp.claim(lease=30)
+    job.retry(delay=0.2, cls="rate-limited", detail="429")
+    assert sp.claim(lease=30) == []
+    [again] = list(sp.jobs(lease=30, wait=5))
+    assert (again.id, again.attempt, again.token) == ("hook-7", 2, 2)
+    again.ok()
+
+
+def test_a_stopped_worker_loses_its_job_and_its_finish_is_refused(sp):
+    sp.enqueue(b"x", id="j1")
+    code = ("import os, signal, spool, sys\n"
+            "with spool.Spool(sys.argv[1]) as sp:\n"
+            "    [job] = sp.claim(lease=0.2)\n"
+            "    print(job.token, flush=True)\n"
+            "    os.kill(os.getpid(), signal.SIGSTOP)\n"
+            "    try:\n"
+            "        job.ok()\n"
+            "    except spool.StaleToken as e:\n"
+            "        print(type(e).__name__, e.token, flush=True)\n")
+    env = dict(os.environ, PYTHONPATH=os.path.join(TOP, "python"))
+    p = subprocess.Popen([sys.executable, "-c", code, sp.path], env=env,
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline() == "1\n"
+    while open("/proc/%d/stat" % p.pid).read().split(") ")[1][0] != "T":
+        pass
+    [new] = list(sp.jobs(lease=30, wait=5))
+    assert (new.id, new.token, new.attempt) == ("j1", 2, 2)
+    p.send_signal(signal.SIGCONT)
+    assert p.stdout.read() == "StaleToken 2\n"
+    assert p.wait() == 0
+    new.ok()
+    assert files(sp.path, "done") == ["j1"]
+
+
+def test_keyboard_interrupt_ends_a_wait(sp):
+    def interrupt():
+        threading.Event().wait(0.3)
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=interrupt).start()
+    with pytest.raises(KeyboardInterrupt):
+        list(sp.jobs(lease=30, wait=30))
