@@ -54,7 +54,8 @@ endif
 
 install-python: python/build/_spool$(PY_EXT)
 	$(INSTALL) -d $(DESTDIR)$(PYDIR)/spool
-	$(INSTALL) -m 644 python/spool/__init__.py python/spool/py.typed \
+	$(INSTALL) -m 644 python/spool/__init__.py python/spool/_spool.pyi \
+	    python/spool/py.typed \
 	    $(DESTDIR)$(PYDIR)/spool/
 	$(INSTALL) -m 644 $(STRIP) python/build/_spool$(PY_EXT) \
 	    $(DESTDIR)$(PYDIR)/spool/

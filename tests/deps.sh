@@ -27,6 +27,8 @@ sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' \
 	    2>/dev/null || missing="$missing python3-dev"
 	/usr/bin/python3 -c 'import pytest' 2>/dev/null ||
 	    missing="$missing python3-pytest"
+	/usr/bin/python3 -c 'import mypy' 2>/dev/null ||
+	    missing="$missing python3-mypy"
 	command -v mandoc >/dev/null 2>&1 || missing="$missing mandoc"
 	# make check LINT=1 (tests/run) reads the tests and scripts with it.
 	command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"

@@ -30,9 +30,10 @@ import os
 import threading
 import time
 import weakref
-from typing import IO, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import (IO, Any, Callable, Iterable, Iterator, List, Optional,
+                    Tuple, Union)
 
-from . import _spool
+from . import _spool as _spool
 
 __all__ = [
     "Changed", "Damaged", "Duplicate", "Edited", "Error", "InvalidArgument",
@@ -203,7 +204,7 @@ def _os_error(e: OSError, when: int) -> Error:
     return kind(e.errno, e.strerror, e.filename)
 
 
-def _failed(id: str, r: Tuple[int, ...]) -> Error:
+def _failed(id: str, r: _spool.Result) -> Error:
     """The exception for an item's result that is not done."""
     status, refusal, err, changed, state, token, _ = r
     if status == 1:
@@ -259,7 +260,7 @@ class Spool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, fn, *args):  # type: ignore[no-untyped-def]
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         with self._lock:
             try:
                 return fn(*args)
@@ -286,13 +287,13 @@ class Spool:
         (payload, options).  One result a job: its ID, or the exception
         that refused it."""
         out: List[Union[str, Error]] = []
-        batch: list = []
+        batch: List[Tuple[_spool.JobIn, Optional[str]]] = []
         for item in items:
             if isinstance(item, tuple):
                 payload, opts = item
             else:
                 payload, opts = item, {}
-            batch.append(_job(payload, **opts))  # type: ignore[arg-type]
+            batch.append(_job(payload, **opts))
             if len(batch) == _spool.BATCH_MAX:
                 out += self._enqueue(batch)
                 batch = []
@@ -300,7 +301,8 @@ class Spool:
             out += self._enqueue(batch)
         return out
 
-    def _enqueue(self, batch: list) -> List[Union[str, Error]]:
+    def _enqueue(self, batch: List[Tuple[_spool.JobIn, Optional[str]]]
+                 ) -> List[Union[str, Error]]:
         try:
             res = self._call(self._h.enqueue, [b[0] for b in batch])
         finally:
@@ -352,7 +354,7 @@ def _job(payload: Payload, id: Optional[str] = None,
          key: Optional[str] = None, delay: Optional[Duration] = None,
          deadline: Optional[Duration] = None,
          max_attempts: Optional[int] = None,
-         trace: Optional[str] = None) -> Tuple[tuple, Optional[str]]:
+         trace: Optional[str] = None) -> Tuple[_spool.JobIn, Optional[str]]:
     """The C tuple of one job, its payload open; and its ID as given."""
     _word("id", "id", id)
     _word("key", "key", key)
