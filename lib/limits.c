@@ -67,8 +67,9 @@ count(const char *s, size_t len, int min, int *n)
 int
 limit_line(struct spool *sp, const char *name, const char *val)
 {
-	const char *key, *slash;
+	const char *key, *slash, *dur;
 	struct spool_limit *l;
+	char one[8];
 	int rate;
 
 	if (strncmp(name, "limit.", 6) == 0)
@@ -83,8 +84,15 @@ limit_line(struct spool *sp, const char *name, const char *val)
 	if (!rate)
 		return count(val, strlen(val), 0, &l->limit) == 0 ? 1 : -1;
 	if ((slash = strchr(val, '/')) == NULL ||
-	    count(val, (size_t)(slash - val), 1, &l->rate) == -1 ||
-	    spool_parse_duration(slash + 1, &l->window_ms) == -1 ||
+	    count(val, (size_t)(slash - val), 1, &l->rate) == -1)
+		return -1;
+	/* A unit alone is one of it, as people write rates: 5/s, 100/m. */
+	dur = slash + 1;
+	if (dur[0] >= 'a' && dur[0] <= 'z' && strlen(dur) < 3) {
+		(void)snprintf(one, sizeof(one), "1%s", dur);
+		dur = one;
+	}
+	if (spool_parse_duration(dur, &l->window_ms) == -1 ||
 	    l->window_ms <= 0)
 		return -1;
 	return 1;

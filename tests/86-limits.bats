@@ -247,6 +247,16 @@ claimed k2 2"
 	equals "$(slots_of r)" "$(printf '%s\n' "@$((T + 61001)),r3" "@$((T + 61001)),r4")"
 }
 
+@test "rate.KEY=N/UNIT: a unit alone is one of it, as 2/m is 2/1m" {
+	echo 'rate.r=2/m' >>"$SPOOL_DIR/config"
+	for i in 1 2 3; do enq "r$i" $((T + i * 100)) --key r; done
+	run -0 at_ms $((T + 1000)) spool-claim -n 10 --owner w1
+	equals "$(cut -f1 <<<"$output")" "$(printf '%s\n' r1 r2)"
+	run -1 at_ms $((T + 60999)) spool-claim -n 10 --owner w1
+	run -0 at_ms $((T + 61001)) spool-claim -n 10 --owner w1
+	equals "$(cut -f1 <<<"$output")" r3
+}
+
 @test "a bad limit or rate in config is refused with status 100, naming its line, and changes nothing" {
 	local line
 	enq j $T
@@ -255,7 +265,7 @@ claimed k2 2"
 	n=$(($(wc -l <"$SPOOL_DIR/config") + 1))
 	for line in 'limit.k=-1' 'limit.k=x' 'limit.k=' 'limit.k=1000001' \
 	    'limit.a b=1' 'limit.=1' 'rate.k=5' 'rate.k=0/1s' 'rate.k=5/0' \
-	    'rate.k=5/x' 'rate.k=/1s'; do
+	    'rate.k=5/x' 'rate.k=/1s' 'rate.k=5/sec' 'rate.k=5/ s' 'rate.k=5/'; do
 		cp "$BATS_TEST_TMPDIR/config" "$SPOOL_DIR/config"
 		printf '%s\n' "$line" >>"$SPOOL_DIR/config"
 		run -100 --separate-stderr spool-claim
