@@ -16,7 +16,10 @@
 #define OPEN	SPOOL_AT_OPEN
 #define INIT	SPOOL_AT_INIT
 #define CALL	SPOOL_AT_CALL
-#define ANY	(-1)
+
+#define LOCK_HELD	"a lock stayed held too long: a file system's client " \
+	"may keep a killed process's lock until it is restarted (see " \
+	"spool(7), Several hosts)"
 
 static const struct {
 	int when;
@@ -54,9 +57,9 @@ static const struct {
 	    "how" } },
 	{ CALL, { EDQUOT, 111, NULL } },
 	{ CALL, { EOVERFLOW, 111, NULL } },
-	{ ANY, { ETIMEDOUT, 111, "a lock stayed held too long: a file "
-	    "system's client may keep a killed process's lock until it is "
-	    "restarted (see spool(7), Several hosts)" } },
+	/* spool_init takes no lock: its ETIMEDOUT is a file system's. */
+	{ OPEN, { ETIMEDOUT, 111, LOCK_HELD } },
+	{ CALL, { ETIMEDOUT, 111, LOCK_HELD } },
 };
 
 const struct spool_error *
@@ -66,8 +69,7 @@ spool_error(int err, int when)
 	size_t i;
 
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		if (rows[i].e.err == err &&
-		    (rows[i].when == when || rows[i].when == ANY))
+		if (rows[i].e.err == err && rows[i].when == when)
 			return &rows[i].e;
 	return &other;
 }

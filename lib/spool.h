@@ -203,7 +203,9 @@ struct spool_result {
  *   CALL  EDQUOT      spool_enqueue      free space below the         111
  *                                        reserve (or a quota)
  *   CALL  EOVERFLOW   spool_claim        the token counter is spent   111
- *   any   ETIMEDOUT   any call,          a lock stayed held 30 s      111
+ *   OPEN  ETIMEDOUT   spool_open,        a lock stayed held 30 s      111
+ *                     multi-host
+ *   CALL  ETIMEDOUT   any other call,    the same                     111
  *                     multi-host
  *
  * spool_error(err, when) gives the row of err: when is SPOOL_AT_OPEN for

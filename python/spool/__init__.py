@@ -158,7 +158,13 @@ class Permanent(Exception):
         self.cls, self.detail = cls, detail
 
 
-def _ms(what: str, d: Optional[Duration], default: int) -> int:
+_MS_MAX = 100 * 365 * 86400 * 1000     # a century: more is a mistake
+
+
+def _ms(what: str, d: Optional[Duration], default: int,
+        zero_ok: bool = False) -> int:
+    """d in milliseconds, as the commands take a DUR: more than 0 unless
+    zero_ok, at most a century; default if d is None."""
     if d is None:
         return default
     if isinstance(d, datetime.timedelta):
@@ -166,10 +172,11 @@ def _ms(what: str, d: Optional[Duration], default: int) -> int:
     if isinstance(d, bool) or not isinstance(d, (int, float)):
         raise TypeError("%s: a duration is seconds or a timedelta, not %s"
                         % (what, type(d).__name__))
-    if d < 0 or d != d:
-        raise InvalidArgument("%s: bad duration %r (seconds, 0 or more)"
-                         % (what, d))
-    return int(round(d * 1000))
+    ms = round(d * 1000) if d == d and abs(d) < 1e15 else -1
+    if ms < 0 or ms > _MS_MAX or (ms == 0 and not zero_ok):
+        raise InvalidArgument("%s: bad duration %r (seconds, %s)" % (
+            what, d, "0 or more" if zero_ok else "1 ms or more"))
+    return int(ms)
 
 
 def _word(what: str, kind: str, s: Optional[str]) -> Optional[str]:
@@ -288,15 +295,19 @@ class Spool:
         that refused it."""
         out: List[Union[str, Error]] = []
         batch: List[Tuple[_spool.JobIn, Optional[str]]] = []
-        for item in items:
-            if isinstance(item, tuple):
-                payload, opts = item
-            else:
-                payload, opts = item, {}
-            batch.append(_job(payload, **opts))
-            if len(batch) == _spool.BATCH_MAX:
-                out += self._enqueue(batch)
-                batch = []
+        try:
+            for item in items:
+                if isinstance(item, tuple):
+                    payload, opts = item
+                else:
+                    payload, opts = item, {}
+                batch.append(_job(payload, **opts))
+                if len(batch) == _spool.BATCH_MAX:
+                    out += self._enqueue(batch)
+        except BaseException:
+            for b in batch:
+                os.close(b[0][0])
+            raise
         if batch:
             out += self._enqueue(batch)
         return out
@@ -305,11 +316,12 @@ class Spool:
                  ) -> List[Union[str, Error]]:
         try:
             res = self._call(self._h.enqueue, [b[0] for b in batch])
+            return [i if r[0] == 0 else _failed(b[1] or i, r)
+                    for (i, r), b in zip(res, batch)]
         finally:
             for b in batch:
                 os.close(b[0][0])
-        return [i if r[0] == 0 else _failed(b[1] or i, r)
-                for (i, r), b in zip(res, batch)]
+            batch.clear()
 
     def claim(self, *, lease: Duration, n: int = 1,
               owner: Optional[str] = None) -> List["Job"]:
@@ -333,7 +345,7 @@ class Spool:
         nothing is due, as spool-claim exits 1; with wait=S it waits up to
         S seconds for the next due job."""
         limit = None if wait is None else \
-            time.monotonic() + _ms("wait", wait, 0) / 1000
+            time.monotonic() + _ms("wait", wait, 0, zero_ok=True) / 1000
         while True:
             got = self.claim(lease=lease, owner=owner)
             if got:
@@ -355,29 +367,23 @@ def _job(payload: Payload, id: Optional[str] = None,
          deadline: Optional[Duration] = None,
          max_attempts: Optional[int] = None,
          trace: Optional[str] = None) -> Tuple[_spool.JobIn, Optional[str]]:
-    """The C tuple of one job, its payload open; and its ID as given."""
+    """The C tuple of one job, its payload open; and its ID as given.
+    Every argument is checked before anything is opened."""
     _word("id", "id", id)
     _word("key", "key", key)
     _word("trace", "id", trace)
-    if isinstance(payload, str):
-        payload = payload.encode()
     if max_attempts is not None and (
             isinstance(max_attempts, bool) or
             not isinstance(max_attempts, int) or
             not 1 <= max_attempts <= 1000000):
         raise InvalidArgument("max_attempts: bad number %r (1 to 1000000)"
-                         % (max_attempts,))
+                              % (max_attempts,))
+    deadline_ms = _ms("deadline", deadline, 0)
+    delay_ms = _ms("delay", delay, 0, zero_ok=True)
+    if isinstance(payload, str):
+        payload = payload.encode()
     if isinstance(payload, (bytes, bytearray, memoryview)):
-        r, w = os.pipe()
-        data = bytes(payload)
-        if len(data) > 65536:
-            os.close(r)
-            os.close(w)
-            fd = _memfd(data)
-        else:
-            os.write(w, data)
-            os.close(w)
-            fd = r
+        fd = _memfd(bytes(payload))
     elif isinstance(payload, os.PathLike):
         fd = os.open(os.fspath(payload), os.O_RDONLY | os.O_CLOEXEC)
     elif hasattr(payload, "fileno"):
@@ -385,14 +391,21 @@ def _job(payload: Payload, id: Optional[str] = None,
     else:
         raise TypeError("payload: bytes, str, a binary file or a path, "
                         "not %s" % type(payload).__name__)
-    return ((fd, id, key, trace, max_attempts or 0,
-             _ms("deadline", deadline, 0), _ms("delay", delay, 0)), id)
+    return ((fd, id, key, trace, max_attempts or 0, deadline_ms, delay_ms),
+            id)
 
 
 def _memfd(data: bytes) -> int:
+    """A file in memory holding data, read from its start."""
     fd = os.memfd_create("spool-payload", os.MFD_CLOEXEC)
-    os.write(fd, data)
-    os.lseek(fd, 0, os.SEEK_SET)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
 
 
@@ -443,7 +456,7 @@ class Job:
         """Deliver it again after delay (None: the spool's backoff); it
         parks if its attempts are spent."""
         self._finish(_spool.RETRY, _class(cls), detail,
-                     _ms("delay", delay, -1))
+                     _ms("delay", delay, -1, zero_ok=True))
 
     def fail(self, cls: Optional[str] = None,
              detail: Optional[str] = None) -> None:
@@ -452,7 +465,8 @@ class Job:
 
     def release(self, delay: Optional[Duration] = None) -> None:
         """Give it back unused: no attempt spent."""
-        self._finish(_spool.RELEASE, 0, None, _ms("delay", delay, 0))
+        self._finish(_spool.RELEASE, 0, None,
+                     _ms("delay", delay, 0, zero_ok=True))
 
     def renew(self, lease: Duration) -> None:
         """Hold the lease lease seconds from now."""

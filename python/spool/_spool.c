@@ -227,12 +227,12 @@ h_enqueue(Handle *h, PyObject *args)
 	if ((out = PyList_New(n)) == NULL)
 		goto done;
 	for (i = 0; i < n; i++) {
-		if ((r = result(&jobs[i].res)) == NULL) {
+		if ((r = result(&jobs[i].res)) == NULL ||
+		    (r = Py_BuildValue("(sN)", jobs[i].idbuf, r)) == NULL) {
 			Py_CLEAR(out);
 			goto done;
 		}
-		PyList_SET_ITEM(out, i, Py_BuildValue("(sN)", jobs[i].idbuf,
-		    r));
+		PyList_SET_ITEM(out, i, r);
 	}
 done:
 	free(jobs);
@@ -272,12 +272,23 @@ h_claim(Handle *h, PyObject *args)
 		free(l);
 		return os_error(err, SPOOL_AT_CALL, "claim");
 	}
+	/*
+	 * The leases are taken: a tuple that cannot be made leaves them to
+	 * run out.  The path is the file system's bytes, not UTF-8's.
+	 */
 	if ((out = PyList_New((Py_ssize_t)n)) != NULL)
-		for (i = 0; i < n; i++)
-			PyList_SET_ITEM(out, (Py_ssize_t)i, Py_BuildValue(
-			    "(sKiiLss)", l[i].id, (unsigned long long)l[i].token,
-			    l[i].attempt, l[i].cycle, (long long)l[i].lease_until,
-			    l[i].trace, l[i].path));
+		for (i = 0; i < n; i++) {
+			PyObject *t = Py_BuildValue("(sKiiLsN)", l[i].id,
+			    (unsigned long long)l[i].token, l[i].attempt,
+			    l[i].cycle, (long long)l[i].lease_until, l[i].trace,
+			    PyUnicode_DecodeFSDefault(l[i].path));
+
+			if (t == NULL) {
+				Py_CLEAR(out);
+				break;
+			}
+			PyList_SET_ITEM(out, (Py_ssize_t)i, t);
+		}
 	spool_free_leases(l, n);
 	free(l);
 	return out;

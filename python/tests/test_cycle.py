@@ -273,3 +273,19 @@ def test_keyboard_interrupt_ends_a_wait(sp):
     threading.Thread(target=interrupt).start()
     with pytest.raises(KeyboardInterrupt):
         list(sp.jobs(lease=30, wait=30))
+
+
+def test_a_refused_call_leaves_no_descriptor_open_and_nothing_queued(sp):
+    before = sorted(os.listdir("/proc/self/fd"))
+    for call in (
+            lambda: sp.enqueue_many([b"a", b"b", (b"c", {"key": "a b"})]),
+            lambda: sp.enqueue(b"x", delay=-1),
+            lambda: sp.enqueue(b"x", deadline=0),
+            lambda: sp.enqueue(b"x", deadline=float("inf")),
+            lambda: sp.enqueue(b"x", deadline=10 ** 20),
+            lambda: sp.claim(lease=0),
+            lambda: sp.claim(lease=30, n=257)):
+        with pytest.raises(spool.InvalidArgument):
+            call()
+    assert sorted(os.listdir("/proc/self/fd")) == before
+    assert files(sp.path, "new") == []
