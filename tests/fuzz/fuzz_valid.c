@@ -296,13 +296,13 @@ check_token(const char *s)
 	int ok, rc;
 
 	rc = spool_parse_token(s, &tok);
-	v = digits_value(s, strlen(s), INT64_MAX, &ok);
+	v = digits_value(s, strlen(s), SPOOL_TOKEN_MAX, &ok);
 	check(rc == (ok && v >= 1 ? 0 : -1));
 	if (rc == -1) {
 		check(tok == 42);
 		return;
 	}
-	check(tok == v && tok >= 1 && tok <= INT64_MAX);
+	check(tok == v && tok >= 1 && tok <= SPOOL_TOKEN_MAX);
 	(void)snprintf(buf, sizeof(buf), "%" PRIu64, tok);
 	check(spool_parse_token(buf, &again) == 0 && again == tok);
 }
