@@ -270,9 +270,15 @@ def test_keyboard_interrupt_ends_a_wait(sp):
     def interrupt():
         threading.Event().wait(0.3)
         os.kill(os.getpid(), signal.SIGINT)
-    threading.Thread(target=interrupt).start()
-    with pytest.raises(KeyboardInterrupt):
-        list(sp.jobs(lease=30, wait=30))
+    # As a program started from a terminal has it: a test runner started
+    # in the background of a script inherits SIGINT ignored.
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt).start()
+        with pytest.raises(KeyboardInterrupt):
+            list(sp.jobs(lease=30, wait=30))
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def test_a_refused_call_leaves_no_descriptor_open_and_nothing_queued(sp):
