@@ -12,10 +12,14 @@ PY_MOD = python/spool/_spool$(PY_EXT)
 lib/$(SONAME): $(SHLIB)
 	ln -sf $(notdir $(SHLIB)) $@
 
+# The extension, linked to lib/'s shared library; the tree's copy also
+# finds it there by its run path.
+PY_LINK = $(CC) $(CFLAGS) -fPIC -shared $(WARN) \
+    -Wno-missing-field-initializers -I$(PY_INC) $(LDFLAGS) -o $@ \
+    python/spool/_spool.c -Llib -l:$(notdir $(SHLIB))
+
 $(PY_MOD): python/spool/_spool.c lib/spool.h lib/$(SONAME) python/python.mk
-	$(CC) $(CFLAGS) -fPIC -shared $(WARN) -Wno-missing-field-initializers \
-	    -I$(PY_INC) $(LDFLAGS) -o $@ python/spool/_spool.c \
-	    -Llib -l:$(notdir $(SHLIB)) -Wl,-rpath,$(CURDIR)/lib
+	$(PY_LINK) -Wl,-rpath,$(CURDIR)/lib
 
 python: $(PY_MOD)
 
@@ -42,9 +46,7 @@ endif
 
 python/build/_spool$(PY_EXT): python/spool/_spool.c lib/spool.h $(SHLIB) python/python.mk
 	@mkdir -p python/build
-	$(CC) $(CFLAGS) -fPIC -shared $(WARN) -Wno-missing-field-initializers \
-	    -I$(PY_INC) $(LDFLAGS) -o $@ python/spool/_spool.c \
-	    -Llib -l:$(notdir $(SHLIB))
+	$(PY_LINK)
 
 # PYTHON= installs without it.
 ifneq ($(PYTHON),)

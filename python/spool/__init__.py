@@ -206,7 +206,7 @@ def _class(cls: Optional[str]) -> int:
 
 
 def _os_error(e: OSError, when: int) -> Error:
-    status, text = _spool.error(e.errno or 0, when)
+    status = _spool.error(e.errno or 0, when)[0]
     kind = TemporaryError if status == 111 else PermanentError
     return kind(e.errno, e.strerror, e.filename)
 
