@@ -130,7 +130,6 @@ slot_live(struct spool *sp, int dirfd, const char *id, int64_t now)
 	char buf[80];
 	uint64_t prev = 0;
 	int64_t until = 0, size = 0;
-	struct stat st;
 	struct job j;
 	ssize_t n;
 	int fd, live, known = 0;
@@ -152,8 +151,13 @@ slot_live(struct spool *sp, int dirfd, const char *id, int64_t now)
 			return 0;
 		return !known || until + sp->skew_ms > now;
 	}
-	if (known && j.cur.tok <= prev && fstat(j.fd, &st) == 0 &&
-	    st.st_size <= size)
+	/*
+	 * The records as read, not the file as it is after: a record
+	 * appended between the read and a stat would make the claim look
+	 * ended with a record that says new.  A record half written is not
+	 * one yet.
+	 */
+	if (known && j.cur.tok <= prev && (int64_t)j.valid <= size)
 		live = until + sp->skew_ms > now;
 	else
 		live = j.cur.loc == SPOOL_LEASED;
