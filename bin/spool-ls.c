@@ -19,7 +19,8 @@
 #include "common.h"
 
 const char *usage_text = "spool-ls [-d DIR] [-0 | -l | --json] "
-    "[--older-than DUR] [--reason R] [--class C] [STATE ...]";
+    "[--older-than DUR] [--reason R] [--class C] [--key KEY] [--trace T] "
+    "[STATE ...]";
 /* --help: a line an option, as the man page's OPTIONS. */
 const char *help_text =
     "  -d DIR            the spool (default: $SPOOL_DIR)\n"
@@ -28,7 +29,9 @@ const char *help_text =
     "  --json            one JSON object a line\n"
     "  --older-than DUR  only jobs in their state for at least DUR\n"
     "  --reason R        only jobs parked for reason R\n"
-    "  --class C         only jobs whose last failure was of class C\n";
+    "  --class C         only jobs whose last failure was of class C\n"
+    "  --key KEY         only jobs with key KEY\n"
+    "  --trace T         only jobs enqueued with trace ID T\n";
 
 enum form { PLAIN, NUL, LONG, JSON };
 
@@ -265,6 +268,7 @@ struct ls {
 	enum form form;
 	int dropped, reason, class, status;
 	int64_t older, now;
+	const char *key, *trace;	/* NULL: any */
 	struct table table;
 };
 
@@ -286,7 +290,9 @@ show(void *arg, const char *id, const char *file,
 	    (l->dropped && !info->dropped) ||
 	    (l->reason != 0 && info->reason != l->reason) ||
 	    (l->class != 0 && info->class != l->class) ||
-	    (l->older >= 0 && l->now - info->since < l->older))
+	    (l->older >= 0 && l->now - info->since < l->older) ||
+	    (l->key != NULL && strcmp(info->key, l->key) != 0) ||
+	    (l->trace != NULL && strcmp(info->trace, l->trace) != 0))
 		return 0;
 	switch (l->form) {
 	case PLAIN:
@@ -349,8 +355,10 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "class", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "key", required_argument, NULL, 'k' },
 		{ "older-than", required_argument, NULL, 'o' },
 		{ "reason", required_argument, NULL, 'r' },
+		{ "trace", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct ls l = { .form = PLAIN, .status = EXIT_DONE, .older = -1 };
@@ -376,11 +384,17 @@ main(int argc, char **argv)
 		case 'd':
 			dir = optarg;
 			break;
+		case 'k':
+			l.key = opt_word("--key", optarg, spool_valid_key);
+			break;
 		case 'o':
 			l.older = opt_duration("--older-than", optarg, 1);
 			break;
 		case 'r':
 			l.reason = opt_name("--reason", optarg, &reason_names);
+			break;
+		case 't':
+			l.trace = opt_word("--trace", optarg, spool_valid_id);
 			break;
 		default:
 			usage();

@@ -80,7 +80,7 @@ _spool_options()
 		_spool_arg='-d --group'
 		_spool_flag='--upgrade' ;;
 	spool-ls)
-		_spool_arg='-d --older-than --reason --class'
+		_spool_arg='-d --older-than --reason --class --key --trace'
 		_spool_flag='-0 -l --json' ;;
 	spool-purge)
 		_spool_arg='-d --older-than --keep --by --note'

@@ -90,6 +90,14 @@ clock() {
 	clock 08:10:00
 	ex_step 'spool-cancel --by ops'
 	ex_step 'spool-finish mail-7'
+	# A run of two mails, the first being sent, and a mail of another;
+	# 5 s apart, in buckets of their own (see page).
+	at 08:11:00 spool-enqueue --id mail-12 --trace run-12 <<<"to=user12" >/dev/null
+	at 08:11:05 spool-enqueue --id mail-13 --trace run-12 <<<"to=user13" >/dev/null
+	at 08:11:10 spool-enqueue --id mail-14 --trace run-13 <<<"to=user14" >/dev/null
+	at 08:11:15 spool-claim --owner worker-2 >/dev/null
+	clock 08:12:00
+	ex_step 'spool-ls --trace run-12'
 	ex_end
 }
 

@@ -177,6 +177,32 @@ story() {
 	equals "$output" exh1
 }
 
+@test "--key and --trace select a key's or a run's jobs; a pipe cancels a run whole" {
+	at_ms $T spool-enqueue --id r1 --trace run-42 --key smtp <<<"x" >/dev/null
+	at_ms $((T + 5000)) spool-enqueue --id r2 --trace run-42 <<<"x" >/dev/null
+	at_ms $((T + 10000)) spool-enqueue --id r3 --trace run-43 --key smtp <<<"x" >/dev/null
+	at_ms $((T + 15000)) spool-enqueue --id r4 <<<"x" >/dev/null
+	run -0 at_ms $((T + 20000)) spool-claim --owner w
+	equals "$(cut -f1 <<<"$output")" r1
+	run -0 spool-ls --key smtp new leased
+	equals "$output" "$(printf '%s\n' r3 r1)"
+	run -0 spool-ls --trace run-42 new leased
+	equals "$output" "$(printf '%s\n' r2 r1)"
+	run -0 spool-ls --trace run-42 --key smtp new leased
+	equals "$output" r1
+	run -0 spool-ls --trace run-44 new leased
+	equals "$output" ""
+	run -0 --separate-stderr bash -c 'spool-ls --trace run-42 new leased |
+	    spool-cancel --by ops --note INC-9 -'
+	equals "$output" "$(printf '%s\n' r2 r1)"
+	equals "$stderr" ""
+	equals "$(ids_in dead)" "$(printf '%s\n' r1 r2)"
+	equals "$(ids_in new)" "$(printf '%s\n' r3 r4)"
+	run -0 spool-ls --trace run-42
+	equals "$output" "$(printf '%s\n' r1 r2 | LC_ALL=C sort)"
+	check_invariants
+}
+
 @test "-0 separates IDs with NUL, for xargs -0" {
 	park_all transient a.b x_y-z 0-.-_ 9 A..B
 	run -0 --separate-stderr bash -c \
@@ -317,6 +343,11 @@ EOF
 	equals "$stderr" "spool-ls: --reason: unknown reason 'tired' (permanent, exhausted, deadline, side-effect or cancelled)"
 	run -100 --separate-stderr spool-ls --reason exhausted new
 	equals "$stderr" "spool-ls: --reason is for dead, done and dropped jobs"
+	run -100 --separate-stderr spool-ls --key 'a b'
+	equals "$stderr" "spool-ls: --key: bad value (letters, digits, '.', '_', '-', starting with a letter or digit, at most 64 bytes)"
+	run -100 --separate-stderr spool-ls --trace ''
+	equals "$output" ""
+	equals "$stderr" "spool-ls: --trace: bad value (letters, digits, '.', '_', '-', starting with a letter or digit, at most 128 bytes)"
 	run -100 --separate-stderr spool-ls --older-than soon
 	equals "$stderr" "spool-ls: --older-than: bad duration 'soon' (use e.g. 500ms, 30s, 5m, 2h, 7d, 0)"
 	for bad in "-l --json" "-0 -l" "-0 --json"; do

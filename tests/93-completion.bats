@@ -231,7 +231,7 @@ EOF
 	    <(comp_options spool-fsck)
 	equals "$output" $'3d2\n< spool-fsck --verbose'
 	equals "$(man_options "$BATS_TEST_DIRNAME/../man/spool-ls.1" | tr '\n' ' ')" \
-	    "spool-ls --class spool-ls --json spool-ls --older-than spool-ls --reason spool-ls -0 spool-ls -d spool-ls -l "
+	    "spool-ls --class spool-ls --json spool-ls --key spool-ls --older-than spool-ls --reason spool-ls --trace spool-ls -0 spool-ls -d spool-ls -l "
 	equals "$(man_options "$BATS_TEST_DIRNAME/../man/spool-stat.1" | tr '\n' ' ')" \
 	    "spool-stat --ages spool-stat --crit spool-stat --json spool-stat --prom spool-stat --warn spool-stat -a spool-stat -d "
 }
