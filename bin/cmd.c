@@ -245,12 +245,13 @@ int
 open_failure(const char *dir, int err, char *msg, size_t len)
 {
 	const struct spool_error *e = spool_error(err, SPOOL_AT_OPEN);
-	char host[SPOOL_HOST_MAX + 1];
+	char host[SPOOL_HOST_MAX + 1], why[256];
 	int line;
 
-	if (err == EBADMSG && (line = spool_config_line(dir)) > 0)
-		(void)snprintf(msg, len, "%s/config:%d: malformed (see "
-		    "spool(7), FILES)", dir, line);
+	if (err == EBADMSG &&
+	    (line = spool_config_error(dir, why, sizeof(why))) > 0)
+		(void)snprintf(msg, len, "%s/config:%d: %s (see spool(7), "
+		    "FILES)", dir, line, why);
 	else if (err == EBADMSG)
 		(void)snprintf(msg, len, "%s/config: malformed", dir);
 	else if (err == EADDRINUSE)

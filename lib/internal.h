@@ -424,7 +424,8 @@ int commit_with(struct spool *sp, const int *files, size_t nfiles,
     int *errs, struct dirset *ds, struct abuf *ab, struct carry *cy);
 
 /* limits.c: config's limits and rates, and the slots a claim takes */
-int limit_line(struct spool *sp, const char *name, const char *val);
+int limit_line(struct spool *sp, const char *name, const char *val,
+    const char **form);
 const struct spool_limit *limit_of(const struct spool *sp,
     const char *key);
 int slot_take(struct spool *sp, const struct job *j, int64_t now,

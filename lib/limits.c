@@ -62,10 +62,13 @@ count(const char *s, size_t len, int min, int *n)
 
 /*
  * A line of config, split at its '=': 1 if it is a limit or a rate, taken;
- * 0 if it is neither; -1 if it is one, malformed.
+ * 0 if it is neither.  If it is one, malformed: -1 for its value, with
+ * *form what was expected, as config's errors say it; -2 for its key; -3
+ * for a key past the 64 that may have one.
  */
 int
-limit_line(struct spool *sp, const char *name, const char *val)
+limit_line(struct spool *sp, const char *name, const char *val,
+    const char **form)
 {
 	const char *key, *slash, *dur;
 	struct spool_limit *l;
@@ -79,10 +82,14 @@ limit_line(struct spool *sp, const char *name, const char *val)
 	else
 		return 0;
 	key = name + (rate ? 5 : 6);
-	if (!spool_valid_key(key) || (l = limit_entry(sp, key)) == NULL)
-		return -1;
+	if (!spool_valid_key(key))
+		return -2;
+	if ((l = limit_entry(sp, key)) == NULL)
+		return -3;
+	*form = "a whole number from 0 to 1000000";
 	if (!rate)
 		return count(val, strlen(val), 0, &l->limit) == 0 ? 1 : -1;
+	*form = "N/DUR, N from 1 to 1000000, such as 5/1s, 100/m or 10/30s";
 	if ((slash = strchr(val, '/')) == NULL ||
 	    count(val, (size_t)(slash - val), 1, &l->rate) == -1)
 		return -1;

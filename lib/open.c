@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,15 +37,41 @@ yes_no(const char *v)
 }
 
 /*
- * The spool's defaults from config's text; -1 if it is malformed, with
- * *bad the number of the line at fault: the first bad one, or that of
- * multi-host=yes without skew, or the later of backoff and backoff-max
- * when the longest delay is below the first.
+ * Where config is malformed, and why: the number of the line at fault,
+ * and, if why is not NULL, a phrase of at most len bytes that names the
+ * key, what was given and what was expected.
+ */
+struct cfg_fault {
+	int line;
+	char *why;
+	size_t len;
+};
+
+static int __attribute__((format(printf, 2, 3)))
+fault(struct cfg_fault *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (f->why != NULL) {
+		va_start(ap, fmt);
+		(void)vsnprintf(f->why, f->len, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+
+/*
+ * The spool's defaults from config's text; -1 if it is malformed, with f
+ * saying where and why: the first bad line, or that of multi-host=yes
+ * without skew, or the later of backoff and backoff-max when the longest
+ * delay is below the first.
  */
 static int
-parse_config(struct spool *sp, char *text, int *bad)
+parse_config(struct spool *sp, char *text, struct cfg_fault *f)
 {
 	char *line, *next, *eq;
+	const char *form;
 	int n = 0, multi_line = 0, backoff_line = 0, r;
 	int64_t v;
 
@@ -58,52 +85,68 @@ parse_config(struct spool *sp, char *text, int *bad)
 	for (line = text; line != NULL && *line != '\0'; line = next) {
 		if ((next = strchr(line, '\n')) != NULL)
 			*next++ = '\0';
-		*bad = ++n;
+		f->line = ++n;
 		if (line[0] == '#' || line[0] == '\0')
 			continue;
 		if ((eq = strchr(line, '=')) == NULL)
-			return -1;
+			return fault(f, "'%.40s': not KEY=VALUE", line);
 		*eq++ = '\0';
-		if ((r = limit_line(sp, line, eq)) != 0) {
-			if (r == -1)
-				return -1;
+		if ((r = limit_line(sp, line, eq, &form)) == -1)
+			return fault(f, "%.70s=%.40s: not %s", line, eq, form);
+		if (r == -2)
+			return fault(f, "%.70s: not a key of letters, digits, "
+			    "'.', '_' or '-', starting with a letter or digit, "
+			    "at most 64 bytes", line);
+		if (r == -3)
+			return fault(f, "%.70s: more than 64 keys with a limit "
+			    "or a rate", line);
+		if (r == 1)
 			continue;
-		}
 		if (strcmp(line, "max-attempts") == 0) {
 			if (spool_parse_token(eq, (uint64_t *)&v) == -1 ||
 			    v > 1000000)
-				return -1;
+				return fault(f, "max-attempts=%.40s: not a "
+				    "whole number from 1 to 1000000", eq);
 			sp->max_attempts = (int)v;
 			continue;
 		}
-		if (strcmp(line, "reserve") == 0) {
-			if (spool_parse_size(eq, &sp->reserve_bytes) == -1)
-				return -1;
+		if (strcmp(line, "reserve") == 0 ||
+		    strcmp(line, "reserve-inodes") == 0) {
+			if (spool_parse_size(eq, line[7] == '\0' ?
+			    &sp->reserve_bytes : &sp->reserve_inodes) == -1)
+				return fault(f, "%s=%.40s: not a size, such as "
+				    "16M, 500k, 1000 or 0", line, eq);
 			continue;
 		}
-		if (strcmp(line, "reserve-inodes") == 0) {
-			if (spool_parse_size(eq, &sp->reserve_inodes) == -1)
-				return -1;
+		if (strcmp(line, "multi-host") == 0 ||
+		    strcmp(line, "syncfs") == 0) {
+			if ((r = yes_no(eq)) == -1)
+				return fault(f, "%s=%.40s: not yes or no", line,
+				    eq);
+			if (line[0] == 'm') {
+				sp->multi_host = r;
+				multi_line = n;
+			} else
+				sp->syncfs = r;
 			continue;
 		}
-		if (strcmp(line, "multi-host") == 0) {
-			if ((sp->multi_host = yes_no(eq)) == -1)
-				return -1;
-			multi_line = n;
-			continue;
-		}
-		if (strcmp(line, "syncfs") == 0) {
-			if ((sp->syncfs = yes_no(eq)) == -1)
-				return -1;
-			continue;
-		}
-		if (spool_parse_duration(eq, &v) == -1)
-			return -1;
+		if (strcmp(line, "lease") != 0 && strcmp(line, "deadline") != 0 &&
+		    strcmp(line, "backoff") != 0 &&
+		    strcmp(line, "backoff-max") != 0 &&
+		    strcmp(line, "skew") != 0 && strcmp(line, "timeout") != 0)
+			return fault(f, "%.70s: unknown key", line);
+		/* A lease or a deadline of nothing would end as it began. */
+		if (spool_parse_duration(eq, &v) == -1 || (v == 0 &&
+		    (line[0] == 'l' || line[0] == 'd')))
+			return fault(f, "%s=%.40s: not a duration%s, such as "
+			    "%s500ms, 30s, 5m, 2h or 7d", line, eq,
+			    line[0] == 'l' || line[0] == 'd' ? " above 0" : "",
+			    line[0] == 'l' || line[0] == 'd' ? "" : "0, ");
 		if (strncmp(line, "backoff", 7) == 0)
 			backoff_line = n;
-		if (strcmp(line, "lease") == 0 && v > 0)
+		if (strcmp(line, "lease") == 0)
 			sp->lease_ms = v;
-		else if (strcmp(line, "deadline") == 0 && v > 0)
+		else if (strcmp(line, "deadline") == 0)
 			sp->deadline_ms = v;
 		else if (strcmp(line, "backoff") == 0)
 			sp->backoff_ms = v;
@@ -111,20 +154,21 @@ parse_config(struct spool *sp, char *text, int *bad)
 			sp->backoff_max_ms = v;
 		else if (strcmp(line, "skew") == 0)
 			sp->skew_ms = v;
-		else if (strcmp(line, "timeout") == 0)
-			sp->timeout_ms = v;
 		else
-			return -1;
+			sp->timeout_ms = v;
 	}
 	/* Several hosts' clocks never agree exactly: say by how much. */
 	if (sp->multi_host && sp->skew_ms <= 0) {
-		*bad = multi_line;
-		return -1;
+		f->line = multi_line;
+		return fault(f, "multi-host=yes: needs a skew above 0, such "
+		    "as skew=2s");
 	}
 	if (sp->skew_ms == -1)
 		sp->skew_ms = 0;
-	*bad = backoff_line;
-	return sp->backoff_max_ms >= sp->backoff_ms ? 0 : -1;
+	f->line = backoff_line;
+	if (sp->backoff_max_ms < sp->backoff_ms)
+		return fault(f, "backoff-max is below backoff");
+	return 0;
 }
 
 /*
@@ -226,8 +270,9 @@ spool_open(const char *dir)
 	struct stat st;
 	char cfg[4096];
 	int *fds[NSUBDIRS];
+	struct cfg_fault f = { 0 };
 	size_t i;
-	int e, bad;
+	int e;
 
 	if ((sp = calloc(1, sizeof(*sp))) == NULL)
 		return NULL;
@@ -271,7 +316,7 @@ spool_open(const char *dir)
 			goto fail;
 		cfg[0] = '\0';
 	}
-	if (parse_config(sp, cfg, &bad) == -1) {
+	if (parse_config(sp, cfg, &f) == -1) {
 		errno = EBADMSG;
 		goto fail;
 	}
@@ -327,9 +372,9 @@ void
 config_limits(struct spool *sp)
 {
 	struct spool tmp;
+	struct cfg_fault f = { 0 };
 	struct stat st;
 	char cfg[4096];
-	int bad;
 
 	if (fstatat(sp->dirfd, "config", &st, AT_SYMLINK_NOFOLLOW) == -1)
 		memset(&st, 0, sizeof(st));
@@ -346,7 +391,7 @@ config_limits(struct spool *sp)
 		cfg[0] = '\0';
 	}
 	memset(&tmp, 0, sizeof(tmp));
-	if (parse_config(&tmp, cfg, &bad) == -1)
+	if (parse_config(&tmp, cfg, &f) == -1)
 		return;
 	memcpy(sp->limits, tmp.limits, sizeof(sp->limits));
 	sp->nlimits = tmp.nlimits;
@@ -366,16 +411,20 @@ spool_limits(struct spool *sp, struct spool_limit *out, size_t max)
 }
 
 /*
- * Which line of dir's config is malformed: its number, 0 if the file is
- * not (or is longer than any config), -1 with errno if it cannot be read.
+ * Which line of dir's config is malformed, and why: its number, 0 if the
+ * file is not (or is longer than any config), -1 with errno if it cannot
+ * be read.
  */
 int
-spool_config_line(const char *dir)
+spool_config_error(const char *dir, char *why, size_t len)
 {
+	struct cfg_fault f = { .why = why, .len = len };
 	struct spool tmp;
 	char cfg[4096];
-	int fd, bad = 0, r, e;
+	int fd, r, e;
 
+	if (why != NULL && len > 0)
+		why[0] = '\0';
 	if ((fd = open_top(dir)) == -1)
 		return -1;
 	r = read_small(fd, "config", cfg, sizeof(cfg));
@@ -388,7 +437,13 @@ spool_config_line(const char *dir)
 		return -1;
 	}
 	memset(&tmp, 0, sizeof(tmp));
-	return parse_config(&tmp, cfg, &bad) == -1 ? bad : 0;
+	return parse_config(&tmp, cfg, &f) == -1 ? f.line : 0;
+}
+
+int
+spool_config_line(const char *dir)
+{
+	return spool_config_error(dir, NULL, 0);
 }
 
 void

@@ -175,7 +175,7 @@ struct spool_result {
  *   OPEN  EPROTO      spool_open         a format this library does   100
  *                                        not know
  *   OPEN  EBADMSG     spool_open         config malformed:            100
- *                                        spool_config_line says where
+ *                                        spool_config_error says where
  *   OPEN  EUCLEAN     spool_open         a state directory is missing 100
  *   OPEN  EACCES      spool_open         no permission: a person      100
  *                                        grants it
@@ -241,8 +241,13 @@ void spool_close(struct spool *sp);
  * dir's config at fault (for multi-host=yes without skew, that line; for
  * backoff-max below backoff, the later of the two), or 0 if no line is (a
  * file longer than 4095 bytes); -1 with errno if it cannot be read.
+ * spool_config_error() also writes why into why, of len bytes: the key,
+ * what was given and the form expected, such as "lease=forever: not a
+ * duration above 0, such as 500ms, 30s, 5m, 2h or 7d"; "" when it
+ * returns 0 or -1.
  */
 int spool_config_line(const char *dir);
+int spool_config_error(const char *dir, char *why, size_t len);
 
 
 /*

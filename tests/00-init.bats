@@ -70,7 +70,7 @@ EOF
 @test "a malformed config is refused by every command" {
 	echo 'lease=forever' >>"$SPOOL_DIR/config"
 	run -100 --separate-stderr spool-claim
-	equals "$stderr" "spool-claim: $SPOOL_DIR/config:12: malformed (see spool(7), FILES)"
+	equals "$stderr" "spool-claim: $SPOOL_DIR/config:12: lease=forever: not a duration above 0, such as 500ms, 30s, 5m, 2h or 7d (see spool(7), FILES)"
 }
 
 @test "files follow the umask in a private spool" {

@@ -43,7 +43,7 @@ opened() {
 
 @test "EBADMSG: a malformed config, 100" {
 	echo 'lease=forever' >>"$SPOOL_DIR/config"
-	opened "$SPOOL_DIR" 100 "$SPOOL_DIR/config:12: malformed (see spool(7), FILES)"
+	opened "$SPOOL_DIR" 100 "$SPOOL_DIR/config:12: lease=forever: not a duration above 0, such as 500ms, 30s, 5m, 2h or 7d (see spool(7), FILES)"
 }
 
 @test "EUCLEAN: a state directory missing, 100" {

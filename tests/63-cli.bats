@@ -133,24 +133,52 @@ EOF
 	equals "$stderr" "spool-finish: --delay: bad duration '-1' (use e.g. 500ms, 30s, 5m, 2h, 7d, 0)"
 }
 
-@test "a malformed config names its line" {
+@test "a malformed config names its line, the key, what was given and the form" {
 	c="$SPOOL_DIR/config"
-	printf '# defaults\nlease=30s\nlease=forever\nmax-attempts=5\n' >"$c"
-	run -100 --separate-stderr spool-ls
-	equals "$stderr" "spool-ls: $c:3: malformed (see spool(7), FILES)"
+	before=$(snapshot)
+	D='such as 500ms, 30s, 5m, 2h or 7d'
+	while IFS='|' read -r line why; do
+		printf '# defaults\nlease=30s\n%s\nmax-attempts=5\n' "$line" >"$c"
+		run -100 --separate-stderr spool-ls
+		equals "$output" ""
+		equals "$stderr" "spool-ls: $c:3: $why (see spool(7), FILES)"
+	done <<EOF
+lease=forever|lease=forever: not a duration above 0, $D
+lease=0|lease=0: not a duration above 0, $D
+deadline=-1d|deadline=-1d: not a duration above 0, $D
+backoff=1 s|backoff=1 s: not a duration, such as 0, 500ms, 30s, 5m, 2h or 7d
+backoff-max=|backoff-max=: not a duration, such as 0, 500ms, 30s, 5m, 2h or 7d
+timeout=1y|timeout=1y: not a duration, such as 0, 500ms, 30s, 5m, 2h or 7d
+skew=soon|skew=soon: not a duration, such as 0, 500ms, 30s, 5m, 2h or 7d
+max-attempts=0|max-attempts=0: not a whole number from 1 to 1000000
+max-attempts=1000001|max-attempts=1000001: not a whole number from 1 to 1000000
+reserve=16Q|reserve=16Q: not a size, such as 16M, 500k, 1000 or 0
+reserve-inodes=-1|reserve-inodes=-1: not a size, such as 16M, 500k, 1000 or 0
+multi-host=maybe|multi-host=maybe: not yes or no
+syncfs=1|syncfs=1: not yes or no
+limit.k=x|limit.k=x: not a whole number from 0 to 1000000
+limit.a b=1|limit.a b: not a key of letters, digits, '.', '_' or '-', starting with a letter or digit, at most 64 bytes
+rate.k=5|rate.k=5: not N/DUR, N from 1 to 1000000, such as 5/1s, 100/m or 10/30s
+leese=1s|leese: unknown key
+no equals sign|'no equals sign': not KEY=VALUE
+EOF
 	printf 'lease=30s\nmulti-host=yes\n' >"$c"
 	run -100 --separate-stderr spool-claim
-	equals "$stderr" "spool-claim: $c:2: malformed (see spool(7), FILES)"
+	equals "$stderr" "spool-claim: $c:2: multi-host=yes: needs a skew above 0, such as skew=2s (see spool(7), FILES)"
 	printf 'backoff-max=1s\nlease=1s\nbackoff=1m\n' >"$c"
 	run -100 --separate-stderr spool-claim
-	equals "$stderr" "spool-claim: $c:3: malformed (see spool(7), FILES)"
+	equals "$stderr" "spool-claim: $c:3: backoff-max is below backoff (see spool(7), FILES)"
+	{ echo '# 65 keys'; for i in $(seq 65); do echo "limit.k$i=1"; done; } >"$c"
+	run -100 --separate-stderr spool-claim
+	equals "$stderr" "spool-claim: $c:66: limit.k65: more than 64 keys with a limit or a rate (see spool(7), FILES)"
 	printf 'no equals sign\n' >"$c"
 	run -3 --separate-stderr spool-stat --crit 'dead>0'
-	equals "$output" "SPOOL UNKNOWN - $c:1: malformed (see spool(7), FILES)"
+	equals "$output" "SPOOL UNKNOWN - $c:1: 'no equals sign': not KEY=VALUE (see spool(7), FILES)"
 	# Too long to be a config: no line to name.
 	{ for i in $(seq 500); do echo "lease=${i}s"; done; } >"$c"
 	run -100 --separate-stderr spool-ls
 	equals "$stderr" "spool-ls: $c: malformed"
+	equals "$(snapshot | grep -v ' \./config$')" "$(grep -v ' \./config$' <<<"$before")"
 }
 
 # park ID...: each ID enqueued, claimed and finished permanent.

@@ -178,7 +178,7 @@ syncs() {
 		echo "syncfs=$v" >>"$SPOOL_DIR/config"
 		run -100 --separate-stderr spool-enqueue --id j1 </dev/null
 		equals "$output" ""
-		equals "$stderr" "spool-enqueue: $SPOOL_DIR/config:12: malformed (see spool(7), FILES)"
+		equals "$stderr" "spool-enqueue: $SPOOL_DIR/config:12: syncfs=$v: not yes or no (see spool(7), FILES)"
 		[ ! -e "$SPOOL_DIR/meta/j1" ]
 	done
 	for v in yes no; do

@@ -254,7 +254,7 @@ claimed k2 2"
 	equals "$(ids_in done)" "$(printf '%s\n' j1 j2)"
 	# A command started now refuses the spool, naming the line.
 	run -100 spool-stat
-	equals "$output" "spool-stat: $SPOOL_DIR/config:$(wc -l <"$SPOOL_DIR/config"): malformed (see spool(7), FILES)"
+	equals "$output" "spool-stat: $SPOOL_DIR/config:$(wc -l <"$SPOOL_DIR/config"): limt.k: unknown key (see spool(7), FILES)"
 }
 
 @test "rate.KEY=N/DUR: at most N claims of the key in any window of DUR" {
@@ -286,14 +286,22 @@ claimed k2 2"
 	before=$(snapshot)
 	cp "$SPOOL_DIR/config" "$BATS_TEST_TMPDIR/config"
 	n=$(($(wc -l <"$SPOOL_DIR/config") + 1))
+	N='not a whole number from 0 to 1000000'
+	R='not N/DUR, N from 1 to 1000000, such as 5/1s, 100/m or 10/30s'
+	K="not a key of letters, digits, '.', '_' or '-', starting with a letter or digit, at most 64 bytes"
 	for line in 'limit.k=-1' 'limit.k=x' 'limit.k=' 'limit.k=1000001' \
 	    'limit.a b=1' 'limit.=1' 'rate.k=5' 'rate.k=0/1s' 'rate.k=5/0' \
 	    'rate.k=5/x' 'rate.k=/1s' 'rate.k=5/sec' 'rate.k=5/ s' 'rate.k=5/'; do
 		cp "$BATS_TEST_TMPDIR/config" "$SPOOL_DIR/config"
 		printf '%s\n' "$line" >>"$SPOOL_DIR/config"
+		case $line in
+		'limit.a b=1' | limit.=1) why="${line%=*}: $K" ;;
+		limit.*) why="$line: $N" ;;
+		*) why="$line: $R" ;;
+		esac
 		run -100 --separate-stderr spool-claim
 		equals "$output" ""
-		equals "$stderr" "spool-claim: $SPOOL_DIR/config:$n: malformed (see spool(7), FILES)"
+		equals "$stderr" "spool-claim: $SPOOL_DIR/config:$n: $why (see spool(7), FILES)"
 	done
 	cp "$BATS_TEST_TMPDIR/config" "$SPOOL_DIR/config"
 	equals "$(snapshot)" "$before"

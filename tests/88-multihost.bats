@@ -40,14 +40,14 @@ KEPT="a lock stayed held too long: a file system's client may keep a killed proc
 	before=$(snapshot)
 	echo 'multi-host=yes' >>"$SPOOL_DIR/config"
 	run -100 --separate-stderr spool-ls
-	equals "$stderr" "spool-ls: $SPOOL_DIR/config:12: malformed (see spool(7), FILES)"
+	equals "$stderr" "spool-ls: $SPOOL_DIR/config:12: multi-host=yes: needs a skew above 0, such as skew=2s (see spool(7), FILES)"
 	echo 'skew=0' >>"$SPOOL_DIR/config"
 	run -100 --separate-stderr spool-ls
-	equals "$stderr" "spool-ls: $SPOOL_DIR/config:12: malformed (see spool(7), FILES)"
+	equals "$stderr" "spool-ls: $SPOOL_DIR/config:12: multi-host=yes: needs a skew above 0, such as skew=2s (see spool(7), FILES)"
 	sed -i '/^multi-host\|^skew/d' "$SPOOL_DIR/config"
 	echo 'multi-host=maybe' >>"$SPOOL_DIR/config"
 	run -100 --separate-stderr spool-ls
-	equals "$stderr" "spool-ls: $SPOOL_DIR/config:12: malformed (see spool(7), FILES)"
+	equals "$stderr" "spool-ls: $SPOOL_DIR/config:12: multi-host=maybe: not yes or no (see spool(7), FILES)"
 	sed -i '/^multi-host/d' "$SPOOL_DIR/config"
 	equals "$(snapshot)" "$before"
 	[ ! -e "$SPOOL_DIR/hosts" ]

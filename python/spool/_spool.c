@@ -24,15 +24,13 @@ typedef struct {
 
 static PyTypeObject HandleType;
 
-/* OSError with errno set and the library's words for it, if it has any. */
+/* OSError with errno err, text and the file or ID it is about. */
 static PyObject *
-os_error(int err, int when, const char *what)
+raise_os_error(int err, const char *text, const char *what)
 {
-	const struct spool_error *e = spool_error(err, when);
 	PyObject *args, *exc;
 
-	args = Py_BuildValue("(iss)", err, e->text != NULL ? e->text :
-	    strerror(err), what);
+	args = Py_BuildValue("(iss)", err, text, what);
 	if (args == NULL)
 		return NULL;
 	exc = PyObject_Call(PyExc_OSError, args, NULL);
@@ -42,6 +40,36 @@ os_error(int err, int when, const char *what)
 		Py_DECREF(exc);
 	}
 	return NULL;
+}
+
+/* OSError with errno set and the library's words for it, if it has any. */
+static PyObject *
+os_error(int err, int when, const char *what)
+{
+	const struct spool_error *e = spool_error(err, when);
+
+	return raise_os_error(err, e->text != NULL ? e->text : strerror(err),
+	    what);
+}
+
+/*
+ * A malformed config, as the commands say it: the line, the key, what was
+ * given and the form expected.
+ */
+static PyObject *
+config_error(const char *dir)
+{
+	char why[256], text[300], where[4200];
+	int line;
+
+	Py_BEGIN_ALLOW_THREADS
+	line = spool_config_error(dir, why, sizeof(why));
+	Py_END_ALLOW_THREADS
+	if (line <= 0)
+		return os_error(EBADMSG, SPOOL_AT_OPEN, dir);
+	(void)snprintf(text, sizeof(text), "%s (see spool(7), FILES)", why);
+	(void)snprintf(where, sizeof(where), "%s/config:%d", dir, line);
+	return raise_os_error(EBADMSG, text, where);
 }
 
 static struct spool *
@@ -76,6 +104,8 @@ mod_open(PyObject *self, PyObject *args)
 	sp = spool_open(dir);
 	err = errno;
 	Py_END_ALLOW_THREADS
+	if (sp == NULL && err == EBADMSG)
+		return config_error(dir);
 	if (sp == NULL)
 		return os_error(err, SPOOL_AT_OPEN, dir);
 	if ((h = PyObject_New(Handle, &HandleType)) == NULL) {

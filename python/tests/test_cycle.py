@@ -43,6 +43,18 @@ def test_init_refuses_what_is_not_a_spool(tmp_path):
                                 "spool-init(1))")
 
 
+def test_a_malformed_config_names_its_line_and_what_is_wrong(tmp_path):
+    path = str(tmp_path / "spool")
+    spool.init(path)
+    with open(path + "/config", "a") as f:
+        f.write("lease=forever\n")
+    with pytest.raises(spool.PermanentError) as e:
+        spool.Spool(path)
+    assert str(e.value) == (
+        "[Errno 74] lease=forever: not a duration above 0, such as 500ms, "
+        "30s, 5m, 2h or 7d (see spool(7), FILES): '%s/config:12'" % path)
+
+
 def test_a_cycle_moves_the_job_and_keeps_its_bytes(sp):
     assert sp.enqueue(b"to=alice\x00", id="order-1842") == "order-1842"
     # new/'s name ends in the time it is due (spool-layout.md, "Names")
