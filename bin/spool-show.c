@@ -2,7 +2,7 @@
  * spool-show: everything known about one job, for the person deciding what
  * to do with it: its state and envelope from the sidecar, the history of
  * every delivery, and its lines from every audit file, rotated ones too,
- * in time order.  Nothing is changed (the sidecar is read under a shared
+ * in time order, as a table.  Nothing is changed (the sidecar is read under a shared
  * lock), and the payload is not read: it is the one file under dead/ or
  * done/ that a person may cat.
  */
@@ -123,53 +123,41 @@ show_json(const struct spool_job_info *in, const struct audit *a,
 	jend('}');
 }
 
-/* The -l columns of the history, as wide as their widest cell. */
-static const char *const heads[] = {
-	"CYC", "ATT", "TOKEN", "OWNER", "CLAIMED", "ENDED", "END", "CLASS",
-	"DETAIL"
-};
-#define NCOL	(sizeof(heads) / sizeof(heads[0]))
+/*
+ * A table for people: heads, then a row of cells for each of n rows, each
+ * column as wide as its widest cell, two spaces apart; the last column is
+ * not padded, so that its spaces do not misalign.  fill(arg, i, cell, buf)
+ * points cell at row i's cells, made in buf if it must.
+ */
+#define COLS_MAX	11	/* the audit table's */
+#define CELL_MAX	48	/* a number, a time, "-": in buf; text: as is */
+
+typedef void fill_fn(const void *arg, size_t i, const char **cell,
+    char buf[][CELL_MAX]);
 
 static void
-print_history(const struct spool_job_info *in)
+print_table(const char *const *heads, size_t ncol, size_t n, fill_fn *fill,
+    const void *arg)
 {
-	const struct spool_delivery *d;
-	char num[3][24], t1[40], t2[40];
-	const char *cell[NCOL];
-	size_t w[NCOL], i, c, len;
+	char buf[COLS_MAX][CELL_MAX];
+	const char *cell[COLS_MAX];
+	size_t w[COLS_MAX], i, c, len;
 	int pass;
 
-	for (c = 0; c < NCOL; c++)
+	for (c = 0; c < ncol; c++)
 		w[c] = strlen(heads[c]);
 	/* Pass 0 measures, pass 1 prints: the cells are cheap to make. */
 	for (pass = 0; pass < 2; pass++) {
-		for (i = 0; i <= in->ndeliveries; i++) {
+		for (i = 0; i <= n; i++) {
 			if (i == 0)
-				memcpy(cell, heads, sizeof(cell));
-			else {
-				d = &in->deliveries[i - 1];
-				(void)snprintf(num[0], sizeof(num[0]), "%d",
-				    d->cycle);
-				(void)snprintf(num[1], sizeof(num[1]), "%d",
-				    d->attempt);
-				(void)snprintf(num[2], sizeof(num[2]),
-				    "%" PRIu64, d->token);
-				cell[0] = num[0];
-				cell[1] = num[1];
-				cell[2] = num[2];
-				cell[3] = dash(d->owner);
-				cell[4] = fmt_time(t1, sizeof(t1), d->claimed);
-				cell[5] = fmt_time(t2, sizeof(t2), d->ended);
-				cell[6] = dash(d->end);
-				cell[7] = d->class ?
-				    spool_class_name(d->class) : "-";
-				cell[8] = dash(d->detail);
-			}
-			for (c = 0; c < NCOL; c++) {
+				memcpy(cell, heads, ncol * sizeof(*cell));
+			else
+				fill(arg, i - 1, cell, buf);
+			for (c = 0; c < ncol; c++) {
 				if (pass == 0) {
 					if ((len = strlen(cell[c])) > w[c])
 						w[c] = len;
-				} else if (c + 1 < NCOL)
+				} else if (c + 1 < ncol)
 					printf("%-*s  ", (int)w[c], cell[c]);
 				else
 					printf("%s\n", cell[c]);
@@ -178,18 +166,73 @@ print_history(const struct spool_job_info *in)
 	}
 }
 
-/* The audit lines as they are, after an empty line, under their fields. */
+/* The deliveries, a row each. */
+static const char *const history_heads[] = {
+	"CYC", "ATT", "TOKEN", "OWNER", "CLAIMED", "ENDED", "END", "CLASS",
+	"DETAIL"
+};
+#define HISTORY_COLS	(sizeof(history_heads) / sizeof(history_heads[0]))
+
+static void
+history_row(const void *arg, size_t i, const char **cell, char buf[][CELL_MAX])
+{
+	const struct spool_delivery *d =
+	    &((const struct spool_job_info *)arg)->deliveries[i];
+
+	(void)snprintf(buf[0], CELL_MAX, "%d", d->cycle);
+	(void)snprintf(buf[1], CELL_MAX, "%d", d->attempt);
+	(void)snprintf(buf[2], CELL_MAX, "%" PRIu64, d->token);
+	cell[0] = buf[0];
+	cell[1] = buf[1];
+	cell[2] = buf[2];
+	cell[3] = dash(d->owner);
+	cell[4] = fmt_time(buf[4], CELL_MAX, d->claimed);
+	cell[5] = fmt_time(buf[5], CELL_MAX, d->ended);
+	cell[6] = dash(d->end);
+	cell[7] = d->class ? spool_class_name(d->class) : "-";
+	cell[8] = dash(d->detail);
+}
+
+/*
+ * The audit lines, a row each, under the log's own field names but ID,
+ * which is the job's.  A claim's NOTE is the token it superseded: its
+ * column is PREV.
+ */
+static const char *const audit_heads[] = {
+	"TIME", "EVENT", "TOKEN", "ATTEMPT", "CYCLE", "ACTOR", "REASON",
+	"CLASS", "PREV", "NOTE", "WRITER"
+};
+#define AUDIT_COLS	(sizeof(audit_heads) / sizeof(audit_heads[0]))
+
+static void
+audit_row(const void *arg, size_t i, const char **cell, char buf[][CELL_MAX])
+{
+	const struct spool_audit *l = &((const struct audit *)arg)->lines[i].a;
+	int claim = l->event == SPOOL_EV_CLAIM || l->event == SPOOL_EV_RECLAIM;
+
+	(void)snprintf(buf[2], CELL_MAX, "%" PRIu64, l->token);
+	(void)snprintf(buf[3], CELL_MAX, "%d", l->attempt);
+	(void)snprintf(buf[4], CELL_MAX, "%d", l->cycle);
+	cell[0] = fmt_time(buf[0], CELL_MAX, l->time);
+	cell[1] = spool_event_name(l->event);
+	cell[2] = buf[2];
+	cell[3] = buf[3];
+	cell[4] = buf[4];
+	cell[5] = dash(l->actor);
+	cell[6] = l->reason ? spool_reason_name(l->reason) : "-";
+	cell[7] = l->class ? spool_class_name(l->class) : "-";
+	cell[8] = claim ? dash(l->note) : "-";
+	cell[9] = claim ? "-" : dash(l->note);
+	cell[10] = dash(l->writer);
+}
+
+/* The audit lines, after an empty line; none, no table. */
 static void
 show_audit(const struct audit *a)
 {
-	size_t i;
-
 	printf("\n");
 	if (a->n > 0)
-		printf("TIME EVENT ID TOKEN ATTEMPT CYCLE ACTOR REASON CLASS "
-		    "NOTE WRITER\n");
-	for (i = 0; i < a->n; i++)
-		printf("%s\n", a->lines[i].text);
+		print_table(audit_heads, AUDIT_COLS, a->n, audit_row, a);
 }
 
 static void
@@ -245,7 +288,8 @@ show_text(const struct spool_job_info *in, const struct audit *a,
 	} else
 		printf("acted        -\n");
 	printf("\n");
-	print_history(in);
+	print_table(history_heads, HISTORY_COLS, in->ndeliveries, history_row,
+	    in);
 	show_audit(a);
 }
 

@@ -254,10 +254,10 @@ acted        -
 CYC  ATT  TOKEN  OWNER     CLAIMED                   ENDED                     END    CLASS    DETAIL
 1    1    4      worker-1  2026-11-30T08:01:00.000Z  2026-11-30T08:01:00.000Z  retry  crashed  signal 9: about to die
 
-TIME EVENT ID TOKEN ATTEMPT CYCLE ACTOR REASON CLASS NOTE WRITER
-2026-11-30T08:00:20.000Z enqueue job-crash 0 0 1 - - - - testhost:PID
-2026-11-30T08:01:00.000Z claim job-crash 4 1 1 worker-1 - - - testhost:PID
-2026-11-30T08:01:00.000Z park job-crash 4 1 1 worker-1 exhausted crashed - testhost:PID
+TIME                      EVENT    TOKEN  ATTEMPT  CYCLE  ACTOR     REASON     CLASS    PREV  NOTE  WRITER
+2026-11-30T08:00:20.000Z  enqueue  0      0        1      -         -          -        -     -     testhost:PID
+2026-11-30T08:01:00.000Z  claim    4      1        1      worker-1  -          -        -     -     testhost:PID
+2026-11-30T08:01:00.000Z  park     4      1        1      worker-1  exhausted  crashed  -     -     testhost:PID
 EOF
 	# Looking changed nothing but the claim.
 	equals "$(ids_in leased)" job-flaky
@@ -639,10 +639,10 @@ acted        -
 CYC  ATT  TOKEN  OWNER     CLAIMED                   ENDED                     END        CLASS          DETAIL
 1    1    3      worker-1  2026-11-30T08:01:00.000Z  2026-11-30T08:01:00.000Z  permanent  invalid-input  exit 65: no such customer
 
-TIME EVENT ID TOKEN ATTEMPT CYCLE ACTOR REASON CLASS NOTE WRITER
-2026-11-30T08:00:15.000Z enqueue job-bad 0 0 1 - - - - testhost:PID
-2026-11-30T08:01:00.000Z claim job-bad 3 1 1 worker-1 - - - testhost:PID
-2026-11-30T08:01:00.000Z park job-bad 3 1 1 worker-1 permanent invalid-input - testhost:PID
+TIME                      EVENT    TOKEN  ATTEMPT  CYCLE  ACTOR     REASON     CLASS          PREV  NOTE  WRITER
+2026-11-30T08:00:15.000Z  enqueue  0      0        1      -         -          -              -     -     testhost:PID
+2026-11-30T08:01:00.000Z  claim    3      1        1      worker-1  -          -              -     -     testhost:PID
+2026-11-30T08:01:00.000Z  park     3      1        1      worker-1  permanent  invalid-input  -     -     testhost:PID
 EOF
 	equals "$stderr" "spool-show: job-bad: its payload is not the size its record says: changed by hand, or torn; check it, then spool-redrive --edited or spool-drop"
 	run -1 --separate-stderr spool-fsck
