@@ -385,7 +385,7 @@ check_purged(struct fsck *f, struct job *j, uint64_t idh, int cut)
 static int
 check_strays(struct fsck *f, struct job *j, struct ent *ents, size_t n)
 {
-	char where[NAME_MAX_SPOOL + 8];
+	char where[NAME_MAX_SPOOL + 8], cycle[NAME_MAX_SPOOL + 8] = "";
 	struct spool *sp = f->sp;
 	const char *rel;
 	struct stat st;
@@ -394,6 +394,10 @@ check_strays(struct fsck *f, struct job *j, struct ent *ents, size_t n)
 
 	if (where_of(sp, j->id, &j->cur, where, sizeof(where)) == -1)
 		return -1;	/* not knowing where it is, quarantine nothing */
+	/* A new cycle's enqueue removes the previous cycle's file last. */
+	if (j->cur.ev == SPOOL_EV_ENQUEUE && j->prev.loc == SPOOL_DONE &&
+	    where_of(sp, j->id, &j->prev, cycle, sizeof(cycle)) == -1)
+		return -1;
 	for (i = 0; i < n; i++)
 		listed |= strcmp(ENT_REL(f, &ents[i]), where) == 0;
 	for (i = 0; i < n; i++) {
@@ -418,6 +422,12 @@ check_strays(struct fsck *f, struct job *j, struct ent *ents, size_t n)
 			problem(f, rel, f->repair, "a second name of job %s's "
 			    "file, left by a move cut short%s", j->id,
 			    f->repair ? " (removed)" : "");
+			continue;
+		}
+		if (strcmp(rel, cycle) == 0) {
+			/* Settled by the repair's lock: see settled(). */
+			problem(f, rel, 0, "the previous cycle's file of job "
+			    "%s, left by an interrupted new cycle", j->id);
 			continue;
 		}
 		if (f->repair && quarantine(f, rel) == -1)
@@ -453,6 +463,28 @@ check_found(struct fsck *f, struct job *j, uint64_t idh, int cut,
 	if (check_audit(f, j, idh, cut) == -1 ||
 	    check_unhappened(f, j, idh, cut) == -1)
 		return -1;
+	return 0;
+}
+
+/*
+ * What a repair's job_settle removed, in the words the check without
+ * repair uses for it (check_strays).
+ */
+static int
+settled(struct fsck *f, const struct job *j)
+{
+	char rel[NAME_MAX_SPOOL + 8];
+
+	if (j->settled == 0)
+		return 0;
+	if (where_of(f->sp, j->id, &j->prev, rel, sizeof(rel)) == -1)
+		return -1;
+	if (j->settled == SETTLED_NAME)
+		problem(f, rel, 1, "a second name of job %s's file, left by a "
+		    "move cut short (removed)", j->id);
+	else
+		problem(f, rel, 1, "the previous cycle's file of job %s, left "
+		    "by an interrupted new cycle (removed)", j->id);
 	return 0;
 }
 
@@ -495,7 +527,8 @@ check_job(struct fsck *f, const char *id, struct ent *ents, size_t n)
 	else if ((cut = j.voidtail) && check_cut(f, &j) == -1)
 		rv = -1;
 	else if (check_supersede(f, &j, idh) == -1 ||
-	    (f->repair && job_settle(sp, &j, &f->ab) == -1))
+	    (f->repair && (job_settle(sp, &j, &f->ab) == -1 ||
+	    settled(f, &j) == -1)))
 		rv = -1;
 	else if (sp->format >= 2 && j.cur.ev == SPOOL_EV_PURGE && (n == 0 ||
 	    (f->repair && all_gone(f, ents, n))))
@@ -597,6 +630,21 @@ cut_found(const struct fsck *f, const char *name)
 	return 0;
 }
 
+/* Is name, of len bytes, a file that write_top_file writes? */
+static int
+top_file(const char *name, size_t len)
+{
+	static const char *const top[] = {
+		"config", "format", "tokens", "paused"
+	};
+	size_t i;
+
+	for (i = 0; i < NELEM(top); i++)
+		if (strlen(top[i]) == len && memcmp(top[i], name, len) == 0)
+			return 1;
+	return 0;
+}
+
 /*
  * tmp/: a file whose process is gone, or that is a day old, is left over;
  * in multi-host mode only its age tells.
@@ -631,9 +679,21 @@ check_tmp(struct fsck *f)
 			dir_close(d);
 			return -1;
 		}
-		problem(f, "tmp", f->repair, "%s: left by an interrupted "
-		    "enqueue, never published%s", de->d_name, f->repair ?
-		    " (removed)" : "");
+		/*
+		 * ID,PID.SEQ is an enqueue's payload; NAME,PID a file of the
+		 * top directory that spool-init, spool-pause or a repair of
+		 * the token counter was writing (write_top_file).
+		 */
+		if (comma != NULL && strchr(comma, '.') == NULL &&
+		    top_file(de->d_name, (size_t)(comma - de->d_name)))
+			problem(f, "tmp", f->repair, "%s: left by an "
+			    "interrupted write of %.*s, never put in place%s",
+			    de->d_name, (int)(comma - de->d_name), de->d_name,
+			    f->repair ? " (removed)" : "");
+		else
+			problem(f, "tmp", f->repair, "%s: left by an "
+			    "interrupted enqueue, never published%s",
+			    de->d_name, f->repair ? " (removed)" : "");
 	}
 	dir_close(d);
 	return errno != 0 ? -1 : 0;

@@ -165,6 +165,7 @@ struct job {
 	size_t nfinishes;
 	int finish_last;	/* the last record was a finish */
 	int lastvoid;		/* the last complete line is a void record */
+	int settled;		/* what job_settle removed: SETTLED_* */
 	dev_t dev;		/* the job file, once located */
 	ino_t ino;
 	mode_t fmode;	/* its mode: none may read it after a chmod 000 */
@@ -395,6 +396,8 @@ int job_read(struct spool *sp, const char *id, int lock, struct job *j);
 int job_locate(struct spool *sp, struct job *j);
 int fold_records(struct job *j, const char *buf, size_t len);
 int job_settle(struct spool *sp, struct job *j, struct abuf *ab);
+#define SETTLED_NAME	1	/* a second name of the job's file */
+#define SETTLED_CYCLE	2	/* the previous cycle's file in done/ */
 int job_record(struct job *j, const struct rec *r);
 int job_write(struct job *j);
 int job_commit(struct job *j);

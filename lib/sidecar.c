@@ -288,8 +288,10 @@ settle_shared(struct spool *sp, struct job *j)
 		return r;
 	if ((r = listed(sp, j->id, &j->cur)) == -1)
 		return -1;
-	if (r == 1)
+	if (r == 1) {
+		j->settled = SETTLED_NAME;
 		return unlink_place(sp, j->id, &j->prev);
+	}
 	void_last(j);
 	return 0;
 }
@@ -297,7 +299,8 @@ settle_shared(struct spool *sp, struct job *j)
 /*
  * Locate the job and put right what an interrupted transition left besides
  * a void record: a second name from the link(2) fallback, or the previous
- * cycle's file in done/ after a new enqueue.
+ * cycle's file in done/ after a new enqueue.  j->settled says which, for
+ * spool-fsck to report.
  */
 int
 job_settle(struct spool *sp, struct job *j, struct abuf *ab)
@@ -322,6 +325,7 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 		/* The link(2) fallback's second name, or a stale one. */
 		if (sp->multi_host)
 			return settle_shared(sp, j);
+		j->settled = SETTLED_NAME;
 		return unlink_place(sp, j->id, &j->prev);
 	}
 	if (j->prev.loc == SPOOL_DONE && j->cur.ev == SPOOL_EV_ENQUEUE) {
@@ -332,6 +336,7 @@ job_settle(struct spool *sp, struct job *j, struct abuf *ab)
 		 * leave the job nowhere nor bring the old file back.
 		 */
 		gone = j->prev;
+		j->settled = SETTLED_CYCLE;
 		if ((!j->cur_synced && sync_place(sp, &j->cur) == -1) ||
 		    unlink_place(sp, j->id, &j->prev) == -1 ||
 		    sync_dir(sp->donefd, ".") == -1)

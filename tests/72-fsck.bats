@@ -133,6 +133,42 @@ EOT
 	kill %1
 }
 
+@test "every repair of a cut-short move says what it removed, in the words of the check" {
+	T=1796025600000
+	at_ms $T spool-enqueue --id c1 <<<"one" >/dev/null
+	at_ms $((T + 1000)) spool-claim --owner w >/dev/null
+	at_ms $((T + 2000)) spool-finish c1 1 ok >/dev/null
+	# A claim made as link and unlink, killed between the two.
+	at_ms $((T + 3000)) spool-enqueue --id m1 <<<"two" >/dev/null
+	old=$(path_of m1)
+	old=${old#"$SPOOL_DIR/"}
+	run -137 env SPOOL_TEST_NOREPLACE=off SPOOL_TEST_CRASH=move-linked SPOOL_TEST_NOW=$((T + 4000)) spool-claim --owner w
+	# A new cycle of the done ID, killed before it removed the old file.
+	run -137 env SPOOL_TEST_CRASH=enqueue-synced SPOOL_TEST_NOW=$((T + 5000)) spool-enqueue --id c1 <<<"three"
+	# spool-init's copy of config, its process gone.
+	echo x >"$SPOOL_DIR/tmp/config,999999999"
+	run -1 spool-fsck
+	equals "$output" "$(printf '%s\n' \
+	    "done/c1: the previous cycle's file of job c1, left by an interrupted new cycle" \
+	    "c1: no audit line for its enqueue at $((T + 5000)) ms" \
+	    "$old: a second name of job m1's file, left by a move cut short" \
+	    "m1: no audit line for its claim at $((T + 4000)) ms" \
+	    "tmp: config,999999999: left by an interrupted write of config, never put in place")"
+	run -0 spool-fsck --repair
+	equals "$output" "$(printf '%s\n' \
+	    "done/c1: the previous cycle's file of job c1, left by an interrupted new cycle (removed)" \
+	    "c1: no audit line for its enqueue at $((T + 5000)) ms (appended)" \
+	    "$old: a second name of job m1's file, left by a move cut short (removed)" \
+	    "m1: no audit line for its claim at $((T + 4000)) ms (appended)" \
+	    "tmp: config,999999999: left by an interrupted write of config, never put in place (removed)")"
+	fsck_clean
+	equals "$(ids_in new)" c1
+	equals "$(ids_in leased)" m1
+	equals "$(ls "$SPOOL_DIR/tmp")" ""
+	equals "$(audit_events | grep -c '^supersede c1 1 ')" 1
+	check_invariants
+}
+
 @test "a token in the audit log above the counter's next: --repair raises it" {
 	populate
 	# Below the counter's next, but above its last: that claim's host
