@@ -4,7 +4,8 @@
  * (spool-layout.md, "Readers"), so a listing waits for no transition.  Each
  * file's sidecar is read as the directory is: a job shown is where its
  * sidecar says it is, and a file it does not name (a job that moved since,
- * a second file a crash left) is not shown.  A pipe's forms come in
+ * a second file a crash left) is not shown.  But a job whose own place is
+ * empty, its file moved here by a hand, is shown here, damaged.  A pipe's forms come in
  * directory order, a job at a time, in memory that does not grow with the
  * spool; -l holds its rows to align and sort them.
  */
@@ -150,7 +151,7 @@ when(char *buf, size_t len, int64_t t, int64_t now)
 static void
 add_row(struct table *t, const struct spool_job_info *in, int64_t now)
 {
-	char deliv[16], cyc[16], agebuf[32], due[40], expires[40];
+	char deliv[16], cyc[16], agebuf[32], due[40], expires[40], moved[64];
 	const char *all[NCOL], *cells[NCOL];
 	size_t i, len[NCOL], total = 0;
 	struct row *r;
@@ -158,7 +159,8 @@ add_row(struct table *t, const struct spool_job_info *in, int64_t now)
 
 	all[ID] = in->id;
 	all[DELIV] = number(deliv, sizeof(deliv), "#", deliveries(in));
-	all[DISP] = in->payload_resized ? "damaged" : dash(disposition(in));
+	all[DISP] = in->payload_resized || in->damage != SPOOL_DAMAGE_NONE ?
+	    "damaged" : dash(disposition(in));
 	all[KEY] = dash(in->key);
 	t->keyed |= in->key[0] != '\0';
 	all[SE] = in->side_effect ? "yes" : "-";
@@ -172,7 +174,12 @@ add_row(struct table *t, const struct spool_job_info *in, int64_t now)
 	all[CYC] = number(cyc, sizeof(cyc), "", in->cycles);
 	all[BY] = dash(in->by);
 	all[NOTE] = dash(in->note);
-	all[DETAIL] = dash(in->detail);
+	/* A file a hand moved here: where its record puts it. */
+	(void)snprintf(moved, sizeof(moved), "its record says %s/; "
+	    "spool-fsck --repair settles it", spool_state_name(in->state));
+	all[DETAIL] = in->damage == SPOOL_DAMAGE_MISSING ? moved :
+	    in->damage != SPOOL_DAMAGE_NONE ? damage_text(in) :
+	    dash(in->detail);
 	for (i = 0; i < t->ncol; i++)
 		cells[i] = all[t->col[i]];
 	for (i = 0; i < t->ncol; i++) {
@@ -286,8 +293,16 @@ show(void *arg, const char *id, const char *file,
 		l->status = worst(l->status, damaged(id));
 		return 0;
 	}
-	if (info->state != l->state || strcmp(info->file, file) != 0 ||
-	    (l->dropped && !info->dropped) ||
+	/*
+	 * A job whose file a hand put here is listed here, damaged, and
+	 * named on stderr with what settles it.  A file of a job that is
+	 * where its record says is a second one: not shown.
+	 */
+	if (info->damage != SPOOL_DAMAGE_NONE)
+		l->status = worst(l->status, damaged(id));
+	else if (info->state != l->state || strcmp(info->file, file) != 0)
+		return 0;
+	if ((l->dropped && !info->dropped) ||
 	    (l->reason != 0 && info->reason != l->reason) ||
 	    (l->class != 0 && info->class != l->class) ||
 	    (l->older >= 0 && l->now - info->since < l->older) ||

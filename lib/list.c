@@ -217,6 +217,17 @@ list_one(struct lister *l, int dirfd, const char *id, const char *file)
 	if (look_job(l->sp, l->state, dirfd, l->start, id, file,
 	    l->history, &in) == -1) {
 		e = errno;
+		/*
+		 * Its file not at its place, or not readable: seen here all
+		 * the same, as a hand put it (spool_list_jobs).
+		 */
+		if (e == EUCLEAN && l->state != SPOOL_ABSENT &&
+		    (in.damage == SPOOL_DAMAGE_MISSING ||
+		    in.damage == SPOOL_DAMAGE_UNREADABLE)) {
+			rv = l->jobfn(l->arg, id, file, &in);
+			spool_job_info_free(&in);
+			return rv;
+		}
 		spool_job_info_free(&in);	/* a damaged job's history */
 		errno = e;
 		return l->jobfn(l->arg, id, file, NULL);
@@ -252,6 +263,40 @@ list_dir(int dirfd, int numbered, struct lister *l)
 	return rv;
 }
 
+/*
+ * The files a hand put at the top of new/, where only buckets belong:
+ * "ID", or "ID,NUMBER" from a bucket or leased/.  Directories are the
+ * buckets.
+ */
+static int
+list_loose(struct spool *sp, struct lister *l)
+{
+	char id[SPOOL_ID_MAX + 1];
+	struct dirent *de;
+	struct stat st;
+	uint64_t v;
+	struct dlist *d;
+	int rv = 0;
+
+	if ((d = dir_list(sp->newfd)) == NULL)
+		return -1;
+	l->start = -1;	/* no bucket: never the job's place */
+	while (rv == 0 && (errno = 0, de = dir_next(d)) != NULL) {
+		if (de->d_type != DT_REG && (de->d_type != DT_UNKNOWN ||
+		    fstatat(sp->newfd, de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISREG(st.st_mode)))
+			continue;
+		if (spool_valid_id(de->d_name))
+			rv = list_one(l, sp->newfd, de->d_name, de->d_name);
+		else if (parse_leased_name(de->d_name, id, &v) == 0)
+			rv = list_one(l, sp->newfd, id, de->d_name);
+	}
+	if (rv == 0 && errno != 0)
+		rv = -1;
+	dir_close(d);
+	return rv;
+}
+
 static int
 list_leaf(void *arg, int leaffd, int64_t start)
 {
@@ -268,7 +313,9 @@ list_state(struct spool *sp, struct lister *l)
 	case SPOOL_NEW:
 		if (bucket_walk(sp, INT64_MAX, 0, list_leaf, l) == -1)
 			return -1;
-		return l->stop;
+		if (l->stop != 0 || l->jobfn == NULL)
+			return l->stop;
+		return list_loose(sp, l);
 	case SPOOL_LEASED:
 		return list_dir(sp->leasedfd, 1, l);
 	case SPOOL_DONE:

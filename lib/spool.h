@@ -684,7 +684,10 @@ int spool_list(struct spool *sp, enum spool_state state,
 /*
  * The same, with what spool_job_info(id, history) says of each job: fn
  * gets info, or NULL with errno as spool_job_info sets it (ENOENT, EUCLEAN,
- * or another failure).  For a job whose file is where its last record says,
+ * or another failure).  A job whose file is not where its last record
+ * says, or may not be read, comes with info, info->damage set, where its
+ * file was seen: a hand moved it there.  So do files a hand put at the top
+ * of new/.  Not for SPOOL_ABSENT, which sees no file.  For a job whose file is where its last record says,
  * the sidecar is read once, without a lock (spool-layout.md, "Readers"):
  * what a listing shows may be a moment old, never half of a transition.
  * info is valid during the call only.

@@ -128,6 +128,40 @@ damaged_msg() {
 	same m1
 }
 
+@test "a job moved by hand is listed where it is, damaged, with what settles it" {
+	park m1 m2 m3
+	mv "$SPOOL_DIR/dead/m1" "$SPOOL_DIR/new/"
+	mv "$SPOOL_DIR/dead/m2" "$SPOOL_DIR/done/"
+	run -100 --separate-stderr spool-ls new
+	equals "$output" m1
+	equals "$stderr" "$(damaged_msg spool-ls m1)"
+	run -100 --separate-stderr spool-ls -l new dead done
+	equals "$output" "$(cat <<'EOF'
+new:
+ID  DELIV  DISP     DUE  CLASS  AGE  CYC  BY  NOTE  DETAIL
+m1  #1     damaged  now  -      0ms  1    -   -     its record says dead/; spool-fsck --repair settles it
+
+dead:
+ID  DELIV  DISP    SE  REASON     CLASS  AGE  CYC  BY  NOTE  DETAIL
+m3  #1     parked  -   permanent  -      0ms  1    -   -     -
+
+done:
+ID  DELIV  DISP     AGE  CYC  BY  NOTE  DETAIL
+m2  #1     damaged  0ms  1    -   -     its record says dead/; spool-fsck --repair settles it
+EOF
+)"
+	equals "$stderr" "$(damaged_msg spool-ls m1; damaged_msg spool-ls m2)"
+	run -100 --separate-stderr spool-ls --json done
+	equals "$(jq -c '[.id, .state, .damaged, .damage]' <<<"$output")" '["m2","dead",true,"its file is not where its last record says"]'
+	run -0 spool-fsck --repair
+	# Adopted; and a copy beside a job's own file is a second file, not
+	# listed.
+	cp "$SPOOL_DIR/dead/m3" "$SPOOL_DIR/done/"
+	run -0 --separate-stderr spool-ls new done dead
+	equals "$output" "$(printf '%s\n' m1 m2 m3)"
+	equals "$stderr" ""
+}
+
 @test "mv done/ID back to its lease's name: the finish's move made again, as after a power cut" {
 	local tok
 	enq q1

@@ -72,12 +72,14 @@ metric() {
 	equals "$(views)" "$want"
 }
 
-@test "a job's file made unreadable by hand: damaged for the listings and spool-stat, as before" {
+@test "a job's file made unreadable by hand: listed, damaged, and counted so by spool-stat" {
 	two
 	chmod 000 "$SPOOL_DIR"/new/*/*/*/a,*
 	run -100 --separate-stderr at_ms $((T + 5000)) spool-ls new
-	equals "$output" b
-	[[ "$stderr" == "spool-ls: a: damaged job: "* ]]
+	equals "$(LC_ALL=C sort <<<"$output")" "$(printf '%s\n' a b)"
+	equals "$stderr" "spool-ls: a: damaged job: its file or its sidecar is not where it should be: spool-fsck --repair settles it or says how; a file removed on purpose is recorded with spool-purge --missing --by WHO --note TICKET a (spool(7), EDITING THE SPOOL BY HAND)"
+	run -100 --separate-stderr at_ms $((T + 5000)) spool-ls --json new
+	equals "$(jq -c 'select(.id == "a") | [.damaged, .damage]' <<<"$output")" '[true,"its file may not be read: a hand took its mode away"]'
 	equals "$(metric new)" 1
 	equals "$(metric damaged)" 1
 }
