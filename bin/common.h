@@ -101,6 +101,7 @@ const char *fmt_age(char *buf, size_t len, int64_t ms);
 const char *fmt_duration(char *buf, size_t len, int64_t ms);
 const char *fmt_time(char *buf, size_t len, int64_t ms);
 const char *dash(const char *s);
+size_t width(const char *s);
 const char *disposition(const struct spool_job_info *in);
 int deliveries(const struct spool_job_info *in);
 

@@ -120,21 +120,6 @@ number(char *buf, size_t len, const char *prefix, int n)
 	return p;
 }
 
-/*
- * The columns a cell takes on a terminal: its characters, for a BY in
- * UTF-8 ("Jöns") is one column a character, not one a byte.  A wide
- * character (CJK) takes two, which this does not know.
- */
-static size_t
-width(const char *s)
-{
-	size_t n = 0;
-
-	for (; *s != '\0'; s++)
-		n += ((unsigned char)*s & 0xc0) != 0x80;
-	return n;
-}
-
 /* "in 4m12s", "now", or "12s ago": when t comes, from now. */
 static const char *
 when(char *buf, size_t len, int64_t t, int64_t now)
@@ -294,14 +279,16 @@ show(void *arg, const char *id, const char *file,
 		return 0;
 	}
 	/*
-	 * A job whose file a hand put here is listed here, damaged, and
-	 * named on stderr with what settles it.  A file of a job that is
-	 * where its record says is a second one: not shown.
+	 * A job whose file a hand moved here, its own place empty, is listed
+	 * here.  Any other file of a job that is not where its record says
+	 * is a second one: not shown.  A damaged job is named on stderr
+	 * with what settles it.
 	 */
+	if (info->damage != SPOOL_DAMAGE_MISSING &&
+	    (info->state != l->state || strcmp(info->file, file) != 0))
+		return 0;
 	if (info->damage != SPOOL_DAMAGE_NONE)
 		l->status = worst(l->status, damaged(id));
-	else if (info->state != l->state || strcmp(info->file, file) != 0)
-		return 0;
 	if ((l->dropped && !info->dropped) ||
 	    (l->reason != 0 && info->reason != l->reason) ||
 	    (l->class != 0 && info->class != l->class) ||

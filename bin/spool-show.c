@@ -153,12 +153,15 @@ print_table(const char *const *heads, size_t ncol, size_t n, fill_fn *fill,
 				memcpy(cell, heads, ncol * sizeof(*cell));
 			else
 				fill(arg, i - 1, cell, buf);
+			/* Padded to the columns a cell takes: UTF-8 text. */
 			for (c = 0; c < ncol; c++) {
+				len = width(cell[c]);
 				if (pass == 0) {
-					if ((len = strlen(cell[c])) > w[c])
+					if (len > w[c])
 						w[c] = len;
 				} else if (c + 1 < ncol)
-					printf("%-*s  ", (int)w[c], cell[c]);
+					printf("%s%*s", cell[c],
+					    (int)(w[c] - len + 2), "");
 				else
 					printf("%s\n", cell[c]);
 			}

@@ -73,6 +73,21 @@ fmt_time(char *buf, size_t len, int64_t ms)
 	return ms > 0 && spool_format_time(buf, len, ms) > 0 ? buf : "-";
 }
 
+/*
+ * The columns a cell takes on a terminal: its characters, for a BY in
+ * UTF-8 ("Jöns") is one column a character, not one a byte.  A wide
+ * character (CJK) takes two, which this does not know.
+ */
+size_t
+width(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s != '\0'; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
 const char *
 dash(const char *s)
 {

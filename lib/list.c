@@ -201,6 +201,7 @@ struct lister {
 	enum spool_state state;
 	int history;
 	int64_t start;		/* listing new/: the leaf bucket's */
+	int loose;		/* listing the top of new/ (list_loose) */
 	int stop;
 };
 
@@ -232,7 +233,8 @@ list_one(struct lister *l, int dirfd, const char *id, const char *file)
 		errno = e;
 		return l->jobfn(l->arg, id, file, NULL);
 	}
-	rv = l->jobfn(l->arg, id, file, &in);
+	/* At the top of new/, a job whose file is at its place: a copy. */
+	rv = l->loose ? 0 : l->jobfn(l->arg, id, file, &in);
 	spool_job_info_free(&in);
 	return rv;
 }
@@ -281,6 +283,7 @@ list_loose(struct spool *sp, struct lister *l)
 	if ((d = dir_list(sp->newfd)) == NULL)
 		return -1;
 	l->start = -1;	/* no bucket: never the job's place */
+	l->loose = 1;
 	while (rv == 0 && (errno = 0, de = dir_next(d)) != NULL) {
 		if (de->d_type != DT_REG && (de->d_type != DT_UNKNOWN ||
 		    fstatat(sp->newfd, de->d_name, &st,

@@ -289,7 +289,11 @@ settle_shared(struct spool *sp, struct job *j)
 	if ((r = listed(sp, j->id, &j->cur)) == -1)
 		return -1;
 	if (r == 1) {
-		j->settled = SETTLED_NAME;
+		/* A stale name is not there to remove, nor to report. */
+		if ((r = listed(sp, j->id, &j->prev)) == -1)
+			return -1;
+		if (r == 1)
+			j->settled = SETTLED_NAME;
 		return unlink_place(sp, j->id, &j->prev);
 	}
 	void_last(j);

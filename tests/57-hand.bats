@@ -155,8 +155,9 @@ EOF
 	equals "$(jq -c '[.id, .state, .damaged, .damage]' <<<"$output")" '["m2","dead",true,"its file is not where its last record says"]'
 	run -0 spool-fsck --repair
 	# Adopted; and a copy beside a job's own file is a second file, not
-	# listed.
+	# listed: in done/, or at the top of new/.
 	cp "$SPOOL_DIR/dead/m3" "$SPOOL_DIR/done/"
+	cp "$(path_of m1)" "$SPOOL_DIR/new/"
 	run -0 --separate-stderr spool-ls new done dead
 	equals "$output" "$(printf '%s\n' m1 m2 m3)"
 	equals "$stderr" ""

@@ -838,6 +838,13 @@ EOT
 by           Jöns
 note         ticket № 5
 EOT
+	# The audit table too, by characters.
+	diff -u - <(sed -n '/^TIME /,$p' <<<"$output" |
+	    sed -E 's/testhost:[0-9]+$/testhost:PID/') <<'EOT'
+TIME                      EVENT    TOKEN  ATTEMPT  CYCLE  ACTOR  REASON     CLASS      PREV  NOTE        WRITER
+1970-01-01T00:16:40.000Z  enqueue  0      0        1      -      -          -          -     -           testhost:PID
+1970-01-01T00:16:45.000Z  cancel   0      0        1      Jöns   cancelled  cancelled  -     ticket № 5  testhost:PID
+EOT
 	# A column is as wide as its widest cell in characters, not bytes.
 	run -0 --separate-stderr at_ms $((T + 7000)) spool-ls -l dead
 	diff -u - <(printf '%s\n' "$output") <<'EOT'

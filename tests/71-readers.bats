@@ -80,6 +80,11 @@ metric() {
 	equals "$stderr" "spool-ls: a: damaged job: its file or its sidecar is not where it should be: spool-fsck --repair settles it or says how; a file removed on purpose is recorded with spool-purge --missing --by WHO --note TICKET a (spool(7), EDITING THE SPOOL BY HAND)"
 	run -100 --separate-stderr at_ms $((T + 5000)) spool-ls --json new
 	equals "$(jq -c 'select(.id == "a") | [.damaged, .damage]' <<<"$output")" '[true,"its file may not be read: a hand took its mode away"]'
+	# A copy of it elsewhere is a second file: not listed.
+	cp "$SPOOL_DIR"/new/*/*/*/a,* "$SPOOL_DIR/dead/a"
+	run -100 --separate-stderr at_ms $((T + 5000)) spool-ls new dead
+	equals "$(LC_ALL=C sort <<<"$output")" "$(printf '%s\n' a b)"
+	rm "$SPOOL_DIR/dead/a"
 	equals "$(metric new)" 1
 	equals "$(metric damaged)" 1
 }
