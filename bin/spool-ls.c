@@ -159,12 +159,15 @@ add_row(struct table *t, const struct spool_job_info *in, int64_t now)
 	all[CYC] = number(cyc, sizeof(cyc), "", in->cycles);
 	all[BY] = dash(in->by);
 	all[NOTE] = dash(in->note);
-	/* A file a hand moved here: where its record puts it. */
-	(void)snprintf(moved, sizeof(moved), "its record says %s/; "
-	    "spool-fsck --repair settles it", spool_state_name(in->state));
-	all[DETAIL] = in->damage == SPOOL_DAMAGE_MISSING ? moved :
-	    in->damage != SPOOL_DAMAGE_NONE ? damage_text(in) :
+	all[DETAIL] = in->damage != SPOOL_DAMAGE_NONE ? damage_text(in) :
 	    dash(in->detail);
+	if (in->damage == SPOOL_DAMAGE_MISSING) {
+		/* A file a hand moved here: where its record puts it. */
+		(void)snprintf(moved, sizeof(moved), "its record says %s/; "
+		    "spool-fsck --repair settles it",
+		    spool_state_name(in->state));
+		all[DETAIL] = moved;
+	}
 	for (i = 0; i < t->ncol; i++)
 		cells[i] = all[t->col[i]];
 	for (i = 0; i < t->ncol; i++) {

@@ -17,6 +17,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,22 @@ fault(struct cfg_fault *f, const char *fmt, ...)
 	return -1;
 }
 
+/*
+ * config's durations, and where each goes.  A lease or a deadline of
+ * nothing would end as it began.
+ */
+static const struct duration {
+	const char *key;
+	size_t off;		/* its int64_t in struct spool */
+	int above0;
+} durations[] = {
+	{ "lease", offsetof(struct spool, lease_ms), 1 },
+	{ "deadline", offsetof(struct spool, deadline_ms), 1 },
+	{ "backoff", offsetof(struct spool, backoff_ms), 0 },
+	{ "backoff-max", offsetof(struct spool, backoff_max_ms), 0 },
+	{ "skew", offsetof(struct spool, skew_ms), 0 },
+	{ "timeout", offsetof(struct spool, timeout_ms), 0 },
+};
 
 /*
  * The spool's defaults from config's text; -1 if it is malformed, with f
@@ -72,6 +89,7 @@ parse_config(struct spool *sp, char *text, struct cfg_fault *f)
 {
 	char *line, *next, *eq;
 	const char *form;
+	const struct duration *d;
 	int n = 0, multi_line = 0, backoff_line = 0, r;
 	int64_t v;
 
@@ -130,32 +148,18 @@ parse_config(struct spool *sp, char *text, struct cfg_fault *f)
 				sp->syncfs = r;
 			continue;
 		}
-		if (strcmp(line, "lease") != 0 && strcmp(line, "deadline") != 0 &&
-		    strcmp(line, "backoff") != 0 &&
-		    strcmp(line, "backoff-max") != 0 &&
-		    strcmp(line, "skew") != 0 && strcmp(line, "timeout") != 0)
+		for (d = durations; d < durations + NELEM(durations) &&
+		    strcmp(line, d->key) != 0; d++)
+			;
+		if (d == durations + NELEM(durations))
 			return fault(f, "%.70s: unknown key", line);
-		/* A lease or a deadline of nothing would end as it began. */
-		if (spool_parse_duration(eq, &v) == -1 || (v == 0 &&
-		    (line[0] == 'l' || line[0] == 'd')))
+		if (spool_parse_duration(eq, &v) == -1 || (v == 0 && d->above0))
 			return fault(f, "%s=%.40s: not a duration%s, such as "
 			    "%s500ms, 30s, 5m, 2h or 7d", line, eq,
-			    line[0] == 'l' || line[0] == 'd' ? " above 0" : "",
-			    line[0] == 'l' || line[0] == 'd' ? "" : "0, ");
+			    d->above0 ? " above 0" : "", d->above0 ? "" : "0, ");
 		if (strncmp(line, "backoff", 7) == 0)
 			backoff_line = n;
-		if (strcmp(line, "lease") == 0)
-			sp->lease_ms = v;
-		else if (strcmp(line, "deadline") == 0)
-			sp->deadline_ms = v;
-		else if (strcmp(line, "backoff") == 0)
-			sp->backoff_ms = v;
-		else if (strcmp(line, "backoff-max") == 0)
-			sp->backoff_max_ms = v;
-		else if (strcmp(line, "skew") == 0)
-			sp->skew_ms = v;
-		else
-			sp->timeout_ms = v;
+		*(int64_t *)(void *)((char *)sp + d->off) = v;
 	}
 	/* Several hosts' clocks never agree exactly: say by how much. */
 	if (sp->multi_host && sp->skew_ms <= 0) {
