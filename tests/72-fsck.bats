@@ -123,14 +123,15 @@ EOT
 	populate
 	echo x >"$SPOOL_DIR/tmp/j9,999999999.1"
 	sleep 1000 &
-	echo y >"$SPOOL_DIR/tmp/j8,$!.1"
+	live=$!
+	echo y >"$SPOOL_DIR/tmp/j8,$live.1"
 	run -1 spool-fsck
 	equals "$output" "tmp: j9,999999999.1: left by an interrupted enqueue, never published"
 	run -0 spool-fsck --repair
 	[ ! -e "$SPOOL_DIR/tmp/j9,999999999.1" ]
-	[ -e "$SPOOL_DIR/tmp/j8,$!.1" ]
+	[ -e "$SPOOL_DIR/tmp/j8,$live.1" ]
 	fsck_clean
-	kill %1
+	kill "$live"
 }
 
 @test "every repair of a cut-short move says what it removed, in the words of the check" {

@@ -356,14 +356,17 @@ spool_key_oldest_waiting_seconds{spool="S",key="r"} 60.900'
 	mkdir -p "$c/k"
 	started() { local s; read -r s <"/proc/$1/stat"; set -- ${s##*) }; echo "${20}"; }
 	sleep 60 &
-	a=$!.$(started $!)
+	pa=$!
+	a=$pa.$(started $pa)
 	sleep 60 &
-	b=$!.$(started $!)
+	pb=$!
+	b=$pb.$(started $pb)
 	# Two running, a killed handler's PID now the test's own, one gone.
 	files=$(printf '%s\n' "J1.$a" "J2.$b" "J3.$$.1" J4.999999.1)
 	for f in $files; do : >"$c/k/$f"; done
 	COUNT=$c SPOOL_JOB_ID=J5 run -0 "$BATS_TEST_DIRNAME/limithandler" <<<k-5
-	kill %1 %2
+	# By PID: bats's timeout watcher is this shell's job %1.
+	kill "$pa" "$pb"
 	equals "$(cat "$c/k.max")" 3
 	[ -e "$c/k.seen" ]
 	equals "$(cat "$c/done")" k-5
