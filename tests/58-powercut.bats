@@ -279,7 +279,7 @@ EOT
 	run -0 spool-stat --json
 	equals "$(jq -c '.audit_events | {enqueue, claim}' <<<"$output")" '{"enqueue":1,"claim":0}'
 	# The token the line names is never handed out again.
-	run -0 spool-claim --owner w2
+	run -0 at_ms 1796026338000 spool-claim --owner w2
 	equals "$(lease_token j1)" 2
 	fsck_clean
 }
@@ -353,7 +353,7 @@ j1: its claim at 1796026337000 ms is in the audit log but did not happen (a powe
 EOT
 	fsck_clean
 	equals "$(cd "$SPOOL_DIR" && find new leased -type f)" "$new"
-	run -0 spool-claim --owner w2
+	run -0 at_ms 1796026338000 spool-claim --owner w2
 	equals "$(lease_token j1)" 2
 	fsck_clean
 }
