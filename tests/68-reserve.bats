@@ -11,6 +11,7 @@
 load helpers
 
 setup() {
+	trace_test_only
 	if [ "$(id -u)" -ne 0 ]; then
 		if [ "${CI:-}" = true ]; then
 			echo "68-reserve.bats needs root in CI: it mounts a size-limited tmpfs" >&2

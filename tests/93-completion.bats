@@ -84,7 +84,7 @@ tok() {
 
 # setup_file's environment is every test's.
 setup() {
-	:
+	trace_test_only
 }
 
 # The same for what completing "-" offers.

@@ -3,7 +3,19 @@
 
 bats_require_minimum_version 1.5.0
 
+# bats runs its DEBUG trap before every command of every function a test
+# calls, to name a failing line: a millisecond a command on this machine,
+# most of the suite's CPU.  trace_test_only keeps the trap on the test's
+# own lines and off the functions it calls.  A failure still names the
+# test's line; one inside a helper names the line that called it.  Every
+# setup() calls it first.
+trace_test_only() {
+	set +T
+	declare -ft "$BATS_TEST_NAME"
+}
+
 setup() {
+	trace_test_only
 	export PATH="$BATS_TEST_DIRNAME/bin:$PATH"
 	export SPOOL_DIR="$BATS_TEST_TMPDIR/spool"
 	export SPOOL_HOST=testhost

@@ -69,6 +69,7 @@ faults_teardown_file() {
 }
 
 faults_setup() {
+	trace_test_only
 	shopt -s globstar nullglob
 	export LC_ALL=C
 	export PATH="$BIN:$PATH"
