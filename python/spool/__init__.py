@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime
 import errno
 import os
+import select
 import threading
 import time
 import weakref
@@ -342,24 +343,66 @@ class Spool:
     def jobs(self, *, lease: Duration, owner: Optional[str] = None,
              wait: Optional[Duration] = None) -> Iterator["Job"]:
         """Claimed jobs, one at a time.  With wait None, it stops when
-        nothing is due, as spool-claim exits 1; with wait=S it waits up to
-        S seconds for the next due job."""
+        nothing is due, as spool-claim exits 1.  With wait=S it waits up
+        to S seconds for the next due job, as spool-run(1) waits: until
+        the next job is due, or a transition on this host appends an audit
+        line.  Without inotify(7) it looks every second.  A job enqueued
+        on another host of a shared spool is seen when it is due."""
         limit = None if wait is None else \
             time.monotonic() + _ms("wait", wait, 0, zero_ok=True) / 1000
-        while True:
-            got = self.claim(lease=lease, owner=owner)
-            if got:
-                yield got[0]
-                continue
-            if limit is None:
-                return
-            left = limit - time.monotonic()
-            if left <= 0:
-                return
-            due = self._call(self._h.next_due)
-            pause = 0.25 if due is None else \
-                max(0.0, due / 1000 - time.time())
-            time.sleep(min(left, pause, 0.25))
+        # The watch is made before the first claim: what is enqueued after
+        # any claim wakes the next wait.
+        fd = None if limit is None else _watch(self.path)
+        try:
+            while True:
+                got = self.claim(lease=lease, owner=owner)
+                if got:
+                    yield got[0]
+                    continue
+                if limit is None:
+                    return
+                left = limit - time.monotonic()
+                if left <= 0:
+                    return
+                _wait(fd, min(left, self._until_due(fd)))
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def _until_due(self, fd: Optional[int]) -> float:
+        # Seconds until a claim may find work, as spool-run(1) reckons.
+        due = None if self.paused() else self._call(self._h.next_due)
+        if due is None:
+            pause = float("inf")    # only news: a resume is an audit line
+        else:
+            # Due already, yet the claim found nothing: another process
+            # holds the job this moment.  Look again in a second.
+            pause = due / 1000 - time.time()
+            if pause <= 0:
+                pause = 1.0
+        return pause if fd is not None else min(pause, 1.0)
+
+
+def _watch(path: str) -> Optional[int]:
+    try:
+        return _spool.watch(path)
+    except OSError:
+        return None     # jobs() looks every second instead
+
+
+def _wait(fd: Optional[int], seconds: float) -> None:
+    # Until fd has news or the time is up; then read the news away.
+    if fd is None:
+        time.sleep(seconds)
+        return
+    p = select.poll()
+    p.register(fd, select.POLLIN)
+    if p.poll(max(1, int(seconds * 1000) + 1)):
+        try:
+            while os.read(fd, 4096):
+                pass
+        except BlockingIOError:
+            pass
 
 
 def _job(payload: Payload, id: Optional[str] = None,

@@ -11,6 +11,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <sys/inotify.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +169,34 @@ mod_name(PyObject *self, PyObject *args)
 	if (s == NULL)
 		Py_RETURN_NONE;
 	return PyUnicode_FromString(s);
+}
+
+/*
+ * watch(dir): an inotify descriptor that becomes readable when a line is
+ * appended under dir/audit/, as spool-run(1) waits (its "Waiting").  The
+ * caller polls it, reads it empty and closes it.
+ */
+static PyObject *
+mod_watch(PyObject *self, PyObject *args)
+{
+	const char *dir;
+	char audit[4200];
+	int fd, err = 0;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s", &dir))
+		return NULL;
+	(void)snprintf(audit, sizeof(audit), "%s/audit", dir);
+	if ((fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1 ||
+	    inotify_add_watch(fd, audit, IN_MODIFY | IN_CREATE |
+	    IN_MOVED_TO) == -1) {
+		err = errno;
+		if (fd != -1)
+			(void)close(fd);	/* not yet used */
+		errno = err;
+		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, audit);
+	}
+	return PyLong_FromLong(fd);
 }
 
 /* valid(kind, s): whether s is a valid id, key, owner or note. */
@@ -478,6 +508,7 @@ static PyMethodDef module_methods[] = {
 	{ "name", mod_name, METH_VARARGS, NULL },
 	{ "class_from_name", mod_class_from_name, METH_VARARGS, NULL },
 	{ "valid", mod_valid, METH_VARARGS, NULL },
+	{ "watch", mod_watch, METH_VARARGS, NULL },
 	{ NULL, NULL, 0, NULL }
 };
 

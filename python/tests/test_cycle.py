@@ -151,6 +151,47 @@ def test_jobs_stops_when_nothing_is_due_and_waits_when_told(sp):
     assert got == ["later"]
 
 
+def inotify_fds():
+    """This process's inotify descriptors."""
+    fds = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink("/proc/self/fd/" + fd) == "anon_inode:inotify":
+                fds.append(fd)
+        except OSError:
+            pass                # the listing's own descriptor
+    return fds
+
+
+def test_a_wait_sleeps_until_an_enqueue_on_this_host_wakes_it(sp):
+    got = []
+
+    def worker():
+        for job in sp.jobs(lease=30, wait=600):
+            got.append(job.id)
+            break
+
+    t = threading.Thread(target=worker)
+    t.start()
+    # Until the worker sleeps in poll(2), system call 7, with nothing due:
+    # not a wait for a time.
+    stat = "/proc/self/task/%d/syscall" % t.native_id
+    for _ in range(3000):
+        with open(stat) as f:
+            if f.read().split()[0] == "7":
+                break
+        threading.Event().wait(0.01)
+    assert len(inotify_fds()) == 1
+    out = subprocess.run([os.path.join(BIN, "spool-enqueue"), "-d", sp.path,
+                          "--id", "woken"], input=b"x", capture_output=True)
+    assert (out.returncode, out.stderr) == (0, b"")
+    t.join(60)
+    assert not t.is_alive()
+    assert got == ["woken"]
+    assert inotify_fds() == []
+    assert files(sp.path, "leased") == ["woken,1"]
+
+
 def test_the_commands_see_what_python_did(sp):
     sp.enqueue(b"x", id="j1")
     out = subprocess.run([os.path.join(BIN, "spool-ls"), "-d", sp.path,
