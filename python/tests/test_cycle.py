@@ -1,6 +1,7 @@
 """The job cycle from Python: enqueue, claim, finish, against the state
 on disk and the errors of lib/spool.h, "Errors"."""
 
+import json
 import os
 import signal
 import subprocess
@@ -347,4 +348,76 @@ def test_a_refused_call_leaves_no_descriptor_open_and_nothing_queued(sp):
         with pytest.raises(spool.InvalidArgument):
             call()
     assert sorted(os.listdir("/proc/self/fd")) == before
+    assert files(sp.path, "new") == []
+
+
+def command(*args):
+    """A command of tests/bin: (status, stdout, stderr)."""
+    out = subprocess.run([os.path.join(BIN, args[0])] + list(args[1:]),
+                         capture_output=True, text=True)
+    return out.returncode, out.stdout, out.stderr
+
+
+def test_the_relayer_three_parked_each_redriven_by_hand(sp):
+    """Three jobs park for three reasons.  An operator redrives each by
+    hand; only the one that was not sent is sent again."""
+    sent = []
+    up = False
+
+    def relay():
+        for job in sp.jobs(lease=30):
+            try:
+                with job:
+                    what = job.payload.decode()
+                    if what == "no such customer":
+                        raise spool.Permanent(cls="invalid-input",
+                                              detail=what)
+                    if what == "upstream" and not up:
+                        raise spool.Retry(delay=0, cls="dependency-down")
+                    sent.append(job.id)
+                    if what == "lost":
+                        raise ConnectionResetError("lost after sending")
+            except ConnectionResetError:
+                pass            # finished as crashed; the next job
+
+    sp.enqueue(b"no such customer", id="bad")
+    sp.enqueue(b"upstream", id="down", max_attempts=2)
+    sp.enqueue(b"lost", id="crash", max_attempts=1)
+    relay()
+    assert sent == ["crash"]
+    assert files(sp.path, "dead") == ["bad", "crash", "down"]
+    rc, out, err = command("spool-ls", "-d", sp.path, "--json", "dead")
+    got = {j["id"]: (j["reason"], j["class"], j["side_effect"])
+           for j in map(json.loads, out.splitlines())}
+    assert (rc, err) == (0, "")
+    assert got == {"bad": ("permanent", "invalid-input", False),
+                   "down": ("exhausted", "dependency-down", False),
+                   "crash": ("exhausted", "crashed", True)}
+    # The upstream is back; the customer's record is fixed by hand.
+    up = True
+    with open(os.path.join(sp.path, "dead", "bad"), "wb") as f:
+        f.write(b"fixed")
+    by = ("--by", "ops", "--note", "INC-7")
+    assert command("spool-redrive", "-d", sp.path, *by, "down") == \
+        (0, "down\n", "")
+    assert command("spool-redrive", "-d", sp.path, *by, "bad") == \
+        (1, "", "spool-redrive: bad: its payload is not the one enqueued "
+         "(changed by hand?): check it, then redrive with --edited to send "
+         "it as it is\n")
+    assert command("spool-redrive", "-d", sp.path, *by, "--edited",
+                   "bad") == (0, "bad\n", "")
+    # The crash may have sent its mail: it did, so it is dropped.
+    assert command("spool-redrive", "-d", sp.path, *by, "crash") == \
+        (1, "", "spool-redrive: crash: its side effect may have happened: "
+         "reconcile it, then redrive with --reconciled\n")
+    assert "crash" in sent
+    assert command("spool-drop", "-d", sp.path, *by, "crash") == \
+        (0, "crash\n", "")
+    relay()
+    assert sent[0] == "crash" and sorted(sent) == ["bad", "crash", "down"]
+    assert files(sp.path, "done") == ["bad", "crash", "down"]
+    assert files(sp.path, "dead") == []
+    # A second redrive finds nothing parked, and changes nothing.
+    assert command("spool-redrive", "-d", sp.path, *by, "down") == \
+        (1, "", "spool-redrive: down: not parked: the job is in done/\n")
     assert files(sp.path, "new") == []
