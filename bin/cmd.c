@@ -391,91 +391,30 @@ who_and_why(const struct spool_operator *op, const char *what, int need)
 	    op->note == NULL ? "--by and --note" : "--by" : "--note");
 }
 
-static const char *
-where(int state)
-{
-	switch (state) {
-	case SPOOL_NEW:
-		return "the job is in new/";
-	case SPOOL_LEASED:
-		return "the job is in leased/";
-	case SPOOL_DONE:
-		return "the job is in done/";
-	case SPOOL_DEAD:
-		return "the job is in dead/";
-	default:
-		return "there is no such job";
-	}
-}
-
 /*
  * A job whose file or sidecar is not where it should be: moved, removed or
  * garbled by hand, or lost.  No retry mends it (100); spool-fsck --repair
- * does, or says which command does; a removal only a person can vouch
- * for, so the command that records one is named here too.
+ * does, or says which command does.  The line is the library's
+ * (spool_result_text).
  */
 int
 damaged(const char *id)
 {
-	say("%s: %s; a file removed on purpose is recorded with spool-purge "
-	    "--missing --by WHO --note TICKET %s (spool(7), EDITING THE SPOOL "
-	    "BY HAND)", id, spool_error(EUCLEAN, SPOOL_AT_CALL)->text, id);
-	return EXIT_PERM;
+	const struct spool_result res = { .status = -1, .err = EUCLEAN };
+
+	return report(id, &res);
 }
 
 /* One line for a refused or failed item; its exit status. */
 int
 report(const char *id, const struct spool_result *res)
 {
-	const struct spool_error *e;
+	char line[SPOOL_ID_MAX * 2 + 512];
+	int status;
 
-	switch (res->status) {
-	case 0:
-		return EXIT_DONE;
-	case 1:
-		switch (res->refusal) {
-		case SPOOL_NO_JOB:
-			say("%s: no such job", id);
-			break;
-		case SPOOL_NO_STALE:
-			/* No token was ever issued: nothing to be stale. */
-			if (res->token == 0)
-				say("%s: not leased: never claimed, %s", id,
-				    where(res->state));
-			else
-				say("%s: stale token: the current token is %"
-				    PRIu64 " and %s", id, res->token,
-				    where(res->state));
-			break;
-		case SPOOL_NO_UNRECONCILED:
-			say("%s: its side effect may have happened: reconcile "
-			    "it, then redrive with --reconciled", id);
-			break;
-		case SPOOL_NO_EDITED:
-			say("%s: its payload is not the one enqueued (changed "
-			    "by hand?): check it, then redrive with --edited to "
-			    "send it as it is", id);
-			break;
-		default:
-			say("%s: %s: %s", id, spool_refusal_name(res->refusal),
-			    where(res->state));
-		}
-		return EXIT_NO;
-	default:
-		if (res->err == EUCLEAN)
-			return damaged(id);
-		e = spool_error(res->err, SPOOL_AT_CALL);
-		if (e->status == EXIT_PERM) {
-			say("%s: %s", id, e->text);
-			return EXIT_PERM;
-		}
-		if (res->changed)
-			say("%s: state changed but not yet durable: %s "
-			    "(retrying is safe)", id, errtext(res->err));
-		else
-			say("%s: %s", id, errtext(res->err));
-		return EXIT_TEMP;
-	}
+	if ((status = spool_result_text(id, res, line, sizeof(line))) != 0)
+		say("%s", line);
+	return status;
 }
 
 /* A write error on stdout is a failure, even after the work is done. */

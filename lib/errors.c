@@ -9,7 +9,10 @@
  * errno with no row is a system call's: a retry may succeed (111).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -72,4 +75,80 @@ spool_error(int err, int when)
 		if (rows[i].e.err == err && rows[i].when == when)
 			return &rows[i].e;
 	return &other;
+}
+
+static const char *
+where(enum spool_state state)
+{
+	switch (state) {
+	case SPOOL_NEW:
+		return "the job is in new/";
+	case SPOOL_LEASED:
+		return "the job is in leased/";
+	case SPOOL_DONE:
+		return "the job is in done/";
+	case SPOOL_DEAD:
+		return "the job is in dead/";
+	default:
+		return "there is no such job";
+	}
+}
+
+int
+spool_result_text(const char *id, const struct spool_result *res,
+    char *buf, size_t len)
+{
+	const struct spool_error *e;
+	const char *text;
+
+	switch (res->status) {
+	case 0:
+		(void)snprintf(buf, len, "%s", "");
+		return 0;
+	case 1:
+		switch (res->refusal) {
+		case SPOOL_NO_JOB:
+			(void)snprintf(buf, len, "%s: no such job", id);
+			break;
+		case SPOOL_NO_STALE:
+			/* No token was ever issued: nothing to be stale. */
+			if (res->token == 0)
+				(void)snprintf(buf, len, "%s: not leased: "
+				    "never claimed, %s", id,
+				    where(res->state));
+			else
+				(void)snprintf(buf, len, "%s: stale token: "
+				    "the current token is %" PRIu64 " and %s",
+				    id, res->token, where(res->state));
+			break;
+		case SPOOL_NO_UNRECONCILED:
+			(void)snprintf(buf, len, "%s: its side effect may have "
+			    "happened: reconcile it, then redrive with "
+			    "--reconciled", id);
+			break;
+		case SPOOL_NO_EDITED:
+			(void)snprintf(buf, len, "%s: its payload is not the "
+			    "one enqueued (changed by hand?): check it, then "
+			    "redrive with --edited to send it as it is", id);
+			break;
+		default:
+			(void)snprintf(buf, len, "%s: %s: %s", id,
+			    spool_refusal_name(res->refusal),
+			    where(res->state));
+		}
+		return 1;
+	}
+	e = spool_error(res->err, SPOOL_AT_CALL);
+	text = e->text != NULL ? e->text : strerror(res->err);
+	if (res->err == EUCLEAN)
+		(void)snprintf(buf, len, "%s: %s; a file removed on purpose is "
+		    "recorded with spool-purge --missing --by WHO --note "
+		    "TICKET %s (spool(7), EDITING THE SPOOL BY HAND)", id,
+		    text, id);
+	else if (e->status == 111 && res->changed)
+		(void)snprintf(buf, len, "%s: state changed but not yet "
+		    "durable: %s (retrying is safe)", id, text);
+	else
+		(void)snprintf(buf, len, "%s: %s", id, text);
+	return e->status;
 }

@@ -213,21 +213,20 @@ def _os_error(e: OSError, when: int) -> Error:
 
 
 def _failed(id: str, r: _spool.Result) -> Error:
-    """The exception for an item's result that is not done."""
-    status, refusal, err, changed, state, token, _ = r
+    """The exception for an item's result that is not done, in the words
+    a command prints for it (spool_result_text in lib/spool.h)."""
+    status, refusal, err, changed, state, token, _, line = r
+    words = (line or "")[len(id) + 2:]
     if status == 1:
         cls = _REFUSALS[refusal] if refusal < len(_REFUSALS) else Refused
-        return (cls or Refused)(id, _spool.name("refusal", refusal) or
-                                "refused", _spool.name("state", state),
+        return (cls or Refused)(id, words, _spool.name("state", state),
                                 token)
-    st, text = _spool.error(err, _spool.AT_CALL)
-    text = text or os.strerror(err)
     if err in (errno.EINVAL, errno.ERANGE):
-        return InvalidArgument("%s: %s" % (id, text))
-    if st == 100:
+        return InvalidArgument(line)
+    if _spool.error(err, _spool.AT_CALL)[0] == 100:
         return (Damaged if err == errno.EUCLEAN else PermanentError)(
-            err, text, id)
-    t = TemporaryError(err, text, id)
+            err, words, id)
+    t = TemporaryError(err, words, id)
     t.changed = bool(changed)
     return t
 

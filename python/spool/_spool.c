@@ -82,13 +82,22 @@ handle_of(Handle *h)
 	return h->sp;
 }
 
-/* (status, refusal, errno, changed, state, token, reason) of one item. */
+/*
+ * (status, refusal, errno, changed, state, token, reason, text) of the item
+ * of ID id.  text: the line a command prints for it, None for one done.
+ */
 static PyObject *
-result(const struct spool_result *r)
+result(const char *id, const struct spool_result *r)
 {
-	return Py_BuildValue("(iiiiiKi)", r->status, r->refusal, r->err,
+	char text[SPOOL_ID_MAX * 2 + 512];
+
+	if (spool_result_text(id, r, text, sizeof(text)) == 0)
+		return Py_BuildValue("(iiiiiKiO)", r->status, r->refusal,
+		    r->err, r->changed, (int)r->state,
+		    (unsigned long long)r->token, r->reason, Py_None);
+	return Py_BuildValue("(iiiiiKis)", r->status, r->refusal, r->err,
 	    r->changed, (int)r->state, (unsigned long long)r->token,
-	    r->reason);
+	    r->reason, text);
 }
 
 static PyObject *
@@ -287,7 +296,7 @@ h_enqueue(Handle *h, PyObject *args)
 	if ((out = PyList_New(n)) == NULL)
 		goto done;
 	for (i = 0; i < n; i++) {
-		if ((r = result(&jobs[i].res)) == NULL ||
+		if ((r = result(jobs[i].idbuf, &jobs[i].res)) == NULL ||
 		    (r = Py_BuildValue("(sN)", jobs[i].idbuf, r)) == NULL) {
 			Py_CLEAR(out);
 			goto done;
@@ -397,7 +406,7 @@ h_finish(Handle *h, PyObject *args)
 	if ((out = PyList_New(n)) == NULL)
 		goto done;
 	for (i = 0; i < n; i++) {
-		if ((r = result(&f[i].res)) == NULL) {
+		if ((r = result(f[i].id, &f[i].res)) == NULL) {
 			Py_CLEAR(out);
 			goto done;
 		}
@@ -429,7 +438,7 @@ h_renew(Handle *h, PyObject *args)
 	Py_END_ALLOW_THREADS
 	if (rv == -1 && res.status == 0)
 		return os_error(err, SPOOL_AT_CALL, id);
-	return result(&res);
+	return result(id, &res);
 }
 
 static PyObject *

@@ -10,8 +10,9 @@ PERMANENT: int
 RELEASE: int
 BATCH_MAX: int
 
-# (status, refusal, errno, changed, state, token, reason)
-Result = Tuple[int, int, int, int, int, int, int]
+# (status, refusal, errno, changed, state, token, reason, text): text is
+# the line a command prints for an item not done, None for one done
+Result = Tuple[int, int, int, int, int, int, int, Optional[str]]
 # (fd, id, key, trace, max_attempts, deadline_ms, delay_ms)
 JobIn = Tuple[int, Optional[str], Optional[str], Optional[str], int, int,
               int]

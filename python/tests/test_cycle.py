@@ -1,6 +1,7 @@
 """The job cycle from Python: enqueue, claim, finish, against the state
 on disk and the errors of lib/spool.h, "Errors"."""
 
+import errno
 import json
 import os
 import signal
@@ -103,8 +104,36 @@ def test_a_stale_finish_is_refused_after_a_takeover(sp):
     assert new.token > old.token and new.attempt == 2
     with pytest.raises(spool.StaleToken) as e:
         old.ok()
-    assert str(e.value) == "j1: stale token"
+    assert str(e.value) == \
+        "j1: stale token: the current token is 2 and the job is in leased/"
+    assert (e.value.id, e.value.state, e.value.token) == ("j1", "leased", 2)
     new.ok()
+
+
+def test_a_refusal_says_where_the_job_is_in_the_commands_words(sp):
+    sp.enqueue(b"x", id="j1")
+    [job] = sp.claim(lease=30)
+    assert command("spool-cancel", "-d", sp.path, "--by", "ops", "--note",
+                   "INC-3", "j1") == (0, "j1\n", "")
+    for call in (job.ok, lambda: job.renew(30), job.release):
+        with pytest.raises(spool.NotLeased) as e:
+            call()
+        assert str(e.value) == "j1: not leased: the job is in dead/"
+        assert (e.value.id, e.value.state) == ("j1", "dead")
+    assert files(sp.path, "dead") == ["j1"]
+    # As spool-finish says it for the same job.
+    assert command("spool-finish", "-d", sp.path, "j1", "1", "ok") == \
+        (1, "", "spool-finish: j1: not leased: the job is in dead/\n")
+
+
+def test_below_the_reserve_an_enqueue_is_a_temporary_error(sp):
+    with open(os.path.join(sp.path, "config"), "a") as f:
+        f.write("reserve=1000T\n")
+    with spool.Spool(sp.path) as low:
+        with pytest.raises(spool.TemporaryError) as e:
+            low.enqueue(b"x", id="j1")
+    assert isinstance(e.value, OSError) and e.value.errno == errno.EDQUOT
+    assert files(sp.path, "new") == [] and files(sp.path, "tmp") == []
 
 
 def test_with_job_finishes_by_how_the_block_ends(sp):
