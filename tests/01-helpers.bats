@@ -32,6 +32,42 @@ load helpers
 # +B"
 }
 
+@test "a failure names the test's line, in the body or in a helper it calls" {
+	# The helpers' own setup(), which calls trace_test_only.
+	printf '%s\n' "load $BATS_TEST_DIRNAME/helpers" 'fails() { false; }' \
+	    '@test body {' '	true' '	false' '}' \
+	    '@test helper {' '	true' '	fails' '	true' '}' \
+	    >"$BATS_TEST_TMPDIR/t.bats"
+	run -1 env -i PATH="$PATH" "$BATS_ROOT/bin/bats" --tap \
+	    "$BATS_TEST_TMPDIR/t.bats" 3>&-
+	equals "$output" "1..2
+not ok 1 body
+# (in test file $BATS_TEST_TMPDIR/t.bats, line 5)
+#   \`false' failed
+not ok 2 helper
+# (in test file $BATS_TEST_TMPDIR/t.bats, line 9)
+#   \`fails' failed"
+}
+
+@test "snapshot changes when a file is written, even with its own bytes, moved or made" {
+	local before
+	before=$(snapshot)
+	equals "$(snapshot)" "$before"
+	# The same bytes, written again.
+	cat "$SPOOL_DIR/config" >"$BATS_TEST_TMPDIR/c"
+	cat "$BATS_TEST_TMPDIR/c" >"$SPOOL_DIR/config"
+	[ "$(snapshot)" != "$before" ]
+	before=$(snapshot)
+	chmod 600 "$SPOOL_DIR/config"
+	[ "$(snapshot)" != "$before" ]
+	before=$(snapshot)
+	: >"$SPOOL_DIR/tmp/x"
+	[ "$(snapshot)" != "$before" ]
+	before=$(snapshot)
+	mv "$SPOOL_DIR/tmp/x" "$SPOOL_DIR/tmp/y"
+	[ "$(snapshot)" != "$before" ]
+}
+
 @test "lock_waiter sees a wait for its file's lock, and not for another file's" {
 	local a=$BATS_TEST_TMPDIR/a b=$BATS_TEST_TMPDIR/b
 	touch "$a" "$b"

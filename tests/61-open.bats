@@ -10,7 +10,7 @@ load helpers
 # "SPOOL UNKNOWN - MESSAGE" on stdout and exits 3; and DIR is unchanged.
 opened() {
 	local dir=$1 status=$2 msg=$3 before cmd
-	before=$(cd "$dir" 2>/dev/null && snapshot) || true
+	before=$(SPOOL_DIR=$dir snapshot 2>/dev/null) || true
 	for cmd in spool-ls spool-claim; do
 		run "-$status" --separate-stderr "$cmd" -d "$dir"
 		equals "$output" ""
@@ -19,7 +19,7 @@ opened() {
 	run -3 --separate-stderr spool-stat -d "$dir" --crit 'dead>0'
 	equals "$output" "SPOOL UNKNOWN - $msg"
 	equals "$stderr" ""
-	equals "$(cd "$dir" 2>/dev/null && snapshot || true)" "$before"
+	equals "$(SPOOL_DIR=$dir snapshot 2>/dev/null || true)" "$before"
 }
 
 @test "ENOENT and ENOTDIR: no such directory, 100" {

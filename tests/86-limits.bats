@@ -304,7 +304,10 @@ claimed k2 2"
 		equals "$stderr" "spool-claim: $SPOOL_DIR/config:$n: $why (see spool(7), FILES)"
 	done
 	cp "$BATS_TEST_TMPDIR/config" "$SPOOL_DIR/config"
-	equals "$(snapshot)" "$before"
+	# The test wrote config again: its bytes, not its ctime, are as before.
+	equals "$(snapshot | grep -v ' \./config$')" \
+	    "$(grep -v ' \./config$' <<<"$before")"
+	cmp "$BATS_TEST_TMPDIR/config" "$SPOOL_DIR/config"
 }
 
 @test "spool-stat shows each key with a limit or a rate: leased, the bound, waiting and the oldest's age" {
