@@ -22,10 +22,17 @@ BENCH_TOOLS = $(BENCH_BIN)/qbench $(BENCH_BIN)/depth $(BENCH_BIN)/peakrss \
 # libpq's headers, where Debian's libpq-dev puts them.
 PQ_CPPFLAGS = -I/usr/include/postgresql
 
-$(BENCH_BIN)/qbench: bench/qbench.c bench/bench.h lib/spool.h lib/libspool.a
+# qbench: its driver, and a file for each system it times (qbench.h).
+QBENCH_SRC = bench/qbench.c bench/qbench-os.c bench/qbench-many.c \
+    bench/qbench-floor.c bench/qbench-spool.c bench/qbench-run.c \
+    bench/qbench-sqlite.c bench/qbench-pg.c bench/qbench-beanstalkd.c \
+    bench/qbench-nq.c
+
+$(BENCH_BIN)/qbench: $(QBENCH_SRC) bench/qbench.h bench/bench.h lib/spool.h \
+    lib/libspool.a
 	@mkdir -p $(BENCH_BIN)
 	$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS) $(PQ_CPPFLAGS) -o $@ \
-	    bench/qbench.c lib/libspool.a -lsqlite3 -lpq $(LDLIBS) -lpthread
+	    $(QBENCH_SRC) lib/libspool.a -lsqlite3 -lpq $(LDLIBS) -lpthread
 
 $(BENCH_BIN)/depth: bench/depth.c bench/bench.h lib/spool.h lib/libspool.a
 	@mkdir -p $(BENCH_BIN)

@@ -1,0 +1,238 @@
+/*
+ * Row 10's turns: P workers on one queue, released at once, each looping
+ * over the job cycle until the clock stops it.  A pool of workers is
+ * forked once for each system, as many as the largest P, and a turn at P
+ * sets its first P to work; the turn's time runs from the release to the
+ * end of the last cycle, so that every cycle counted is in it.
+ */
+#define _GNU_SOURCE
+#include <sys/prctl.h>
+#include <sys/socket.h>
+
+#include <err.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qbench.h"
+
+#define POOLS_MAX	8
+
+struct order {
+	double until;		/* no new cycle from then on */
+};
+
+struct reply {
+	long cycles;
+	long fsyncs;		/* the library's */
+	double end;		/* when the last cycle ended */
+};
+
+/* A many-* system's workers, forked once, as many as the largest P. */
+struct pool {
+	const struct many *m;
+	struct sys proto;		/* the workers' common state, as forked */
+	int n;				/* workers started */
+	int fd[MANY_MAX];		/* qbench's end of each one's socket */
+};
+
+static struct pool pools[POOLS_MAX];
+static int npools;
+static int pool_fds[POOLS_MAX * MANY_MAX], npool_fds;
+
+/*
+ * The flush requests the device has completed: the 16th field after its
+ * name in /proc/diskstats (Linux 5.5 on; the 15th is the time spent on
+ * discards), or -1.
+ */
+static long long
+flushes_now(void)
+{
+	char line[512], name[64], *p, *f;
+	long long v = -1;
+	FILE *fp;
+	int i;
+
+	if (opt.flush_dev == NULL ||
+	    (fp = fopen("/proc/diskstats", "re")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		if (sscanf(line, "%*u %*u %63s", name) != 1 ||
+		    strcmp(name, opt.flush_dev) != 0)
+			continue;
+		p = strstr(line, name) + strlen(name);
+		for (i = 0; (f = strtok(i == 0 ? p : NULL, " \n")) != NULL;
+		    i++)
+			if (i == 15) {
+				v = atoll(f);
+				break;
+			}
+		break;
+	}
+	(void)fclose(fp);
+	return v;
+}
+
+/* A whole message from the other end; 0 if it is gone. */
+static int
+recv_all(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+	ssize_t r;
+
+	while (n > 0) {
+		if ((r = read(fd, p, n)) == -1) {
+			if (errno == EINTR)
+				continue;
+			err(1, "read from a worker");
+		}
+		if (r == 0)
+			return 0;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 1;
+}
+
+static void
+worker_main(struct pool *pl, int fd)
+{
+	struct order o;
+	struct reply r;
+	struct sys w = pl->proto;
+	unsigned long f0;
+
+	(void)prctl(PR_SET_PDEATHSIG, SIGTERM);
+	pl->m->setup(&w);
+	memset(&r, 0, sizeof(r));
+	write_all(fd, &r, sizeof(r));
+	while (recv_all(fd, &o, sizeof(o))) {
+		f0 = fsyncs_now();
+		r.cycles = 0;
+		do {
+			pl->m->cycle(&w);
+			r.cycles++;
+		} while (now_s() < o.until);
+		r.end = now_s();
+		r.fsyncs = (long)(fsyncs_now() - f0);
+		write_all(fd, &r, sizeof(r));
+	}
+	pl->m->teardown(&w);
+	_exit(0);
+}
+
+/* Fork the pool's workers and wait until each has its handle. */
+static void
+pool_start(struct pool *pl, int n)
+{
+	struct reply r;
+	pid_t pid;
+	int sv[2], i;
+
+	pl->m->prep(&pl->proto);
+	if (fflush(stdout) == EOF)
+		err(1, "stdout");
+	for (i = 0; i < n; i++) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
+			err(1, "socketpair");
+		if ((pid = fork()) == -1)
+			err(1, "fork");
+		if (pid == 0) {
+			while (npool_fds > 0)
+				(void)close(pool_fds[--npool_fds]);
+			(void)close(sv[0]);
+			worker_main(pl, sv[1]);
+		}
+		(void)close(sv[1]);
+		pl->fd[i] = pool_fds[npool_fds++] = sv[0];
+	}
+	for (i = 0; i < n; i++)
+		if (!recv_all(pl->fd[i], &r, sizeof(r)))
+			errx(1, "%s: a worker failed to start", pl->m->name);
+	pl->n = n;
+}
+
+static void
+many_init(struct sys *s)
+{
+	int i, max = 0;
+
+	if (s->pool->n > 0)
+		return;
+	for (i = 0; i < opt.nprocs; i++)
+		if (opt.procs[i] > max)
+			max = opt.procs[i];
+	pool_start(s->pool, max);
+}
+
+/* A turn; with -F, the device's flushes over it too. */
+static void
+many_op(struct sys *s, long k)
+{
+	struct pool *pl = s->pool;
+	struct order o;
+	struct reply r;
+	long long fl0, fl1;
+	double t0, slice, end = 0;
+	long n = 0, f = 0;
+	int i;
+
+	(void)k;
+	slice = opt.slice > 0 ? opt.slice : 1;
+	fl0 = flushes_now();
+	t0 = now_s();
+	o.until = t0 + (s->round == 0 ? slice / 2 : slice);
+	for (i = 0; i < s->procs; i++)
+		write_all(pl->fd[i], &o, sizeof(o));
+	for (i = 0; i < s->procs; i++) {
+		if (!recv_all(pl->fd[i], &r, sizeof(r)))
+			errx(1, "%s: a worker died", s->name);
+		n += r.cycles;
+		f += r.fsyncs;
+		if (r.end > end)
+			end = r.end;
+	}
+	fl1 = flushes_now();
+	s->own_seconds = end - t0;
+	s->ran = n;
+	s->own_fsyncs = pl->m->counts ? f : -1;
+	if (fl0 >= 0 && fl1 >= fl0)
+		printf("flush,%s,%s,%d,%ld,%lld\n", opt.label, s->name,
+		    s->round, n, fl1 - fl0);
+}
+
+/* The system of m's turns at P: many-NAME-pP. */
+struct sys *
+many_sys(const struct many *m, int procs)
+{
+	struct pool *pl;
+	struct sys *s;
+	char *name;
+	int i;
+
+	for (i = 0; i < npools && pools[i].m != m; i++)
+		continue;
+	if (i == npools) {
+		if (npools == POOLS_MAX)
+			errx(2, "too many systems of many workers");
+		pools[npools].m = m;
+		pools[npools++].proto.name = m->name;
+	}
+	pl = &pools[i];
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		err(1, "calloc");
+	if (asprintf(&name, "%s-p%d", m->name, procs) == -1)
+		err(1, "asprintf");
+	s->name = name;
+	s->init = many_init;
+	s->op = many_op;
+	s->unit = 1;
+	s->k = 1;
+	s->fixed = 1;
+	s->procs = procs;
+	s->pool = pl;
+	return s;
+}
