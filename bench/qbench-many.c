@@ -51,7 +51,7 @@ static int pool_fds[POOLS_MAX * MANY_MAX], npool_fds;
 static long long
 flushes_now(void)
 {
-	char line[512], name[64], *p, *f;
+	char line[512], name[64], *p, *f, *end;
 	long long v = -1;
 	FILE *fp;
 	int i;
@@ -67,7 +67,9 @@ flushes_now(void)
 		for (i = 0; (f = strtok(i == 0 ? p : NULL, " \n")) != NULL;
 		    i++)
 			if (i == 15) {
-				v = atoll(f);
+				v = strtoll(f, &end, 10);
+				if (*end != '\0' || v < 0)
+					v = -1;
 				break;
 			}
 		break;

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <err.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,26 @@ usage(void)
 	exit(2);
 }
 
+/*
+ * The number that what gives, from min to max, in digits (and a point,
+ * if frac); anything else ends qbench with one line and exit status 100.
+ */
+static double
+number(const char *what, const char *s, double min, double max, int frac)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = frac ? strtod(s, &end) : (double)strtoll(s, &end, 10);
+	if (s[0] < '0' || s[0] > '9' || *end != '\0' || errno != 0 ||
+	    strspn(s, frac ? "0123456789." : "0123456789") != strlen(s) ||
+	    v < min || v > max)
+		errx(100, "%s: bad number '%.40s' (%.15g to %.15g)", what, s, min,
+		    max);
+	return v;
+}
+
 /* -m "1 4 16": the P of each turn of the many-* systems. */
 static void
 procs_list(char *list)
@@ -56,11 +77,8 @@ procs_list(char *list)
 	    tok = strtok_r(NULL, " ,", &save)) {
 		if (opt.nprocs == PROCS_MAX)
 			errx(2, "-m: too many counts");
-		opt.procs[opt.nprocs] = atoi(tok);
-		if (opt.procs[opt.nprocs] < 1 ||
-		    opt.procs[opt.nprocs] > MANY_MAX)
-			errx(2, "-m %s: want 1 to %d", tok, MANY_MAX);
-		opt.nprocs++;
+		opt.procs[opt.nprocs++] = (int)number("-m", tok, 1, MANY_MAX,
+		    0);
 	}
 }
 
@@ -76,7 +94,7 @@ options(int argc, char **argv)
 			opt.bindir = optarg;
 			break;
 		case 'c':
-			opt.cli_claims = atol(optarg);
+			opt.cli_claims = (long)number("-c", optarg, 0, 1e9, 0);
 			break;
 		case 'D':
 			opt.truedyn = optarg;
@@ -85,7 +103,7 @@ options(int argc, char **argv)
 			opt.flush_dev = optarg;
 			break;
 		case 'f':
-			opt.cli_files = atoi(optarg);
+			opt.cli_files = (int)number("-f", optarg, 1, 1e6, 0);
 			break;
 		case 'l':
 			opt.label = optarg;
@@ -94,31 +112,31 @@ options(int argc, char **argv)
 			procs_list(optarg);
 			break;
 		case 'n':
-			opt.batch_files = atoi(optarg);
+			opt.batch_files = (int)number("-n", optarg, 1, BATCH, 0);
 			break;
 		case 'P':
 			probe = 1;
 			break;
 		case 'p':
-			opt.bean_port = atoi(optarg);
+			opt.bean_port = (int)number("-p", optarg, 0, 65535, 0);
 			break;
 		case 'q':
 			opt.pg_conninfo = optarg;
 			break;
 		case 'r':
-			rounds = atoi(optarg);
+			rounds = (int)number("-r", optarg, 1, 1000, 0);
 			break;
 		case 's':
 			opt.spool = optarg;
 			break;
 		case 'T':
-			opt.slice = atof(optarg);
+			opt.slice = number("-T", optarg, 0, 3600, 1);
 			break;
 		case 't':
 			opt.truebin = optarg;
 			break;
 		case 'u':
-			opt.dirty_kib = atol(optarg);
+			opt.dirty_kib = (long)number("-u", optarg, 0, 1 << 20, 0);
 			break;
 		case 'w':
 			opt.workdir = optarg;
@@ -128,9 +146,7 @@ options(int argc, char **argv)
 		}
 	}
 	if (!probe && (opt.workdir == NULL || opt.bindir == NULL ||
-	    optind == argc || rounds < 1 || opt.cli_files < 1 ||
-	    opt.batch_files < 1 || opt.batch_files > BATCH ||
-	    opt.dirty_kib < 0))
+	    optind == argc))
 		usage();
 }
 
@@ -192,7 +208,7 @@ named(char *arg)
 		s->k = 10L * opt.batch_files;
 	}
 	if (colon != NULL)
-		s->k = atol(colon + 1);
+		s->k = (long)number(arg, colon + 1, 1, 1e9, 0);
 	if (s->k < s->unit || s->k % s->unit != 0)
 		errx(2, "%s: K must be a multiple of %ld", arg, s->unit);
 	s->init(s);
