@@ -1,9 +1,9 @@
 /*
  * Row 10's turns: P workers on one queue, released at once, each looping
- * over the job cycle until the clock stops it.  A pool of workers is
- * forked once for each system, as many as the largest P, and a turn at P
- * sets its first P to work; the turn's time runs from the release to the
- * end of the last cycle, so that every cycle counted is in it.
+ * over the job cycle until a deadline.  A turn's rate counts only cycles
+ * that ended by the deadline, over the window from the release to it, so
+ * workers that stop late cannot stretch it; how late the last one stopped
+ * (the tail) and the fewest and most cycles a worker made are told apart.
  */
 #define _GNU_SOURCE
 #include <sys/prctl.h>
@@ -22,12 +22,13 @@
 #define POOLS_MAX	8
 
 struct order {
-	double until;		/* no new cycle from then on */
+	double until;		/* no cycle starts from then on */
 };
 
 struct reply {
-	long cycles;
-	long fsyncs;		/* the library's */
+	long cycles;		/* cycles that ended by the deadline */
+	long all;		/* and those that ended after it */
+	long fsyncs;		/* the library's, in the first */
 	double end;		/* when the last cycle ended */
 };
 
@@ -99,27 +100,39 @@ recv_all(int fd, void *buf, size_t n)
 	return 1;
 }
 
+/* Cycles until the deadline; a cycle counts if it ended by then. */
+static void
+work(const struct many *m, struct sys *w, double until, struct reply *r)
+{
+	unsigned long f0 = fsyncs_now();
+	double t;
+
+	memset(r, 0, sizeof(*r));
+	do {
+		m->cycle(w);
+		t = now_s();
+		r->all++;
+		if (t <= until) {
+			r->cycles++;
+			r->fsyncs = (long)(fsyncs_now() - f0);
+		}
+	} while (t < until);
+	r->end = t;
+}
+
 static void
 worker_main(struct pool *pl, int fd)
 {
 	struct order o;
 	struct reply r;
 	struct sys w = pl->proto;
-	unsigned long f0;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGTERM);
 	pl->m->setup(&w);
 	memset(&r, 0, sizeof(r));
 	write_all(fd, &r, sizeof(r));
 	while (recv_all(fd, &o, sizeof(o))) {
-		f0 = fsyncs_now();
-		r.cycles = 0;
-		do {
-			pl->m->cycle(&w);
-			r.cycles++;
-		} while (now_s() < o.until);
-		r.end = now_s();
-		r.fsyncs = (long)(fsyncs_now() - f0);
+		work(pl->m, &w, o.until, &r);
 		write_all(fd, &r, sizeof(r));
 	}
 	pl->m->teardown(&w);
@@ -170,7 +183,15 @@ many_init(struct sys *s)
 	pool_start(s->pool, max);
 }
 
-/* A turn; with -F, the device's flushes over it too. */
+/*
+ * A turn, and beside its line one that says how it ended:
+ *
+ *	tail,LABEL,SYSTEM,ROUND,SECONDS,FEWEST,MOST,ALL
+ *
+ * the seconds from the deadline until the last worker stopped, the
+ * fewest and most cycles a worker ended by the deadline, and the cycles
+ * ended in all; and with -F, the device's flushes over the whole turn.
+ */
 static void
 many_op(struct sys *s, long k)
 {
@@ -179,11 +200,11 @@ many_op(struct sys *s, long k)
 	struct reply r;
 	long long fl0, fl1;
 	double t0, slice, end = 0;
-	long n = 0, f = 0;
+	long n = 0, all = 0, f = 0, lo = -1, hi = 0;
 	int i;
 
 	(void)k;
-	slice = opt.slice > 0 ? opt.slice : 1;
+	slice = opt.slice > 0 ? opt.slice : 3;
 	fl0 = flushes_now();
 	t0 = now_s();
 	o.until = t0 + (s->round == 0 ? slice / 2 : slice);
@@ -193,17 +214,24 @@ many_op(struct sys *s, long k)
 		if (!recv_all(pl->fd[i], &r, sizeof(r)))
 			errx(1, "%s: a worker died", s->name);
 		n += r.cycles;
+		all += r.all;
 		f += r.fsyncs;
+		if (lo == -1 || r.cycles < lo)
+			lo = r.cycles;
+		if (r.cycles > hi)
+			hi = r.cycles;
 		if (r.end > end)
 			end = r.end;
 	}
 	fl1 = flushes_now();
-	s->own_seconds = end - t0;
+	s->own_seconds = o.until - t0;
 	s->ran = n;
 	s->own_fsyncs = pl->m->counts ? f : -1;
+	printf("tail,%s,%s,%d,%.9f,%ld,%ld,%ld\n", opt.label, s->name,
+	    s->round, end - o.until, lo, hi, all);
 	if (fl0 >= 0 && fl1 >= fl0)
 		printf("flush,%s,%s,%d,%ld,%lld\n", opt.label, s->name,
-		    s->round, n, fl1 - fl0);
+		    s->round, all, fl1 - fl0);
 }
 
 /* The system of m's turns at P: many-NAME-pP. */
