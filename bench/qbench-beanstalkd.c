@@ -128,6 +128,19 @@ bean_skip(struct bean *b, size_t n)
 	b->inlen -= n;
 }
 
+/* Send cmd; its reply must begin with want. */
+static void
+bean_say(struct bean *b, const char *cmd, const char *want)
+{
+	char line[256];
+
+	write_all(b->sock, cmd, strlen(cmd));
+	bean_line(b, line, sizeof(line));
+	if (strncmp(line, want, strlen(want)) != 0)
+		errx(1, "beanstalkd: %.*s: %s", (int)strcspn(cmd, "\r"), cmd,
+		    line);
+}
+
 /* put, reserve, delete: beanstalkd's job cycle, each step's time added. */
 static void
 bean_cycle(struct bean *b, double t[3])
@@ -176,12 +189,27 @@ bean_op(struct sys *s, long k)
 	phase(s, "finish", k, t[P_FIN], -1);
 }
 
-/* Row 10: a client a worker. */
+/* Row 10: a client a worker, and a tube a P, named as its turn is. */
 static void
 many_bean_prep(struct sys *s)
 {
 	if (opt.bean_port == 0)
 		errx(1, "%s needs -p PORT", s->name);
+}
+
+static void
+many_bean_setup(struct sys *s)
+{
+	char cmd[128];
+	struct bean *b;
+
+	bean_init(s);
+	b = s->st;
+	pathf(cmd, sizeof(cmd), "use %s\r\n", s->name);
+	bean_say(b, cmd, "USING ");
+	pathf(cmd, sizeof(cmd), "watch %s\r\n", s->name);
+	bean_say(b, cmd, "WATCHING ");
+	bean_say(b, "ignore default\r\n", "WATCHING ");
 }
 
 static void
@@ -194,7 +222,7 @@ many_bean_cycle(struct sys *s)
 
 static const struct many many_bean = {
 	.name = "many-beanstalk", .prep = many_bean_prep,
-	.setup = bean_init, .cycle = many_bean_cycle,
+	.setup = many_bean_setup, .cycle = many_bean_cycle,
 	.teardown = bean_teardown
 };
 

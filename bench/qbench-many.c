@@ -21,8 +21,10 @@
 
 #define POOLS_MAX	8
 
+/* To a worker: set up for a turn's data, or work until a deadline. */
 struct order {
-	double until;		/* no cycle starts from then on */
+	int slot;		/* which of the pool's turns: its P's data */
+	double until;		/* 0: set up only; else no cycle starts then */
 };
 
 struct reply {
@@ -35,7 +37,8 @@ struct reply {
 /* A many-* system's workers, forked once, as many as the largest P. */
 struct pool {
 	const struct many *m;
-	struct sys proto;		/* the workers' common state, as forked */
+	struct sys *turn[PROCS_MAX];	/* its systems, one a P */
+	int nturn;
 	int n;				/* workers started */
 	int fd[MANY_MAX];		/* qbench's end of each one's socket */
 };
@@ -120,26 +123,39 @@ work(const struct many *m, struct sys *w, double until, struct reply *r)
 	r->end = t;
 }
 
+/*
+ * A worker: on the data of one P at a time, set up untimed when a turn
+ * at another P first asks for it.
+ */
 static void
 worker_main(struct pool *pl, int fd)
 {
+	struct sys w;
 	struct order o;
 	struct reply r;
-	struct sys w = pl->proto;
+	int slot = -1;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGTERM);
-	pl->m->setup(&w);
 	memset(&r, 0, sizeof(r));
 	write_all(fd, &r, sizeof(r));
 	while (recv_all(fd, &o, sizeof(o))) {
-		work(pl->m, &w, o.until, &r);
+		if (o.slot != slot) {
+			if (slot >= 0)
+				pl->m->teardown(&w);
+			w = *pl->turn[o.slot];
+			pl->m->setup(&w);
+			slot = o.slot;
+		}
+		if (o.until > 0)
+			work(pl->m, &w, o.until, &r);
 		write_all(fd, &r, sizeof(r));
 	}
-	pl->m->teardown(&w);
+	if (slot >= 0)
+		pl->m->teardown(&w);
 	_exit(0);
 }
 
-/* Fork the pool's workers and wait until each has its handle. */
+/* Fork the pool's workers and wait until each has started. */
 static void
 pool_start(struct pool *pl, int n)
 {
@@ -147,7 +163,6 @@ pool_start(struct pool *pl, int n)
 	pid_t pid;
 	int sv[2], i;
 
-	pl->m->prep(&pl->proto);
 	if (fflush(stdout) == EOF)
 		err(1, "stdout");
 	for (i = 0; i < n; i++) {
@@ -170,17 +185,25 @@ pool_start(struct pool *pl, int n)
 	pl->n = n;
 }
 
+/* Send o to the turn's P workers; their replies into r[]. */
+static void
+order_all(struct sys *s, const struct order *o, struct reply *r)
+{
+	struct pool *pl = s->pool;
+	int i;
+
+	for (i = 0; i < s->procs; i++)
+		write_all(pl->fd[i], o, sizeof(*o));
+	for (i = 0; i < s->procs; i++)
+		if (!recv_all(pl->fd[i], &r[i], sizeof(r[i])))
+			errx(1, "%s: a worker died", s->name);
+}
+
+/* This P's data, fresh: no turn at another P has added to it. */
 static void
 many_init(struct sys *s)
 {
-	int i, max = 0;
-
-	if (s->pool->n > 0)
-		return;
-	for (i = 0; i < opt.nprocs; i++)
-		if (opt.procs[i] > max)
-			max = opt.procs[i];
-	pool_start(s->pool, max);
+	s->pool->m->prep(s);
 }
 
 /*
@@ -196,34 +219,40 @@ static void
 many_op(struct sys *s, long k)
 {
 	struct pool *pl = s->pool;
+	struct reply r[MANY_MAX];
 	struct order o;
-	struct reply r;
 	long long fl0, fl1;
 	double t0, slice, end = 0;
 	long n = 0, all = 0, f = 0, lo = -1, hi = 0;
-	int i;
+	int i, max = 0;
 
 	(void)k;
+	if (pl->n == 0) {
+		for (i = 0; i < opt.nprocs; i++)
+			if (opt.procs[i] > max)
+				max = opt.procs[i];
+		pool_start(pl, max);
+	}
+	o.slot = s->slot;
+	o.until = 0;
+	order_all(s, &o, r);
 	slice = opt.slice > 0 ? opt.slice : 3;
 	fl0 = flushes_now();
 	t0 = now_s();
 	o.until = t0 + (s->round == 0 ? slice / 2 : slice);
-	for (i = 0; i < s->procs; i++)
-		write_all(pl->fd[i], &o, sizeof(o));
-	for (i = 0; i < s->procs; i++) {
-		if (!recv_all(pl->fd[i], &r, sizeof(r)))
-			errx(1, "%s: a worker died", s->name);
-		n += r.cycles;
-		all += r.all;
-		f += r.fsyncs;
-		if (lo == -1 || r.cycles < lo)
-			lo = r.cycles;
-		if (r.cycles > hi)
-			hi = r.cycles;
-		if (r.end > end)
-			end = r.end;
-	}
+	order_all(s, &o, r);
 	fl1 = flushes_now();
+	for (i = 0; i < s->procs; i++) {
+		n += r[i].cycles;
+		all += r[i].all;
+		f += r[i].fsyncs;
+		if (lo == -1 || r[i].cycles < lo)
+			lo = r[i].cycles;
+		if (r[i].cycles > hi)
+			hi = r[i].cycles;
+		if (r[i].end > end)
+			end = r[i].end;
+	}
 	s->own_seconds = o.until - t0;
 	s->ran = n;
 	s->own_fsyncs = pl->m->counts ? f : -1;
@@ -234,7 +263,7 @@ many_op(struct sys *s, long k)
 		    s->round, all, fl1 - fl0);
 }
 
-/* The system of m's turns at P: many-NAME-pP. */
+/* The system of m's turns at P: many-NAME-pP, on data of its own. */
 struct sys *
 many_sys(const struct many *m, int procs)
 {
@@ -248,10 +277,11 @@ many_sys(const struct many *m, int procs)
 	if (i == npools) {
 		if (npools == POOLS_MAX)
 			errx(2, "too many systems of many workers");
-		pools[npools].m = m;
-		pools[npools++].proto.name = m->name;
+		pools[npools++].m = m;
 	}
 	pl = &pools[i];
+	if (pl->nturn == PROCS_MAX)
+		errx(2, "%s: too many turns", m->name);
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		err(1, "calloc");
 	if (asprintf(&name, "%s-p%d", m->name, procs) == -1)
@@ -264,5 +294,7 @@ many_sys(const struct many *m, int procs)
 	s->fixed = 1;
 	s->procs = procs;
 	s->pool = pl;
+	s->slot = pl->nturn;
+	pl->turn[pl->nturn++] = s;
 	return s;
 }

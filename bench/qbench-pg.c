@@ -1,9 +1,9 @@
 /*
  * Row 10, PostgreSQL: a connection a worker, each statement its own
  * transaction, committed with fsync=on and synchronous_commit=on (the
- * server's settings, which bench.sh gives).  A claim takes the oldest
- * ready row that no other claim holds, by SELECT ... FOR UPDATE SKIP
- * LOCKED, so that no two workers lease one job.
+ * server's settings, which bench.sh gives), on a table of its own for
+ * each P.  A claim takes the oldest ready row that no other claim holds,
+ * by SELECT ... FOR UPDATE SKIP LOCKED, so no two workers lease one job.
  */
 #define _GNU_SOURCE
 #include <err.h>
@@ -60,12 +60,11 @@ pg_exec(PGconn *c, const char *sql)
 	PQclear(res);
 }
 
-/* The queue's table. */
+/* The table of this P's turns. */
 static void
 pg_table(const struct sys *s, char *buf, size_t size)
 {
-	(void)s;
-	pathf(buf, size, "jobs");
+	pathf(buf, size, "jobs_p%d", s->procs);
 }
 
 static void

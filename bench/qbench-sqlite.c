@@ -311,7 +311,7 @@ batch_sqlite_op(struct sys *s, long k)
 }
 
 /*
- * Row 10, SQLite-WAL: one database, a connection a worker, which
+ * Row 10, SQLite-WAL: one database a P, a connection a worker, which
  * waits for a busy database in SQLite's own busy handler, as a user's
  * worker with sqlite3_busy_timeout does.
  */

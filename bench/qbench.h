@@ -64,14 +64,15 @@ struct sys {
 	long ran;			/* >= 0: the cycles done, not K */
 	long own_fsyncs;		/* >= 0: the workers' fsyncs */
 	struct pool *pool;		/* many-*: the workers of its turns */
+	int slot;			/* many-*: which of the pool's turns */
 	void *st;			/* the back end's own state */
 };
 
 /*
  * A system of many workers (row 10): P processes on one queue, each
- * looping over cycle.  prep makes the data, in qbench, before any worker
- * is forked; a worker calls setup before its first turn and teardown
- * after its last.
+ * looping over cycle.  prep makes the data of one P, in qbench, before
+ * any worker is forked; a worker calls setup before its turns at that P
+ * and teardown after them, when its next turn is at another P.
  */
 struct many {
 	const char *name;		/* many-NAME; its turn at P, many-NAME-pP */
