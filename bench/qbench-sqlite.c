@@ -20,7 +20,8 @@
 struct sq {
 	sqlite3 *db;
 	sqlite3_stmt *ins;
-	sqlite3_stmt *claim;
+	sqlite3_stmt *claim1;	/* one job: id = (SELECT ... LIMIT 1) */
+	sqlite3_stmt *claimn;	/* a batch: id IN (SELECT ... LIMIT ?3) */
 	sqlite3_stmt *fin;
 	int fd;			/* the payload, read for each job */
 };
@@ -32,6 +33,18 @@ static const char schema[] =
     "token INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, "
     "lease_until INTEGER, owner TEXT);"
     "CREATE INDEX IF NOT EXISTS jobs_due ON jobs(state, eligible);";
+
+/*
+ * The claim of one job, "id = (SELECT ... LIMIT 1)", a scalar subquery,
+ * and of a batch, "id IN (SELECT ... LIMIT ?3)", a list: each takes the
+ * form a user would write for it.
+ */
+#define CLAIM_SET \
+    "UPDATE jobs SET state='leased', token=token+1, attempts=attempts+1, " \
+    "owner='bench', lease_until=?1 WHERE id "
+#define CLAIM_DUE \
+    "(SELECT id FROM jobs WHERE state='new' AND eligible<=?2 " \
+    "ORDER BY eligible, id LIMIT "
 
 static char *sqlite3_bin;
 
@@ -80,7 +93,8 @@ db_close(struct sys *s)
 	struct sq *q = s->st;
 
 	(void)sqlite3_finalize(q->ins);
-	(void)sqlite3_finalize(q->claim);
+	(void)sqlite3_finalize(q->claim1);
+	(void)sqlite3_finalize(q->claimn);
 	(void)sqlite3_finalize(q->fin);
 	if (sqlite3_close(q->db) != SQLITE_OK)
 		errx(1, "sqlite3_close: %s", sqlite3_errmsg(q->db));
@@ -149,7 +163,7 @@ cli_sqlite_op(struct sys *s, long k)
 		pathf(sql, sizeof(sql), "PRAGMA synchronous=FULL; "
 		    "BEGIN IMMEDIATE; UPDATE jobs SET state='leased', "
 		    "token=token+1, attempts=attempts+1, owner='bench', "
-		    "lease_until=%lld WHERE id IN (SELECT id FROM jobs WHERE "
+		    "lease_until=%lld WHERE id = (SELECT id FROM jobs WHERE "
 		    "state='new' AND eligible<=%lld ORDER BY eligible, id "
 		    "LIMIT 1) RETURNING id, token; COMMIT;", now + 30000, now);
 		shell(s, sql, out, sizeof(out));
@@ -180,10 +194,10 @@ sqlite_stmts(struct sq *q)
 {
 	stmt(q->db, "INSERT INTO jobs(payload, state, eligible) "
 	    "VALUES(?1, 'new', ?2)", &q->ins);
-	stmt(q->db, "UPDATE jobs SET state='leased', token=token+1, "
-	    "attempts=attempts+1, owner='bench', lease_until=?1 WHERE id IN "
-	    "(SELECT id FROM jobs WHERE state='new' AND eligible<=?2 "
-	    "ORDER BY eligible, id LIMIT ?3) RETURNING id, token", &q->claim);
+	stmt(q->db, CLAIM_SET "= " CLAIM_DUE "1) RETURNING id, token",
+	    &q->claim1);
+	stmt(q->db, CLAIM_SET "IN " CLAIM_DUE "?3) RETURNING id, token",
+	    &q->claimn);
 	stmt(q->db, "UPDATE jobs SET state='done', lease_until=NULL "
 	    "WHERE id=?1 AND token=?2 AND state='leased'", &q->fin);
 	if ((q->fd = open(payload_path, O_RDONLY | O_CLOEXEC)) == -1)
@@ -230,14 +244,15 @@ insert(struct sq *q)
 static size_t
 claim(struct sq *q, size_t n, long long *ids, long long *toks)
 {
-	sqlite3_stmt *st = q->claim;
+	sqlite3_stmt *st = n == 1 ? q->claim1 : q->claimn;
 	long long now = now_ms();
 	size_t got = 0;
 
 	db_exec(q->db, "BEGIN IMMEDIATE");
 	sqlite3_bind_int64(st, 1, now + 30000);
 	sqlite3_bind_int64(st, 2, now);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)n);
+	if (n > 1)
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)n);
 	while (sqlite3_step(st) == SQLITE_ROW && got < n) {
 		ids[got] = sqlite3_column_int64(st, 0);
 		toks[got++] = sqlite3_column_int64(st, 1);
