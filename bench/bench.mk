@@ -3,8 +3,8 @@
 # are C, built here into bench/results/bin/ (ignored by git, as every
 # result under bench/results/ is).
 #
-#	make bench		every row but the 1,000,000-job ones: under
-#				10 minutes on 2 cores
+#	make bench		every row but the 1,000,000-job ones: some
+#				13 minutes on 2 cores
 #	make bench-full		adds claim latency and peak RSS at 1,000,000
 #				jobs
 #	make bench-many		rows 10 and 11 alone: many workers, and

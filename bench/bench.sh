@@ -44,9 +44,11 @@
 # BENCH_QUICK=1 (a smoke test of the suite itself: one round, short turns,
 # the depth and purge spools a hundredth of their size; its numbers are
 # not a measurement and the table says so).  Rows 10 and 11:
-# BENCH_MANY_PROCS ("1 4 16 64": the P of row 10), BENCH_MANY_SLICE (0.8 s
-# a turn), BENCH_MANY_ROUNDS (3), BENCH_ROWS=many (only rows 10 and 11:
-# make bench-many).  Row 12: BENCH_LIMIT_ROUNDS (7), BENCH_LIMIT_SLICE
+# BENCH_MANY_PROCS ("1 4 16 64": the P of row 10), BENCH_MANY_SLICE (3 s
+# a turn of row 10: its rates count the cycles ended by a turn's end, and
+# a shorter turn makes the one cut across by it weigh more),
+# BENCH_RUN_SLICE (0.8 s a turn of row 11), BENCH_MANY_ROUNDS (3),
+# BENCH_ROWS=many (only rows 10 and 11: make bench-many).  Row 12: BENCH_LIMIT_ROUNDS (7), BENCH_LIMIT_SLICE
 # (0.3 s a turn), BENCH_ROWS=limits (only row 12: make bench-limits).
 set -eu
 
@@ -66,7 +68,8 @@ mrounds=${BENCH_MEM_ROUNDS:-5}
 vrounds=${BENCH_VIEW_ROUNDS:-3}
 quick=${BENCH_QUICK:-0}
 mprocs=${BENCH_MANY_PROCS:-1 4 16 64}
-mslice=${BENCH_MANY_SLICE:-0.8}
+mslice=${BENCH_MANY_SLICE:-3}
+rslice=${BENCH_RUN_SLICE:-0.8}
 manyrounds=${BENCH_MANY_ROUNDS:-3}
 lrounds=${BENCH_LIMIT_ROUNDS:-7}
 lslice=${BENCH_LIMIT_SLICE:-0.3}
@@ -76,6 +79,7 @@ if [ "$quick" = 1 ]; then
 	vrounds=1 rounds=1 brounds=1 mrounds=${BENCH_MEM_ROUNDS:-1} slice=0.1 \
 	    bslice=0.2 scale=100 bfiles=1000 bclaims=200 \
 	    mprocs=${BENCH_MANY_PROCS:-1 4} mslice=${BENCH_MANY_SLICE:-0.2} \
+	    rslice=${BENCH_RUN_SLICE:-0.2} \
 	    manyrounds=${BENCH_MANY_ROUNDS:-1} \
 	    lrounds=${BENCH_LIMIT_ROUNDS:-1} lslice=${BENCH_LIMIT_SLICE:-0.1}
 fi
@@ -373,7 +377,7 @@ many_rows() {
 	mark "$label many workers"
 	say "$label: spool-run and its handler spawned ($manyrounds rounds)"
 	"$tools/qbench" -l "$label-r" -w "$dir" -b "$bin" -t "$tools/true" \
-	    -r "$manyrounds" -T "$mslice" run-j16 run-j1 spawn-16 \
+	    -r "$manyrounds" -T "$rslice" run-j16 run-j1 spawn-16 \
 	    spawn-1 lib-j1 >>"$raw"
 	mark "$label runner"
 }
@@ -595,6 +599,7 @@ meta quick "$quick"
 meta rows "$rows"
 meta many_procs "$mprocs"
 meta many_slice "$mslice"
+meta run_slice "$rslice"
 meta many_rounds "$manyrounds"
 meta limit_rounds "$lrounds"
 meta limit_slice "$lslice"
