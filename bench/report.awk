@@ -36,7 +36,7 @@ function have(x) {
 }
 
 function rate(us) {
-	return have(us) && us > 0 ? 1e6 / us : ""
+	return have(us) && us >= 1e14 ? 0 : have(us) && us > 0 ? 1e6 / us : ""
 }
 
 # 1234567 -> "1,234,567"
@@ -131,6 +131,8 @@ function target(name, fs, ratio, kind, bound, note,    r) {
 function mcell(us, ref) {
 	if (!have(us) || us <= 0)
 		return "-"
+	if (us >= 1e14)
+		return "0/s"
 	return sprintf("%s/s%s", commas(1e6 / us), have(ref) && ref > 0 ? \
 	    sprintf(" %.2f", us / ref) : "")
 }
@@ -139,9 +141,22 @@ function mrow(label, cells) {
 	out(sprintf("  %-44s%s", label, cells))
 }
 
+# A system's tails and its workers' fewest and most cycles, a cell a P:
+# "12 ms 40-52", the medians over its rounds.
+function tailcells(L, sys, mp, np,    i, line, t) {
+	line = ""
+	for (i = 1; i <= np; i++) {
+		t = manyt[L, sys, mp[i], 5]
+		line = line sprintf("%-18s", have(t) ? sprintf("%.0f ms %d-%d",
+		    t * 1000, manyt[L, sys, mp[i], 6],
+		    manyt[L, sys, mp[i], 7]) : "-")
+	}
+	return line
+}
+
 # Rows 10 (many workers) and 11 (the runner): their table and targets.
 function many_rows(    k, L, M, R, i, j, P, key, np, mp, nk, mk, ml, line,
-    any, bound, r1, rn, rl) {
+    any, bound, r1, rn, rl, t) {
 	np = split(meta["many_procs"], mp, " ")
 	nk = split("spool floor sqlite-wal beanstalk pg", mk, " ")
 	ml["floor"] = "  its floor: the layout's file work alone"
@@ -158,6 +173,9 @@ function many_rows(    k, L, M, R, i, j, P, key, np, mp, nk, mk, ml, line,
 				many[L, mk[j], P] = med(key)
 				manyfl[L, mk[j], P] = flc[key] ? \
 				    flsum[key] / flc[key] : ""
+				for (t = 5; t <= 7; t++)
+					manyt[L, mk[j], P, t] = \
+					    med("tail" t SUBSEP key)
 			}
 			key = M SUBSEP "many-spool-p" P
 			manyf[L, P] = csum[key] ? fsum[key] / csum[key] : ""
@@ -172,6 +190,10 @@ function many_rows(    k, L, M, R, i, j, P, key, np, mp, nk, mk, ml, line,
 	    "a cycle (cycles/s, and ratio:")
 	out("   its time / spool's at that P; each P's systems take turns; " \
 	    "flushes: the device's, a cycle)")
+	out("   a rate counts the cycles ended by a turn's deadline, over " \
+	    "the turn; its tail: from the deadline")
+	out("   until the last worker stopped; fewest-most: the cycles of " \
+	    "a worker, least and most in a turn")
 	for (k = 1; k <= 2; k++) {
 		L = fsl[k]
 		any = 0
@@ -189,6 +211,7 @@ function many_rows(    k, L, M, R, i, j, P, key, np, mp, nk, mk, ml, line,
 			line = line sprintf("%-18s",
 			    mcell(many[L, "spool", mp[i]], ""))
 		mrow("spool: libspool, a process each", line)
+		mrow("  tail; fewest-most", tailcells(L, "spool", mp, np))
 		line = ""
 		for (i = 1; i <= np; i++)
 			line = line sprintf("%-18s", have(manyf[L, mp[i]]) ? \
@@ -209,6 +232,8 @@ function many_rows(    k, L, M, R, i, j, P, key, np, mp, nk, mk, ml, line,
 				    mcell(many[L, mk[j], mp[i]],
 				    many[L, "spool", mp[i]]))
 			mrow(ml[mk[j]], line)
+			mrow(mk[j] == "floor" ? "    tail; fewest-most" : \
+			    "  tail; fewest-most", tailcells(L, mk[j], mp, np))
 		}
 		if (meta["pg_" L] != "" && meta["pg_" L] !~ /^PostgreSQL/)
 			mrow("  PostgreSQL " meta["pg_" L], "")
@@ -289,6 +314,14 @@ function many_rows(    k, L, M, R, i, j, P, key, np, mp, nk, mk, ml, line,
 				metric(10, sprintf("many %s P=%s flushes", mk[j],
 				    mp[i]), L, manyfl[L, mk[j], mp[i]],
 				    "per cycle")
+				metric(10, sprintf("many %s P=%s tail", mk[j],
+				    mp[i]), L, manyt[L, mk[j], mp[i], 5], "s")
+				metric(10, sprintf("many %s P=%s fewest", mk[j],
+				    mp[i]), L, manyt[L, mk[j], mp[i], 6],
+				    "cycles a worker")
+				metric(10, sprintf("many %s P=%s most", mk[j],
+				    mp[i]), L, manyt[L, mk[j], mp[i], 7],
+				    "cycles a worker")
 			}
 		for (j = 1; j <= 5; j++)
 			metric(11, rn[j], L, rate(runr[L, rn[j]]), "jobs/s")
@@ -461,6 +494,18 @@ $1 == "drain" {
 	drain_procs = $5
 	next
 }
+# Row 10: how a turn ended (round 0, the warm-up, left out): the seconds
+# from its deadline until its last worker stopped, and the fewest and most
+# cycles a worker ended by the deadline.
+$1 == "tail" {
+	if ($4 > 0)
+		for (i = 5; i <= 7; i++) {
+			key = "tail" i SUBSEP $2 SUBSEP $3
+			ns[key]++
+			sample[key, ns[key]] = $i
+		}
+	next
+}
 # Row 10: a device's flushes over a turn (round 0, the warm-up, left out).
 $1 == "flush" {
 	if ($4 > 0) {
@@ -476,10 +521,13 @@ $1 == "purge" {
 	purge_procs = $5
 	next
 }
+# A qbench line.  A turn of row 10 may end no cycle by its deadline: its
+# time a cycle is then taken as 1e15 µs: rate() and mcell() take any
+# median above 1e14 (half of it, beside a real turn) for 0/s.
 NF == 7 && $3 > 0 {
 	key = $1 SUBSEP $2
 	ns[key]++
-	sample[key, ns[key]] = $5 / $4 * 1e6
+	sample[key, ns[key]] = $4 > 0 ? $5 / $4 * 1e6 : 1e15
 	if ($6 >= 0) {
 		fsum[key] += $6
 		csum[key] += $4
@@ -587,8 +635,9 @@ END {
 		    meta["slice"], meta["rounds"], meta["batch_slice"],
 		    meta["batch_rounds"]))
 	if (meta["rows"] != "limits")
-		out(sprintf("rows 10-11: turns of %s s, median of %d rounds; " \
-		    "row 10 at P = %s;", meta["many_slice"],
+		out(sprintf("row 10: turns of %s s, row 11: %s s, median of " \
+		    "%d rounds; row 10 at P = %s;", meta["many_slice"],
+		    "run_slice" in meta ? meta["run_slice"] : meta["many_slice"],
 		    meta["many_rounds"], meta["many_procs"]))
 	if (meta["rows"] != "many")
 		out(sprintf("row 12: turns of %s s, median of %d rounds;",
