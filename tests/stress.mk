@@ -4,6 +4,10 @@ torture:: test-build
 	STRESS_SECONDS=300 bats tests/79-stress.bats
 .PHONY: torture
 
+# The claimers' race, ten times make check's jobs.
+torture:: test-build
+	RACE_JOBS=10000 tests/run tests/80-race.bats
+
 # Runners under one limit, longer: 2,000 keyed jobs, eight runners, 40
 # kills (tests/limitstress).
 torture:: test-build
