@@ -48,8 +48,9 @@
 # a turn of row 10: its rates count the cycles ended by a turn's end, and
 # a shorter turn makes the one cut across by it weigh more),
 # BENCH_RUN_SLICE (0.8 s a turn of row 11), BENCH_MANY_ROUNDS (3),
-# BENCH_ROWS=many (only rows 10 and 11: make bench-many).  Row 12: BENCH_LIMIT_ROUNDS (7), BENCH_LIMIT_SLICE
-# (0.3 s a turn), BENCH_ROWS=limits (only row 12: make bench-limits).
+# BENCH_ROWS=many (only rows 10 and 11: make bench-many).  Row 12:
+# BENCH_LIMIT_ROUNDS (7), BENCH_LIMIT_SLICE (0.3 s a turn),
+# BENCH_ROWS=limits (only row 12: make bench-limits).
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)

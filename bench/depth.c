@@ -271,8 +271,9 @@ main(int argc, char **argv)
 	if (argc < 2)
 		usage();
 	if (strcmp(argv[1], "fill") == 0 && (argc == 4 || argc == 5))
-		return fill(argv[2], atol(argv[3]), argc == 5 ? atol(argv[4]) :
-		    0);
+		return fill(argv[2], (long)bench_number("READY", argv[3], 0,
+		    1e8, 0), argc == 5 ? (long)bench_number("DELAYED",
+		    argv[4], 0, 1e8, 0) : 0);
 	if (strcmp(argv[1], "drain") == 0 && argc == 3)
 		return drain(argv[2]);
 	if (strcmp(argv[1], "claim") != 0)
@@ -281,10 +282,10 @@ main(int argc, char **argv)
 	while ((c = getopt(argc, argv, "k:r:")) != -1) {
 		switch (c) {
 		case 'k':
-			k = atoi(optarg);
+			k = (int)bench_number("-k", optarg, 1, 1e6, 0);
 			break;
 		case 'r':
-			rounds = atoi(optarg);
+			rounds = (int)bench_number("-r", optarg, 1, 1e6, 0);
 			break;
 		default:
 			usage();

@@ -47,26 +47,6 @@ usage(void)
 	exit(2);
 }
 
-/*
- * The number that what gives, from min to max, in digits (and a point,
- * if frac); anything else ends qbench with one line and exit status 100.
- */
-static double
-number(const char *what, const char *s, double min, double max, int frac)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = frac ? strtod(s, &end) : (double)strtoll(s, &end, 10);
-	if (s[0] < '0' || s[0] > '9' || *end != '\0' || errno != 0 ||
-	    strspn(s, frac ? "0123456789." : "0123456789") != strlen(s) ||
-	    v < min || v > max)
-		errx(100, "%s: bad number '%.40s' (%.15g to %.15g)", what, s, min,
-		    max);
-	return v;
-}
-
 /* -m "1 4 16": the P of each turn of the many-* systems. */
 static void
 procs_list(char *list)
@@ -77,7 +57,7 @@ procs_list(char *list)
 	    tok = strtok_r(NULL, " ,", &save)) {
 		if (opt.nprocs == PROCS_MAX)
 			errx(2, "-m: too many counts");
-		opt.procs[opt.nprocs++] = (int)number("-m", tok, 1, MANY_MAX,
+		opt.procs[opt.nprocs++] = (int)bench_number("-m", tok, 1, MANY_MAX,
 		    0);
 	}
 }
@@ -94,7 +74,7 @@ options(int argc, char **argv)
 			opt.bindir = optarg;
 			break;
 		case 'c':
-			opt.cli_claims = (long)number("-c", optarg, 0, 1e9, 0);
+			opt.cli_claims = (long)bench_number("-c", optarg, 0, 1e9, 0);
 			break;
 		case 'D':
 			opt.truedyn = optarg;
@@ -103,7 +83,7 @@ options(int argc, char **argv)
 			opt.flush_dev = optarg;
 			break;
 		case 'f':
-			opt.cli_files = (int)number("-f", optarg, 1, 1e6, 0);
+			opt.cli_files = (int)bench_number("-f", optarg, 1, 1e6, 0);
 			break;
 		case 'l':
 			opt.label = optarg;
@@ -112,31 +92,31 @@ options(int argc, char **argv)
 			procs_list(optarg);
 			break;
 		case 'n':
-			opt.batch_files = (int)number("-n", optarg, 1, BATCH, 0);
+			opt.batch_files = (int)bench_number("-n", optarg, 1, BATCH, 0);
 			break;
 		case 'P':
 			probe = 1;
 			break;
 		case 'p':
-			opt.bean_port = (int)number("-p", optarg, 0, 65535, 0);
+			opt.bean_port = (int)bench_number("-p", optarg, 0, 65535, 0);
 			break;
 		case 'q':
 			opt.pg_conninfo = optarg;
 			break;
 		case 'r':
-			rounds = (int)number("-r", optarg, 1, 1000, 0);
+			rounds = (int)bench_number("-r", optarg, 1, 1000, 0);
 			break;
 		case 's':
 			opt.spool = optarg;
 			break;
 		case 'T':
-			opt.slice = number("-T", optarg, 0, 3600, 1);
+			opt.slice = bench_number("-T", optarg, 0, 3600, 1);
 			break;
 		case 't':
 			opt.truebin = optarg;
 			break;
 		case 'u':
-			opt.dirty_kib = (long)number("-u", optarg, 0, 1 << 20, 0);
+			opt.dirty_kib = (long)bench_number("-u", optarg, 0, 1 << 20, 0);
 			break;
 		case 'w':
 			opt.workdir = optarg;
@@ -208,7 +188,7 @@ named(char *arg)
 		s->k = 10L * opt.batch_files;
 	}
 	if (colon != NULL)
-		s->k = (long)number(arg, colon + 1, 1, 1e9, 0);
+		s->k = (long)bench_number(arg, colon + 1, 1, 1e9, 0);
 	if (s->k < s->unit || s->k % s->unit != 0)
 		errx(2, "%s: K must be a multiple of %ld", arg, s->unit);
 	s->init(s);
