@@ -26,7 +26,7 @@ PQ_CPPFLAGS = -I/usr/include/postgresql
 QBENCH_SRC = bench/qbench.c bench/qbench-os.c bench/qbench-many.c \
     bench/qbench-floor.c bench/qbench-spool.c bench/qbench-run.c \
     bench/qbench-sqlite.c bench/qbench-pg.c bench/qbench-beanstalkd.c \
-    bench/qbench-nq.c
+    bench/qbench-nq.c bench/qbench-python.c
 
 $(BENCH_BIN)/qbench: $(QBENCH_SRC) bench/qbench.h bench/bench.h lib/spool.h \
     lib/libspool.a
@@ -66,7 +66,7 @@ bench-deps:
 	@bench/deps.sh
 
 bench-tools: bench-deps
-	@$(MAKE) --no-print-directory test-build $(BENCH_TOOLS)
+	@$(MAKE) --no-print-directory test-build python $(BENCH_TOOLS)
 
 bench: bench-tools
 	@bench/bench.sh

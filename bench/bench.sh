@@ -110,6 +110,9 @@ lock=$res/.removing
 # (tests/bin: no io_uring): those are copied too.
 bin=$work/cmd
 tbin=$work/tcmd
+# Row 3's lib-python: the interpreter that make built the package for.
+py=$work/py
+python=${PYTHON:-/usr/bin/python3}
 
 say() {
 	printf 'bench: %s (%ds)\n' "$*" $(($(date +%s) - start)) >&2
@@ -258,13 +261,17 @@ cycle_rows() {
 	nqrow=
 	command -v nq >/dev/null && nqrow="cli-nq:30"
 	say "$label: floors, CLI and library cycles ($rounds rounds)"
+	# The library's cycle from Python too, through the package and
+	# libspool.so.0 copied at the start, in one interpreter for the run.
 	# shellcheck disable=SC2086
-	"$tools/qbench" -l "$label" -w "$dir" -b "$bin" -t "$tools/true" \
-	    -D "$tools/true-dyn" -p "${port:-0}" -r "$rounds" -T "$slice" \
+	PYTHONPATH=$py LD_LIBRARY_PATH=$py "$tools/qbench" -l "$label" \
+	    -w "$dir" -b "$bin" -t "$tools/true" -D "$tools/true-dyn" \
+	    -p "${port:-0}" -r "$rounds" -T "$slice" -y "$python" \
+	    -Y "$bench_dir/pycycle.py" \
 	    floor-spawn:200 floor-publish:200 floor-dirsync:200 \
 	    floor-append:200 floor-spawn-dyn:200 floor-wait3:200 \
-	    cli-spool:30 $sqlrows $nqrow lib-spool:100 lib-sqlite-delete:100 \
-	    lib-sqlite-wal:200 $beanrows >>"$raw"
+	    cli-spool:30 $sqlrows $nqrow lib-spool:100 lib-python:100 \
+	    lib-sqlite-delete:100 lib-sqlite-wal:200 $beanrows >>"$raw"
 	mark "$label cycles"
 	say "$label: batched throughput ($brounds rounds)"
 	# The single-job rivals run again here, turn about with the batches
@@ -579,6 +586,10 @@ for c in "$top"/bin/spool-*; do
 	esac
 done
 cp "$top"/tests/bin/spool-* "$top"/tests/lib/finishclaim "$tbin/"
+# The Python package and the shared library its extension links.
+mkdir -p "$py"
+cp -R "$top/python/spool" "$py/"
+cp -P "$top"/lib/libspool.so.0* "$py/"
 : >"$raw"
 meta host "$(hostname)"
 meta kernel "$(uname -sr)"

@@ -28,6 +28,7 @@ struct opts {
 	const char *truebin, *truedyn;	/* -t, -D: the no-ops spawned */
 	const char *spool;		/* -s: the spool of enq-*, not its own */
 	const char *pg_conninfo;	/* -q */
+	const char *python, *pyscript;	/* -y, -Y: lib-python's */
 	const char *flush_dev;		/* -F */
 	int bean_port;			/* -p */
 	int cli_files;			/* -f: files of batch-cli-spool */
@@ -91,7 +92,8 @@ struct backend {
 };
 
 extern const struct backend floor_backend, spool_backend, run_backend,
-    sqlite_backend, beanstalkd_backend, pg_backend, nq_backend;
+    sqlite_backend, beanstalkd_backend, pg_backend, nq_backend,
+    python_backend;
 
 #define SYS(N, I, O, U, K) { .name = N, .init = I, .op = O, .unit = U, .k = K }
 

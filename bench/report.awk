@@ -568,6 +568,7 @@ END {
 			key = L SUBSEP "lib-spool." ph
 			libphf[L, ph] = csum[key] ? fsum[key] / csum[key] : ""
 		}
+		py[L] = med(L SUBSEP "lib-python")
 		lsd[L] = med(L SUBSEP "lib-sqlite-delete")
 		lsw[L] = med(L SUBSEP "lib-sqlite-wal")
 		bean[L] = med(L SUBSEP "lib-beanstalk")
@@ -701,6 +702,8 @@ END {
 	row("  4 waits of 3 syncs side by side (ratio: floor/spool)",
 	    cell(waitfloor["default"], lib["default"]),
 	    cell(waitfloor["loop"], lib["loop"]))
+	row("the same from Python: import spool (ratio: its time/spool's)",
+	    cell(py["default"], lib["default"]), cell(py["loop"], lib["loop"]))
 	row("SQLite in C, rollback journal, synchronous=FULL",
 	    cell(lsd["default"], lib["default"]), cell(lsd["loop"], lib["loop"]))
 	row("SQLite in C, WAL, synchronous=FULL",
@@ -898,6 +901,11 @@ END {
 		r1 = have(waitfloor[L]) && have(lib[L]) ? lib[L] / waitfloor[L] : ""
 		target("library cycle within 1.3x its 4 waits", L, r1, "max",
 		    1.3)
+		# Python's rate over the library's: the library's time over
+		# Python's, from the same rounds.
+		target("Python cycle >= 0.85x the library's (rate / rate)", L,
+		    have(py[L]) && have(lib[L]) ? lib[L] / py[L] : "", "min",
+		    0.85)
 		r1 = have(clidyn[L]) && have(cli[L]) ? cli[L] / clidyn[L] : ""
 		target("CLI cycle within 1.3x 3 dynamic spawns + library's", L,
 		    r1, "max", 1.3)
@@ -1024,6 +1032,7 @@ END {
 		metric(3, "lib-spool", L, rate(lib[L]), "cycles/s")
 		metric(3, "lib-spool fsyncs", L, libf[L], "per cycle")
 		metric(3, "lib-spool floor", L, rate(libfloor[L]), "cycles/s")
+		metric(3, "lib-python", L, rate(py[L]), "cycles/s")
 		metric(3, "lib-sqlite-delete", L, rate(lsd[L]), "cycles/s")
 		metric(3, "lib-sqlite-wal", L, rate(lsw[L]), "cycles/s")
 		metric(3, "lib-beanstalk", L, rate(bean[L]), "cycles/s")
