@@ -189,11 +189,29 @@ def _word(what: str, kind: str, s: Optional[str]) -> Optional[str]:
         raise TypeError("%s: a str, not %s" % (what, type(s).__name__))
     if "\0" not in s and _spool.valid(kind, s):
         return s
+    if kind == "note":
+        raise InvalidArgument("%s: bad value (printable text, 1 to 128 "
+                              "bytes, not '-')" % what)
     raise InvalidArgument(
         "%s: bad value (letters, digits, '.', '_', '-'%s, starting with a "
         "letter or digit, at most %d bytes)" % (
             what, ", ':', '@'" if kind == "owner" else "",
             64 if kind == "key" else 128))
+
+
+def _who(by: Optional[str], note: Optional[str],
+         need: bool) -> Tuple[Optional[str], Optional[str]]:
+    """Who and why: both, or where need is False neither; the commands'
+    words for what is missing otherwise."""
+    _word("by", "note", by)
+    _word("note", "note", note)
+    if (by is None or note is None) and (need or by is not None or
+                                         note is not None):
+        raise InvalidArgument("by and note %s; missing: %s" % (
+            "are needed" if need else "go together",
+            "by and note" if by is None and note is None else
+            "by" if by is None else "note"))
+    return by, note
 
 
 def _class(cls: Optional[str]) -> int:
@@ -334,6 +352,72 @@ class Spool:
         got = self._call(self._h.claim, n, _ms("lease", lease, 0),
                          _word("owner", "owner", owner))
         return [Job(self, *g) for g in got]
+
+    def redrive(self, ids: Iterable[str], *, by: str, note: str,
+                reconciled: bool = False, edited: bool = False
+                ) -> List[Union[str, Error]]:
+        """Put parked jobs back in new/ for a new cycle, as
+        spool-redrive(1) does: who (by) and why (note) are recorded.  A
+        job that may have had its side effect needs reconciled=True; one
+        whose payload was changed by hand, edited=True.  One result an
+        ID, in order: the ID, or the exception that refused it."""
+        return self._operate(0, ids, by, note, reconciled, edited)
+
+    def drop(self, ids: Iterable[str], *, by: str, note: str
+             ) -> List[Union[str, Error]]:
+        """End parked jobs without running them, as spool-drop(1) does:
+        each goes to done/, marked dropped.  Results as redrive()'s."""
+        return self._operate(1, ids, by, note)
+
+    def cancel(self, ids: Iterable[str], *, by: str, note: str
+               ) -> List[Union[str, Error]]:
+        """Park queued or leased jobs at once, as spool-cancel(1) does; a
+        leased one's holder can no longer finish it.  Results as
+        redrive()'s."""
+        return self._operate(2, ids, by, note)
+
+    def purge(self, state: str, ids: Iterable[str], *,
+              by: Optional[str] = None, note: Optional[str] = None
+              ) -> List[Union[str, Error]]:
+        """Remove jobs for good, as spool-purge(1) does: state "done",
+        "dead" (by and note needed) or "missing" (jobs whose file a
+        person removed by hand; by and note needed).  Results as
+        redrive()'s."""
+        states = {"done": _spool.DONE, "dead": _spool.DEAD,
+                  "missing": _spool.ABSENT}
+        if state not in states:
+            raise InvalidArgument("state: bad value '%s' (done, dead or "
+                                  "missing)" % state)
+        return self._operate(3, ids, by, note, need=state != "done",
+                             state=states[state])
+
+    def pause(self, *, by: Optional[str] = None,
+              note: Optional[str] = None) -> None:
+        """Stop claims, as spool-pause(1) does: producers go on, claims
+        find nothing until resume().  by and note go together."""
+        self._call(self._h.pause, True, *_who(by, note, False))
+
+    def resume(self, *, by: Optional[str] = None,
+               note: Optional[str] = None) -> None:
+        """Let claims go on again, as spool-resume(1) does."""
+        self._call(self._h.pause, False, *_who(by, note, False))
+
+    def _operate(self, verb: int, ids: Iterable[str], by: Optional[str],
+                 note: Optional[str], reconciled: bool = False,
+                 edited: bool = False, need: bool = True,
+                 state: int = 0) -> List[Union[str, Error]]:
+        if isinstance(ids, (str, bytes)):
+            raise TypeError("ids: a list of IDs, not one string")
+        who = _who(by, note, need)
+        todo = [_word("id", "id", i) or "" for i in ids]
+        out: List[Union[str, Error]] = []
+        for k in range(0, len(todo), _spool.BATCH_MAX):
+            part = todo[k:k + _spool.BATCH_MAX]
+            res = self._call(self._h.operate, verb, who[0], who[1],
+                             bool(reconciled), bool(edited), state, part)
+            out += [i if r[0] == 0 else _failed(i, r)
+                    for i, r in zip(part, res)]
+        return out
 
     def paused(self) -> bool:
         """Whether spool-pause(1) paused the spool."""

@@ -417,6 +417,87 @@ done:
 	return out;
 }
 
+/*
+ * operate(verb, by, note, reconciled, edited, from, [id]): [result].  verb
+ * 0 redrive, 1 drop, 2 cancel, 3 purge from the state from; by and note
+ * None give no operator (a purge of done/ only).  One call, one wait.
+ */
+static PyObject *
+h_operate(Handle *h, PyObject *args)
+{
+	struct spool_operator op = { 0 };
+	struct spool_item *items;
+	struct spool *sp;
+	PyObject *list, *out = NULL, *r;
+	Py_ssize_t n, i;
+	int verb, from, rv = -1, err;
+
+	if (!PyArg_ParseTuple(args, "izzppiO!", &verb, &op.by, &op.note,
+	    &op.reconciled, &op.edited, &from, &PyList_Type, &list) ||
+	    (sp = handle_of(h)) == NULL)
+		return NULL;
+	n = PyList_GET_SIZE(list);
+	if ((items = calloc((size_t)n + 1, sizeof(*items))) == NULL)
+		return PyErr_NoMemory();
+	for (i = 0; i < n; i++)
+		if ((items[i].id = PyUnicode_AsUTF8(PyList_GET_ITEM(list,
+		    i))) == NULL)
+			goto done;
+	Py_BEGIN_ALLOW_THREADS
+	switch (verb) {
+	case 0:
+		rv = spool_redrive(sp, &op, items, (size_t)n);
+		break;
+	case 1:
+		rv = spool_drop(sp, &op, items, (size_t)n);
+		break;
+	case 2:
+		rv = spool_cancel(sp, &op, items, (size_t)n);
+		break;
+	default:
+		rv = spool_purge(sp, op.by != NULL ? &op : NULL,
+		    (enum spool_state)from, items, (size_t)n);
+	}
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (rv == -1) {
+		os_error(err, SPOOL_AT_CALL, "operate");
+		goto done;
+	}
+	if ((out = PyList_New(n)) == NULL)
+		goto done;
+	for (i = 0; i < n; i++) {
+		if ((r = result(items[i].id, &items[i].res)) == NULL) {
+			Py_CLEAR(out);
+			goto done;
+		}
+		PyList_SET_ITEM(out, i, r);
+	}
+done:
+	free(items);
+	return out;
+}
+
+/* pause(on, by, note): None. */
+static PyObject *
+h_pause(Handle *h, PyObject *args)
+{
+	struct spool_operator op = { 0 };
+	struct spool *sp;
+	int on, rv, err;
+
+	if (!PyArg_ParseTuple(args, "pzz", &on, &op.by, &op.note) ||
+	    (sp = handle_of(h)) == NULL)
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	rv = spool_pause(sp, op.by != NULL ? &op : NULL, on);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (rv == -1)
+		return os_error(err, SPOOL_AT_CALL, on ? "pause" : "resume");
+	Py_RETURN_NONE;
+}
+
 /* renew(id, token, lease_ms): result. */
 static PyObject *
 h_renew(Handle *h, PyObject *args)
@@ -496,6 +577,8 @@ static PyMethodDef handle_methods[] = {
 	{ "finish", (PyCFunction)h_finish, METH_VARARGS, NULL },
 	{ "renew", (PyCFunction)h_renew, METH_VARARGS, NULL },
 	{ "paused", (PyCFunction)h_paused, METH_NOARGS, NULL },
+	{ "operate", (PyCFunction)h_operate, METH_VARARGS, NULL },
+	{ "pause", (PyCFunction)h_pause, METH_VARARGS, NULL },
 	{ "next_due", (PyCFunction)h_next_due, METH_NOARGS, NULL },
 	{ NULL, NULL, 0, NULL }
 };
@@ -544,7 +627,10 @@ PyInit__spool(void)
 	    PyModule_AddIntConstant(m, "RETRY", SPOOL_RETRY) < 0 ||
 	    PyModule_AddIntConstant(m, "PERMANENT", SPOOL_PERMANENT) < 0 ||
 	    PyModule_AddIntConstant(m, "RELEASE", SPOOL_RELEASE) < 0 ||
-	    PyModule_AddIntConstant(m, "BATCH_MAX", SPOOL_BATCH_MAX) < 0) {
+	    PyModule_AddIntConstant(m, "BATCH_MAX", SPOOL_BATCH_MAX) < 0 ||
+	    PyModule_AddIntConstant(m, "ABSENT", SPOOL_ABSENT) < 0 ||
+	    PyModule_AddIntConstant(m, "DONE", SPOOL_DONE) < 0 ||
+	    PyModule_AddIntConstant(m, "DEAD", SPOOL_DEAD) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

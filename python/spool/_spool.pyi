@@ -9,6 +9,9 @@ RETRY: int
 PERMANENT: int
 RELEASE: int
 BATCH_MAX: int
+ABSENT: int
+DONE: int
+DEAD: int
 
 # (status, refusal, errno, changed, state, token, reason, text): text is
 # the line a command prints for an item not done, None for one done
@@ -30,6 +33,11 @@ class Handle:
     def finish(self, items: List[FinishIn]) -> List[Result]: ...
     def renew(self, id: str, token: int, lease_ms: int) -> Result: ...
     def paused(self) -> bool: ...
+    def operate(self, verb: int, by: Optional[str], note: Optional[str],
+                reconciled: bool, edited: bool, state: int,
+                ids: List[str]) -> List[Result]: ...
+    def pause(self, on: bool, by: Optional[str],
+              note: Optional[str]) -> None: ...
     def next_due(self) -> Optional[int]: ...
 
 

@@ -1,0 +1,115 @@
+"""The operator's calls from Python: redrive, drop, cancel, purge, pause
+and resume, with each command's rules for who and why, against the state
+on disk and the audit log."""
+
+import os
+
+import pytest
+
+import spool
+
+BY = dict(by="ops", note="INC-7")
+
+
+def files(sp, state):
+    """The IDs whose file is in STATE/: a name in new/ ends in ",TIME"."""
+    out = []
+    for _, _, fs in os.walk(os.path.join(sp.path, state)):
+        out += [f.split(",")[0] for f in fs]
+    return sorted(out)
+
+
+def audit(sp):
+    """Each audit line's event, ID, actor and note."""
+    out = []
+    for name in sorted(os.listdir(os.path.join(sp.path, "audit"))):
+        with open(os.path.join(sp.path, "audit", name)) as f:
+            for line in f:
+                v = line.split()
+                out.append((v[1], v[2], v[6], v[9]))
+    return out
+
+
+@pytest.fixture
+def sp(tmp_path):
+    path = str(tmp_path / "spool")
+    spool.init(path)
+    with spool.Spool(path) as s:
+        yield s
+
+
+def parked(sp, id, cls=None):
+    sp.enqueue(b"x", id=id)
+    [job] = sp.claim(lease=30)
+    job.fail(cls=cls)
+
+
+def test_redrive_puts_a_parked_job_back_once_and_records_who(sp):
+    parked(sp, "j1")
+    assert sp.redrive(["j1"], **BY) == ["j1"]
+    assert files(sp, "new") == ["j1"] and files(sp, "dead") == []
+    assert audit(sp)[-1] == ("redrive", "j1", "ops", "INC-7")
+    [again] = sp.redrive(["j1"], **BY)
+    assert isinstance(again, spool.NotParked)
+    assert str(again) == "j1: not parked: the job is in new/"
+    assert files(sp, "new") == ["j1"]
+
+
+def test_a_cancelled_lease_needs_reconciled_to_be_redriven(sp):
+    sp.enqueue(b"x", id="j1")
+    [job] = sp.claim(lease=30)
+    assert sp.cancel(["j1"], **BY) == ["j1"]
+    assert files(sp, "dead") == ["j1"]
+    [r] = sp.redrive(["j1"], **BY)
+    assert isinstance(r, spool.Unreconciled)
+    assert str(r) == ("j1: its side effect may have happened: reconcile "
+                      "it, then redrive with --reconciled")
+    assert files(sp, "dead") == ["j1"]
+    assert sp.redrive(["j1"], reconciled=True, **BY) == ["j1"]
+    # The holder of the cancelled lease can no longer finish it.
+    with pytest.raises(spool.NotLeased) as e:
+        job.ok()
+    assert str(e.value) == "j1: not leased: the job is in new/"
+
+
+def test_drop_ends_a_parked_job_and_purge_removes_it(sp):
+    parked(sp, "j1", "invalid-input")
+    assert sp.drop(["j1", "nope"], **BY)[0] == "j1"
+    assert files(sp, "done") == ["j1"]
+    with pytest.raises(spool.InvalidArgument) as e:
+        sp.purge("dead", ["j1"])
+    assert str(e.value) == "by and note are needed; missing: by and note"
+    assert sp.purge("done", ["j1"]) == ["j1"]
+    assert files(sp, "done") == []
+    assert [a[0] for a in audit(sp)][-2:] == ["drop", "purge"]
+
+
+def test_pause_holds_claims_until_resume(sp):
+    sp.enqueue(b"x", id="j1")
+    sp.pause(**BY)
+    assert sp.paused() and sp.claim(lease=30) == []
+    with pytest.raises(spool.InvalidArgument) as e:
+        sp.resume(by="ops")
+    assert str(e.value) == "by and note go together; missing: note"
+    assert sp.paused()
+    sp.resume()
+    assert not sp.paused()
+    assert [j.id for j in sp.claim(lease=30)] == ["j1"]
+
+
+def test_bad_arguments_change_nothing(sp):
+    parked(sp, "j1")
+    before = audit(sp)
+    with pytest.raises(spool.InvalidArgument) as e:
+        sp.redrive(["j1"], by="ops", note="")
+    assert str(e.value) == \
+        "note: bad value (printable text, 1 to 128 bytes, not '-')"
+    with pytest.raises(spool.InvalidArgument) as e:
+        sp.drop(["../j1"], **BY)
+    assert str(e.value).startswith("id: bad value (letters, digits")
+    with pytest.raises(TypeError):
+        sp.cancel("j1", **BY)
+    with pytest.raises(spool.InvalidArgument) as e:
+        sp.purge("leased", ["j1"], **BY)
+    assert str(e.value) == "state: bad value 'leased' (done, dead or missing)"
+    assert audit(sp) == before and files(sp, "dead") == ["j1"]
