@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # Races: four claimer processes against one spool of 1,000 jobs with short
-# leases (RACE_JOBS=N: N jobs; CI's run under the sanitizers takes 500,
+# leases (RACE_JOBS=N: N jobs; CI's run under the sanitizers takes 250,
 # make torture 10,000).
 # Worker 0 is slow on purpose: on every fourth job it waits past its
 # lease before finishing, so that takeovers and stale finishes really happen.
