@@ -31,13 +31,13 @@ import select
 import threading
 import time
 import weakref
-from typing import (IO, Any, Callable, Iterable, Iterator, List, Optional,
-                    Tuple, Union)
+from typing import (IO, Any, Callable, Iterable, Iterator, List,
+                    NamedTuple, Optional, Tuple, Union)
 
 from . import _spool as _spool
 
 __all__ = [
-    "Changed", "Damaged", "Duplicate", "Edited", "Error", "InvalidArgument",
+    "AuditLine", "Changed", "Damaged", "Duplicate", "Edited", "Error", "InvalidArgument",
     "Job",
     "NoSuchJob", "NotDone", "NotLeased", "NotMissing", "NotParked",
     "NotQueued", "Permanent", "PermanentError", "Refused", "Retry",
@@ -259,6 +259,29 @@ def init(path: Union[str, "os.PathLike[str]"],
         raise _os_error(e, _spool.AT_INIT) from None
 
 
+class AuditLine(NamedTuple):
+    """One line of the audit log (spool(7), AUDIT LOG), parsed.  A "-"
+    in the line is None here.  note is the operator's note, or for a
+    claim the token it superseded; writer is HOST:PID."""
+    time_ms: int
+    event: str
+    id: Optional[str]
+    token: int
+    attempt: int
+    cycle: int
+    actor: Optional[str]
+    reason: Optional[str]
+    cls: Optional[str]
+    note: Optional[str]
+    writer: str
+
+    @property
+    def time(self) -> datetime.datetime:
+        """time_ms as an aware datetime in UTC."""
+        return datetime.datetime.fromtimestamp(self.time_ms / 1000,
+                                               datetime.timezone.utc)
+
+
 class Spool:
     """An open spool.  A context manager; close() ends it."""
 
@@ -401,6 +424,17 @@ class Spool:
                note: Optional[str] = None) -> None:
         """Let claims go on again, as spool-resume(1) does."""
         self._call(self._h.pause, False, *_who(by, note, False))
+
+    def audit(self, id: Optional[str] = None) -> Iterator[AuditLine]:
+        """The audit log's lines, every host's and the rotated files', in
+        time order; with id, that job's alone.  A line that is not an
+        audit line is skipped, as every reader skips it.  It reads the
+        whole log before the first line, to put the hosts' in order."""
+        _word("id", "id", id)
+        lines = [AuditLine(*t) for t in self._call(self._h.audit)
+                 if id is None or t[2] == id]
+        lines.sort(key=lambda a: a.time_ms)
+        return iter(lines)
 
     def _operate(self, verb: int, ids: Iterable[str], by: Optional[str],
                  note: Optional[str], reconciled: bool = False,

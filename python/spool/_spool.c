@@ -498,6 +498,72 @@ h_pause(Handle *h, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* A string of the audit line, or None for its "-". */
+static PyObject *
+field(const char *s)
+{
+	if (s == NULL || *s == '\0')
+		Py_RETURN_NONE;
+	return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+}
+
+/*
+ * One line of spool_audit_scan, parsed, appended to the list arg as
+ * (time_ms, event, id, token, attempt, cycle, actor, reason, class,
+ * note, writer).  The scan runs with the GIL released; each line takes
+ * it for the moment it is appended.  A line that does not parse is
+ * skipped, as every reader skips it.
+ */
+static int
+audit_line(void *arg, const char *line, size_t len)
+{
+	struct spool_audit a;
+	PyGILState_STATE g;
+	PyObject *t;
+	int rv = 0;
+
+	if (spool_audit_parse(line, len, &a) == -1)
+		return 0;
+	g = PyGILState_Ensure();
+	t = Py_BuildValue("(LsNKiiNNNNs)", (long long)a.time,
+	    spool_event_name(a.event), field(a.id),
+	    (unsigned long long)a.token, a.attempt, a.cycle, field(a.actor),
+	    field(a.reason != 0 ? spool_reason_name(a.reason) : NULL),
+	    field(a.class != 0 ? spool_class_name(a.class) : NULL),
+	    field(a.note), a.writer);
+	if (t == NULL || PyList_Append((PyObject *)arg, t) == -1)
+		rv = -1;	/* the exception stays set */
+	Py_XDECREF(t);
+	PyGILState_Release(g);
+	return rv;
+}
+
+/* audit(): every audit line, parsed, in no set order. */
+static PyObject *
+h_audit(Handle *h, PyObject *unused)
+{
+	struct spool *sp;
+	PyObject *out;
+	int rv, err;
+
+	(void)unused;
+	if ((sp = handle_of(h)) == NULL || (out = PyList_New(0)) == NULL)
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	rv = spool_audit_scan(sp, audit_line, out);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (PyErr_Occurred()) {
+		Py_DECREF(out);
+		return NULL;
+	}
+	if (rv == -1) {
+		Py_DECREF(out);
+		return os_error(err, SPOOL_AT_CALL, "audit");
+	}
+	return out;
+}
+
 /* renew(id, token, lease_ms): result. */
 static PyObject *
 h_renew(Handle *h, PyObject *args)
@@ -579,6 +645,7 @@ static PyMethodDef handle_methods[] = {
 	{ "paused", (PyCFunction)h_paused, METH_NOARGS, NULL },
 	{ "operate", (PyCFunction)h_operate, METH_VARARGS, NULL },
 	{ "pause", (PyCFunction)h_pause, METH_VARARGS, NULL },
+	{ "audit", (PyCFunction)h_audit, METH_NOARGS, NULL },
 	{ "next_due", (PyCFunction)h_next_due, METH_NOARGS, NULL },
 	{ NULL, NULL, 0, NULL }
 };

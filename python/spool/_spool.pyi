@@ -16,6 +16,10 @@ DEAD: int
 # (status, refusal, errno, changed, state, token, reason, text): text is
 # the line a command prints for an item not done, None for one done
 Result = Tuple[int, int, int, int, int, int, int, Optional[str]]
+# (time_ms, event, id, token, attempt, cycle, actor, reason, class, note,
+# writer)
+AuditTuple = Tuple[int, str, Optional[str], int, int, int, Optional[str],
+                   Optional[str], Optional[str], Optional[str], str]
 # (fd, id, key, trace, max_attempts, deadline_ms, delay_ms)
 JobIn = Tuple[int, Optional[str], Optional[str], Optional[str], int, int,
               int]
@@ -38,6 +42,7 @@ class Handle:
                 ids: List[str]) -> List[Result]: ...
     def pause(self, on: bool, by: Optional[str],
               note: Optional[str]) -> None: ...
+    def audit(self) -> List[AuditTuple]: ...
     def next_due(self) -> Optional[int]: ...
 
 

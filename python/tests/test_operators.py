@@ -113,3 +113,27 @@ def test_bad_arguments_change_nothing(sp):
         sp.purge("leased", ["j1"], **BY)
     assert str(e.value) == "state: bad value 'leased' (done, dead or missing)"
     assert audit(sp) == before and files(sp, "dead") == ["j1"]
+
+
+def test_audit_yields_every_line_in_order_and_a_job_alone(sp):
+    parked(sp, "j1")
+    sp.enqueue(b"y", id="j2")
+    assert sp.redrive(["j1"], **BY) == ["j1"]
+    lines = list(sp.audit())
+    assert [(a.event, a.id) for a in lines] == [
+        ("enqueue", "j1"), ("claim", "j1"), ("park", "j1"),
+        ("enqueue", "j2"), ("redrive", "j1")]
+    assert [a.time_ms for a in lines] == sorted(a.time_ms for a in lines)
+    park, redrive = lines[2], lines[4]
+    assert (park.token, park.attempt, park.cycle, park.reason, park.cls) == \
+        (1, 1, 1, "permanent", None)
+    assert (redrive.actor, redrive.note) == ("ops", "INC-7")
+    assert redrive.writer.split(":")[0] == park.writer.split(":")[0]
+    assert redrive.time.tzinfo is not None
+    assert [a.event for a in sp.audit(id="j2")] == ["enqueue"]
+    # A line someone wrote by hand is skipped.
+    log = os.path.join(sp.path, "audit", os.listdir(
+        os.path.join(sp.path, "audit"))[0])
+    with open(log, "a") as f:
+        f.write("not an audit line\n")
+    assert len(list(sp.audit())) == 5
