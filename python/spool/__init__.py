@@ -37,7 +37,7 @@ from typing import (IO, Any, Callable, Iterable, Iterator, List,
 from . import _spool as _spool
 
 __all__ = [
-    "AuditLine", "Changed", "Damaged", "Duplicate", "Edited", "Error", "InvalidArgument",
+    "AuditLine", "Changed", "Delivery", "JobInfo", "Damaged", "Duplicate", "Edited", "Error", "InvalidArgument",
     "Job",
     "NoSuchJob", "NotDone", "NotLeased", "NotMissing", "NotParked",
     "NotQueued", "Permanent", "PermanentError", "Refused", "Retry",
@@ -259,6 +259,73 @@ def init(path: Union[str, "os.PathLike[str]"],
         raise _os_error(e, _spool.AT_INIT) from None
 
 
+class Delivery(NamedTuple):
+    """One delivery of a job: a claim and how it ended (spool-show(1)).
+    end is "ok", "retry", "permanent", "release", "expired", "parked",
+    "cancelled", or None while it is under its lease."""
+    cycle: int
+    attempt: int
+    token: int
+    owner: Optional[str]
+    claimed_ms: int
+    ended_ms: int
+    end: Optional[str]
+    cls: Optional[str]
+    detail: Optional[str]
+
+
+class JobInfo(NamedTuple):
+    """What a job's sidecar says of it, as spool-show(1) shows it.  Times
+    are ms since the epoch, 0 where there is none.  damage is None, or
+    what a hand did: "missing" (the file is not where its record says),
+    "unreadable" or "sidecar" (a record cannot be read).  deliveries is
+    every delivery of every cycle from show(), None from list()."""
+    id: str
+    state: str
+    file: Optional[str]
+    since_ms: int
+    created_ms: int
+    deadline_ms: int
+    eligible_ms: int
+    lease_until_ms: int
+    trace: Optional[str]
+    key: Optional[str]
+    owner: Optional[str]
+    token: int
+    attempts: int
+    max_attempts: int
+    cycles: int
+    reason: Optional[str]
+    cls: Optional[str]
+    detail: Optional[str]
+    side_effect: bool
+    redriven: bool
+    dropped: bool
+    by: Optional[str]
+    note: Optional[str]
+    acted_ms: int
+    payload_size: int
+    payload_xxh3: int
+    payload_resized: bool
+    damage: Optional[str]
+    deliveries: Optional[List[Delivery]]
+
+
+_DAMAGE = (None, "missing", "unreadable", "sidecar")
+_REASONS = ("permanent", "exhausted", "deadline", "side-effect", "cancelled")
+_STATES = ("new", "leased", "done", "dead")
+
+
+def _info(t: Any) -> JobInfo:
+    v = list(t)
+    for k in (18, 19, 20, 26):
+        v[k] = bool(v[k])
+    v[27] = _DAMAGE[v[27]] if 0 <= v[27] < len(_DAMAGE) else "sidecar"
+    if v[28] is not None:
+        v[28] = [Delivery(*d) for d in v[28]]
+    return JobInfo(*v)
+
+
 class AuditLine(NamedTuple):
     """One line of the audit log (spool(7), AUDIT LOG), parsed.  A "-"
     in the line is None here.  note is the operator's note, or for a
@@ -435,6 +502,52 @@ class Spool:
                  if id is None or t[2] == id]
         lines.sort(key=lambda a: a.time_ms)
         return iter(lines)
+
+    def show(self, id: str) -> JobInfo:
+        """What the job's sidecar says, with every delivery, as
+        spool-show(1) shows it.  NoSuchJob if there is none; a job a hand
+        damaged is shown all the same, its damage named."""
+        _word("id", "id", id)
+        t = self._call(self._h.show, id)
+        if t is None:
+            raise NoSuchJob(id, "no such job")
+        return _info(t)
+
+    def list(self, state: str = "dead", *, cls: Optional[str] = None,
+             reason: Optional[str] = None,
+             older_than: Optional[Duration] = None,
+             key: Optional[str] = None,
+             trace: Optional[str] = None) -> Iterator[JobInfo]:
+        """The jobs in state ("new", "leased", "done", "dead", or
+        "dropped", the done jobs that were dropped), as spool-ls(1)
+        reads them: without waiting for a lock, maybe a moment old.  The
+        options select as spool-ls's do: cls, the last failure's class;
+        reason, why it parked; older_than, in its state for at least
+        that long; key and trace, the job's.  Sorted by ID, in byte
+        order, as spool-ls -l sorts them."""
+        _word("key", "key", key)
+        _word("trace", "id", trace)
+        if state not in _STATES + ("dropped",):
+            raise InvalidArgument("state: bad value '%s' (new, leased, "
+                                  "done, dropped or dead)" % state)
+        if cls is not None:
+            _class(cls)
+        if reason is not None and reason not in _REASONS:
+            raise InvalidArgument("reason: bad value '%s' (%s)"
+                                  % (reason, ", ".join(_REASONS)))
+        age = None if older_than is None else \
+            _ms("older_than", older_than, 0, zero_ok=True)
+        code = _STATES.index("done" if state == "dropped" else state) + 1
+        now = int(time.time() * 1000)
+        infos = sorted((_info(t) for t in self._call(self._h.list, code)),
+                       key=lambda i: i.id.encode())
+        return iter([i for i in infos
+                     if (state != "dropped" or i.dropped) and
+                     (cls is None or i.cls == cls) and
+                     (reason is None or i.reason == reason) and
+                     (age is None or now - i.since_ms >= age) and
+                     (key is None or i.key == key) and
+                     (trace is None or i.trace == trace)])
 
     def _operate(self, verb: int, ids: Iterable[str], by: Optional[str],
                  note: Optional[str], reconciled: bool = False,

@@ -564,6 +564,137 @@ h_audit(Handle *h, PyObject *unused)
 	return out;
 }
 
+/* A name of the library's, or None for 0 (none). */
+static PyObject *
+name_or_none(const char *(*fn)(int), int v)
+{
+	return field(v != 0 ? fn(v) : NULL);
+}
+
+/*
+ * What spool_job_info says of a job, as the tuple JobInfo takes, its
+ * deliveries a list of tuples (cycle, attempt, token, owner, claimed_ms,
+ * ended_ms, end, class, detail); with history unset, None.
+ */
+static PyObject *
+info_tuple(const struct spool_job_info *in, int history)
+{
+	PyObject *dl = Py_None, *d;
+	size_t i;
+
+	if (history) {
+		if ((dl = PyList_New(0)) == NULL)
+			return NULL;
+		for (i = 0; i < in->ndeliveries; i++) {
+			const struct spool_delivery *v = &in->deliveries[i];
+
+			d = Py_BuildValue("(iiKNLLNNN)", v->cycle, v->attempt,
+			    (unsigned long long)v->token, field(v->owner),
+			    (long long)v->claimed, (long long)v->ended,
+			    field(v->end), name_or_none(spool_class_name,
+			    v->class), field(v->detail));
+			if (d == NULL || PyList_Append(dl, d) == -1) {
+				Py_XDECREF(d);
+				Py_DECREF(dl);
+				return NULL;
+			}
+			Py_DECREF(d);
+		}
+	} else
+		Py_INCREF(dl);
+	return Py_BuildValue("(ssNLLLLLNNNKiiiNNNiiiNNLKKiiN)", in->id,
+	    spool_state_name(in->state), field(in->file),
+	    (long long)in->since, (long long)in->created,
+	    (long long)in->deadline, (long long)in->eligible,
+	    (long long)in->lease_until, field(in->trace), field(in->key),
+	    field(in->owner), (unsigned long long)in->token, in->attempts,
+	    in->max_attempts, in->cycles,
+	    name_or_none(spool_reason_name, in->reason),
+	    name_or_none(spool_class_name, in->class), field(in->detail),
+	    in->side_effect, in->redriven, in->dropped, field(in->by),
+	    field(in->note), (long long)in->acted,
+	    (unsigned long long)in->payload_size,
+	    (unsigned long long)in->payload_xxh3, in->payload_resized,
+	    (int)in->damage, dl);
+}
+
+/* show(id): (info, errno): errno 0, or EUCLEAN with what the sidecar
+ * says; None for no such job. */
+static PyObject *
+h_show(Handle *h, PyObject *args)
+{
+	struct spool_job_info in;
+	struct spool *sp;
+	const char *id;
+	PyObject *t;
+	int rv, err;
+
+	if (!PyArg_ParseTuple(args, "s", &id) || (sp = handle_of(h)) == NULL)
+		return NULL;
+	memset(&in, 0, sizeof(in));
+	Py_BEGIN_ALLOW_THREADS
+	rv = spool_job_info(sp, id, 1, &in);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (rv == -1 && err == ENOENT)
+		Py_RETURN_NONE;
+	if (rv == -1 && err != EUCLEAN) {
+		spool_job_info_free(&in);
+		return os_error(err, SPOOL_AT_CALL, id);
+	}
+	t = info_tuple(&in, 1);
+	spool_job_info_free(&in);
+	return t;
+}
+
+/* One job of spool_list_jobs, appended to the list arg, under the GIL. */
+static int
+list_job(void *arg, const char *id, const char *file,
+    const struct spool_job_info *in)
+{
+	PyGILState_STATE g;
+	PyObject *t;
+	int rv = 0;
+
+	(void)id;
+	(void)file;
+	if (in == NULL)
+		return 0;	/* gone since the listing saw it */
+	g = PyGILState_Ensure();
+	if ((t = info_tuple(in, 0)) == NULL || PyList_Append((PyObject *)arg,
+	    t) == -1)
+		rv = -1;
+	Py_XDECREF(t);
+	PyGILState_Release(g);
+	return rv;
+}
+
+/* list(state): [info] of the jobs in state, as spool-ls reads them. */
+static PyObject *
+h_list(Handle *h, PyObject *args)
+{
+	struct spool *sp;
+	PyObject *out;
+	int state, rv, err;
+
+	if (!PyArg_ParseTuple(args, "i", &state) ||
+	    (sp = handle_of(h)) == NULL || (out = PyList_New(0)) == NULL)
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	rv = spool_list_jobs(sp, (enum spool_state)state, 0, list_job, out);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (PyErr_Occurred()) {
+		Py_DECREF(out);
+		return NULL;
+	}
+	if (rv == -1) {
+		Py_DECREF(out);
+		return os_error(err, SPOOL_AT_CALL, "list");
+	}
+	return out;
+}
+
 /* renew(id, token, lease_ms): result. */
 static PyObject *
 h_renew(Handle *h, PyObject *args)
@@ -646,6 +777,8 @@ static PyMethodDef handle_methods[] = {
 	{ "operate", (PyCFunction)h_operate, METH_VARARGS, NULL },
 	{ "pause", (PyCFunction)h_pause, METH_VARARGS, NULL },
 	{ "audit", (PyCFunction)h_audit, METH_NOARGS, NULL },
+	{ "show", (PyCFunction)h_show, METH_VARARGS, NULL },
+	{ "list", (PyCFunction)h_list, METH_VARARGS, NULL },
 	{ "next_due", (PyCFunction)h_next_due, METH_NOARGS, NULL },
 	{ NULL, NULL, 0, NULL }
 };
@@ -696,6 +829,8 @@ PyInit__spool(void)
 	    PyModule_AddIntConstant(m, "RELEASE", SPOOL_RELEASE) < 0 ||
 	    PyModule_AddIntConstant(m, "BATCH_MAX", SPOOL_BATCH_MAX) < 0 ||
 	    PyModule_AddIntConstant(m, "ABSENT", SPOOL_ABSENT) < 0 ||
+	    PyModule_AddIntConstant(m, "NEW", SPOOL_NEW) < 0 ||
+	    PyModule_AddIntConstant(m, "LEASED", SPOOL_LEASED) < 0 ||
 	    PyModule_AddIntConstant(m, "DONE", SPOOL_DONE) < 0 ||
 	    PyModule_AddIntConstant(m, "DEAD", SPOOL_DEAD) < 0) {
 		Py_DECREF(m);

@@ -1,5 +1,5 @@
 # The C part's types (_spool.c), for mypy.
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 AT_OPEN: int
 AT_INIT: int
@@ -10,6 +10,8 @@ PERMANENT: int
 RELEASE: int
 BATCH_MAX: int
 ABSENT: int
+NEW: int
+LEASED: int
 DONE: int
 DEAD: int
 
@@ -43,6 +45,8 @@ class Handle:
     def pause(self, on: bool, by: Optional[str],
               note: Optional[str]) -> None: ...
     def audit(self) -> List[AuditTuple]: ...
+    def show(self, id: str) -> Optional[Tuple[Any, ...]]: ...
+    def list(self, state: int) -> List[Tuple[Any, ...]]: ...
     def next_due(self) -> Optional[int]: ...
 
 

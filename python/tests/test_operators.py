@@ -137,3 +137,31 @@ def test_audit_yields_every_line_in_order_and_a_job_alone(sp):
     with open(log, "a") as f:
         f.write("not an audit line\n")
     assert len(list(sp.audit())) == 5
+
+
+def test_show_has_the_history_and_list_selects_as_spool_ls(sp):
+    parked(sp, "j1", "invalid-input")
+    sp.enqueue(b"y", id="j2", key="mail", trace="run-1", delay=3600)
+    parked(sp, "j3")
+    info = sp.show("j1")
+    assert (info.id, info.state, info.file, info.token, info.attempts,
+            info.cycles, info.reason, info.cls, info.damage) == \
+        ("j1", "dead", "j1", 1, 1, 1, "permanent", "invalid-input", None)
+    [d] = info.deliveries
+    assert (d.cycle, d.attempt, d.token, d.end, d.cls) == \
+        (1, 1, 1, "permanent", "invalid-input")
+    assert d.ended_ms >= d.claimed_ms > 0
+    with pytest.raises(spool.NoSuchJob) as e:
+        sp.show("nope")
+    assert str(e.value) == "nope: no such job"
+    assert [i.id for i in sp.list()] == ["j1", "j3"]
+    assert [i.id for i in sp.list("dead", cls="invalid-input")] == ["j1"]
+    assert [i.id for i in sp.list("dead", older_than=3600)] == []
+    assert [(i.id, i.key, i.trace, i.deliveries) for i in
+            sp.list("new", key="mail")] == [("j2", "mail", "run-1", None)]
+    assert sp.drop(["j3"], **BY) == ["j3"]
+    assert [i.id for i in sp.list("dropped")] == ["j3"]
+    with pytest.raises(spool.InvalidArgument) as e:
+        sp.list("gone")
+    assert str(e.value) == \
+        "state: bad value 'gone' (new, leased, done, dropped or dead)"
