@@ -699,8 +699,9 @@ int spool_list(struct spool *sp, enum spool_state state,
  * or another failure).  A job whose file is not where its last record
  * says, or may not be read, comes with info, info->damage set, where its
  * file was seen: a hand moved it there.  So do files a hand put at the top
- * of new/.  Not for SPOOL_ABSENT, which sees no file.  For a job whose file is where its last record says,
- * the sidecar is read once, without a lock (spool-layout.md, "Readers"):
+ * of new/.  Not for SPOOL_ABSENT, which sees no file.  For a job whose
+ * file is where its last record says, the sidecar is read once, without a
+ * lock (spool-layout.md, "Readers"):
  * what a listing shows may be a moment old, never half of a transition.
  * info is valid during the call only.
  */
