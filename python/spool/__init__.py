@@ -37,7 +37,7 @@ from typing import (IO, Any, Callable, Iterable, Iterator, List,
 from . import _spool as _spool
 
 __all__ = [
-    "AuditLine", "Changed", "Delivery", "JobInfo", "Damaged", "Duplicate", "Edited", "Error", "InvalidArgument",
+    "AuditLine", "Changed", "Delivery", "Finding", "Fsck", "JobInfo", "Damaged", "Duplicate", "Edited", "Error", "InvalidArgument",
     "Job",
     "NoSuchJob", "NotDone", "NotLeased", "NotMissing", "NotParked",
     "NotQueued", "Permanent", "PermanentError", "Refused", "Retry",
@@ -326,6 +326,22 @@ def _info(t: Any) -> JobInfo:
     return JobInfo(*v)
 
 
+class Finding(NamedTuple):
+    """One thing spool-fsck(1) says: what (a job ID or a path), the
+    problem in its words, and said: "fault" (left as it is), "fixed"
+    (repaired) or "note" (no fault, worth a look)."""
+    what: Optional[str]
+    problem: Optional[str]
+    said: str
+
+
+class Fsck(NamedTuple):
+    """spool-fsck's answer: consistent (after repair, if asked) and what
+    it found."""
+    consistent: bool
+    findings: List[Finding]
+
+
 class AuditLine(NamedTuple):
     """One line of the audit log (spool(7), AUDIT LOG), parsed.  A "-"
     in the line is None here.  note is the operator's note, or for a
@@ -548,6 +564,22 @@ class Spool:
                      (age is None or now - i.since_ms >= age) and
                      (key is None or i.key == key) and
                      (trace is None or i.trace == trace)])
+
+    def fsck(self, *, repair: bool = False, verify: bool = False,
+             restored: bool = False) -> Fsck:
+        """Check every invariant of the layout, as spool-fsck(1) does,
+        beside live workers.  repair completes or rolls back what crashes
+        left; verify reads every payload against its checksum; restored,
+        with repair, is for a spool brought back from a backup."""
+        if restored and not repair:
+            raise InvalidArgument("restored needs repair")
+        flags = (_spool.FSCK_REPAIR if repair else 0) | \
+            (_spool.FSCK_VERIFY if verify else 0) | \
+            (_spool.FSCK_RESTORED if restored else 0)
+        rv, found = self._call(self._h.fsck, flags)
+        said = ("fault", "fixed", "note")
+        return Fsck(rv == 0, [Finding(w, p, said[k] if 0 <= k < 3 else
+                                      "fault") for w, p, k in found])
 
     def _operate(self, verb: int, ids: Iterable[str], by: Optional[str],
                  note: Optional[str], reconciled: bool = False,

@@ -695,6 +695,48 @@ h_list(Handle *h, PyObject *args)
 	return out;
 }
 
+/* One finding of spool_fsck, appended to the list arg under the GIL. */
+static void
+fsck_said(void *arg, const char *what, const char *problem, int said)
+{
+	PyGILState_STATE g = PyGILState_Ensure();
+	PyObject *t;
+
+	if (!PyErr_Occurred()) {
+		t = Py_BuildValue("(NNi)", field(what), field(problem), said);
+		if (t != NULL)
+			(void)PyList_Append((PyObject *)arg, t);
+		Py_XDECREF(t);
+	}
+	PyGILState_Release(g);
+}
+
+/* fsck(flags): (result, [(what, problem, said)]); result 0 or 1. */
+static PyObject *
+h_fsck(Handle *h, PyObject *args)
+{
+	struct spool *sp;
+	PyObject *out;
+	int flags, rv, err;
+
+	if (!PyArg_ParseTuple(args, "i", &flags) ||
+	    (sp = handle_of(h)) == NULL || (out = PyList_New(0)) == NULL)
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	rv = spool_fsck(sp, flags, fsck_said, out);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (PyErr_Occurred()) {
+		Py_DECREF(out);
+		return NULL;
+	}
+	if (rv == -1) {
+		Py_DECREF(out);
+		return os_error(err, SPOOL_AT_CALL, "fsck");
+	}
+	return Py_BuildValue("(iN)", rv, out);
+}
+
 /* renew(id, token, lease_ms): result. */
 static PyObject *
 h_renew(Handle *h, PyObject *args)
@@ -779,6 +821,7 @@ static PyMethodDef handle_methods[] = {
 	{ "audit", (PyCFunction)h_audit, METH_NOARGS, NULL },
 	{ "show", (PyCFunction)h_show, METH_VARARGS, NULL },
 	{ "list", (PyCFunction)h_list, METH_VARARGS, NULL },
+	{ "fsck", (PyCFunction)h_fsck, METH_VARARGS, NULL },
 	{ "next_due", (PyCFunction)h_next_due, METH_NOARGS, NULL },
 	{ NULL, NULL, 0, NULL }
 };
@@ -830,6 +873,9 @@ PyInit__spool(void)
 	    PyModule_AddIntConstant(m, "BATCH_MAX", SPOOL_BATCH_MAX) < 0 ||
 	    PyModule_AddIntConstant(m, "ABSENT", SPOOL_ABSENT) < 0 ||
 	    PyModule_AddIntConstant(m, "NEW", SPOOL_NEW) < 0 ||
+	    PyModule_AddIntConstant(m, "FSCK_REPAIR", SPOOL_FSCK_REPAIR) < 0 ||
+	    PyModule_AddIntConstant(m, "FSCK_RESTORED", SPOOL_FSCK_RESTORED) < 0 ||
+	    PyModule_AddIntConstant(m, "FSCK_VERIFY", SPOOL_FSCK_VERIFY) < 0 ||
 	    PyModule_AddIntConstant(m, "LEASED", SPOOL_LEASED) < 0 ||
 	    PyModule_AddIntConstant(m, "DONE", SPOOL_DONE) < 0 ||
 	    PyModule_AddIntConstant(m, "DEAD", SPOOL_DEAD) < 0) {

@@ -11,6 +11,9 @@ RELEASE: int
 BATCH_MAX: int
 ABSENT: int
 NEW: int
+FSCK_REPAIR: int
+FSCK_RESTORED: int
+FSCK_VERIFY: int
 LEASED: int
 DONE: int
 DEAD: int
@@ -47,6 +50,9 @@ class Handle:
     def audit(self) -> List[AuditTuple]: ...
     def show(self, id: str) -> Optional[Tuple[Any, ...]]: ...
     def list(self, state: int) -> List[Tuple[Any, ...]]: ...
+    def fsck(self, flags: int) -> Tuple[int, List[Tuple[Optional[str],
+                                                       Optional[str],
+                                                       int]]]: ...
     def next_due(self) -> Optional[int]: ...
 
 

@@ -3,12 +3,14 @@ and resume, with each command's rules for who and why, against the state
 on disk and the audit log."""
 
 import os
+import subprocess
 
 import pytest
 
 import spool
 
 BY = dict(by="ops", note="INC-7")
+BIN = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "bin")
 
 
 def files(sp, state):
@@ -165,3 +167,27 @@ def test_show_has_the_history_and_list_selects_as_spool_ls(sp):
         sp.list("gone")
     assert str(e.value) == \
         "state: bad value 'gone' (new, leased, done, dropped or dead)"
+
+
+def test_fsck_finds_what_spool_fsck_finds_and_repairs_it(sp):
+    assert sp.fsck() == spool.Fsck(True, [])
+    parked(sp, "j1")
+    os.rename(os.path.join(sp.path, "dead", "j1"),
+              os.path.join(sp.path, "done", "j1"))
+    got = sp.fsck()
+    out = subprocess.run([os.path.join(BIN, "spool-fsck"), "-d", sp.path],
+                         capture_output=True, text=True)
+    assert out.returncode == 1 and not got.consistent
+    assert ["%s: %s" % (f.what, f.problem) for f in got.findings] == \
+        out.stdout.splitlines()
+    assert {f.said for f in got.findings} == {"fault"}
+    fixed = sp.fsck(repair=True)
+    assert fixed.consistent and {f.said for f in fixed.findings} == {"fixed"}
+    # A hand's move from dead/ to done/ is adopted as a drop.
+    assert [(f.what, f.problem) for f in fixed.findings] == [
+        ("j1", "moved by hand from dead/ to done/j1: adopted as a drop by "
+         "hand")]
+    assert files(sp, "done") == ["j1"] and sp.show("j1").dropped
+    assert sp.fsck() == spool.Fsck(True, [])
+    with pytest.raises(spool.InvalidArgument):
+        sp.fsck(restored=True)
