@@ -37,11 +37,11 @@ from typing import (IO, Any, Callable, Iterable, Iterator, List,
 from . import _spool as _spool
 
 __all__ = [
-    "AuditLine", "Changed", "Delivery", "Finding", "Fsck", "JobInfo", "Damaged", "Duplicate", "Edited", "Error", "InvalidArgument",
-    "Job",
+    "AuditLine", "Changed", "Damaged", "Delivery", "Duplicate", "Edited",
+    "Error", "Finding", "Fsck", "init", "InvalidArgument", "Job", "JobInfo",
     "NoSuchJob", "NotDone", "NotLeased", "NotMissing", "NotParked",
-    "NotQueued", "Permanent", "PermanentError", "Refused", "Retry",
-    "Spool", "StaleToken", "TemporaryError", "Unreconciled", "init",
+    "NotQueued", "Permanent", "PermanentError", "Refused", "Retry", "Spool",
+    "StaleToken", "TemporaryError", "Unreconciled",
 ]
 
 Duration = Union[int, float, datetime.timedelta]
