@@ -343,7 +343,7 @@ class Fsck(NamedTuple):
 
 
 class AuditLine(NamedTuple):
-    """One line of the audit log (spool(7), AUDIT LOG), parsed.  A "-"
+    """One line of the audit log (spool(7), "The audit log"), parsed.  A "-"
     in the line is None here.  note is the operator's note, or for a
     claim the token it superseded; writer is HOST:PID."""
     time_ms: int
