@@ -227,11 +227,11 @@ const struct spool_error *spool_error(int err, int when);
 /*
  * The one line a command prints for an item's result res, the job's ID
  * first, into buf of len bytes; and the status it exits with: 1 for a
- * refusal, 100 or 111 for a failure, from the table above.  A refusal
- * says where the job is; a damaged job, the command that records a file
- * removed on purpose; a failure whose transition took effect, that a retry
- * is safe.  An item done gives 0 and "".  The commands and the Python
- * package say it so.
+ * refusal, 100 or 111 for a failure, from the table above.  Most
+ * refusals say where the job is; a damaged job, the command that records
+ * a file removed on purpose; a failure whose transition took effect, that
+ * a retry is safe.  An item done gives 0 and "".  The commands and the
+ * Python package say it so.
  */
 int spool_result_text(const char *id, const struct spool_result *res,
     char *buf, size_t len);

@@ -37,13 +37,14 @@ slurp() {
 	IFS= read -r -d '' "$2" <"$1" || true
 }
 
-# Every name and mode in the spool, and each file's size and change time
-# (ctime, in nanoseconds): two snapshots are equal when no file changed,
-# not even to the same bytes.  A write, a rename or a chmod sets a file's
-# ctime; nothing can set it back.  One process: tests/60-badinput.bats
+# Every name and mode in the spool, and each file's size, inode and change
+# time (ctime): two snapshots are equal when no file changed.  A write, a
+# rename or a chmod sets a file's ctime, and nothing sets it back; a
+# rewrite with the same bytes shows too, but for one within the clock tick
+# (a few ms) of the file's last change.  One process: tests/60-badinput.bats
 # takes hundreds.
 snapshot() {
-	find "$SPOOL_DIR" \( -type f -printf 'f %m %s %C@ ./%P\n' \) -o \
+	find "$SPOOL_DIR" \( -type f -printf 'f %m %s %i %C@ ./%P\n' \) -o \
 	    -printf '%y %m ./%P\n'
 }
 

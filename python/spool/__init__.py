@@ -548,6 +548,9 @@ class Spool:
                                   "done, dropped or dead)" % state)
         if cls is not None:
             _class(cls)
+        if reason is not None and state in ("new", "leased"):
+            raise InvalidArgument("reason is for dead, done and dropped "
+                                  "jobs")
         if reason is not None and reason not in _REASONS:
             raise InvalidArgument("reason: bad value '%s' (%s)"
                                   % (reason, ", ".join(_REASONS)))
@@ -609,7 +612,9 @@ class Spool:
         to S seconds for the next due job, as spool-run(1) waits: until
         the next job is due, or a transition on this host appends an audit
         line.  Without inotify(7) it looks every second.  A job enqueued
-        on another host of a shared spool is seen when it is due."""
+        on another host of a shared spool wakes nothing: it is seen at the
+        next due time this host knew of, or not before wait ends, as
+        spool-run(1), CAVEATS, says."""
         limit = None if wait is None else \
             time.monotonic() + _ms("wait", wait, 0, zero_ok=True) / 1000
         # The watch is made before the first claim: what is enqueued after
@@ -617,6 +622,7 @@ class Spool:
         fd = None if limit is None else _watch(self.path)
         try:
             while True:
+                claimed_at = time.time()
                 got = self.claim(lease=lease, owner=owner)
                 if got:
                     yield got[0]
@@ -626,22 +632,23 @@ class Spool:
                 left = limit - time.monotonic()
                 if left <= 0:
                     return
-                _wait(fd, min(left, self._until_due(fd)))
+                _wait(fd, min(left, self._until_due(fd, claimed_at)))
         finally:
             if fd is not None:
                 os.close(fd)
 
-    def _until_due(self, fd: Optional[int]) -> float:
+    def _until_due(self, fd: Optional[int], claimed_at: float) -> float:
         # Seconds until a claim may find work, as spool-run(1) reckons.
         due = None if self.paused() else self._call(self._h.next_due)
         if due is None:
             pause = float("inf")    # only news: a resume is an audit line
+        elif due / 1000 > claimed_at:
+            # Not due when the claim looked; it may be by now.
+            pause = max(0.0, due / 1000 - time.time())
         else:
-            # Due already, yet the claim found nothing: another process
-            # holds the job this moment.  Look again in a second.
-            pause = due / 1000 - time.time()
-            if pause <= 0:
-                pause = 1.0
+            # Due, yet the claim found nothing: another process holds
+            # the job this moment.  Look again in a second.
+            pause = 1.0
         return pause if fd is not None else min(pause, 1.0)
 
 
@@ -659,7 +666,8 @@ def _wait(fd: Optional[int], seconds: float) -> None:
         return
     p = select.poll()
     p.register(fd, select.POLLIN)
-    if p.poll(max(1, int(seconds * 1000) + 1)):
+    # poll(2) takes an int of ms: a longer wait wakes once on the way.
+    if p.poll(max(1, min(2 ** 31 - 1, int(seconds * 1000) + 1))):
         try:
             while os.read(fd, 4096):
                 pass

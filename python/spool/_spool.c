@@ -190,12 +190,17 @@ mod_watch(PyObject *self, PyObject *args)
 {
 	const char *dir;
 	char audit[4200];
+	PyObject *r;
 	int fd, err = 0;
 
 	(void)self;
 	if (!PyArg_ParseTuple(args, "s", &dir))
 		return NULL;
-	(void)snprintf(audit, sizeof(audit), "%s/audit", dir);
+	if ((size_t)snprintf(audit, sizeof(audit), "%s/audit", dir) >=
+	    sizeof(audit)) {
+		errno = ENAMETOOLONG;
+		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, dir);
+	}
 	if ((fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1 ||
 	    inotify_add_watch(fd, audit, IN_MODIFY | IN_CREATE |
 	    IN_MOVED_TO) == -1) {
@@ -205,7 +210,9 @@ mod_watch(PyObject *self, PyObject *args)
 		errno = err;
 		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, audit);
 	}
-	return PyLong_FromLong(fd);
+	if ((r = PyLong_FromLong(fd)) == NULL)
+		(void)close(fd);	/* not yet used */
+	return r;
 }
 
 /* valid(kind, s): whether s is a valid id, key, owner or note. */
@@ -428,7 +435,7 @@ h_operate(Handle *h, PyObject *args)
 	struct spool_operator op = { 0 };
 	struct spool_item *items;
 	struct spool *sp;
-	PyObject *list, *out = NULL, *r;
+	PyObject *list, *ids, *out = NULL, *r;
 	Py_ssize_t n, i;
 	int verb, from, rv = -1, err;
 
@@ -436,11 +443,16 @@ h_operate(Handle *h, PyObject *args)
 	    &op.reconciled, &op.edited, &from, &PyList_Type, &list) ||
 	    (sp = handle_of(h)) == NULL)
 		return NULL;
-	n = PyList_GET_SIZE(list);
-	if ((items = calloc((size_t)n + 1, sizeof(*items))) == NULL)
+	/* A tuple of its own: no other thread can free the IDs' bytes. */
+	if ((ids = PySequence_Tuple(list)) == NULL)
+		return NULL;
+	n = PyTuple_GET_SIZE(ids);
+	if ((items = calloc((size_t)n + 1, sizeof(*items))) == NULL) {
+		Py_DECREF(ids);
 		return PyErr_NoMemory();
+	}
 	for (i = 0; i < n; i++)
-		if ((items[i].id = PyUnicode_AsUTF8(PyList_GET_ITEM(list,
+		if ((items[i].id = PyUnicode_AsUTF8(PyTuple_GET_ITEM(ids,
 		    i))) == NULL)
 			goto done;
 	Py_BEGIN_ALLOW_THREADS
@@ -475,6 +487,7 @@ h_operate(Handle *h, PyObject *args)
 	}
 done:
 	free(items);
+	Py_DECREF(ids);
 	return out;
 }
 
@@ -618,8 +631,10 @@ info_tuple(const struct spool_job_info *in, int history)
 	    (int)in->damage, dl);
 }
 
-/* show(id): (info, errno): errno 0, or EUCLEAN with what the sidecar
- * says; None for no such job. */
+/*
+ * show(id): the info tuple, with its deliveries; for a damaged job
+ * (EUCLEAN), what its sidecar says, its damage set; None for no such job.
+ */
 static PyObject *
 h_show(Handle *h, PyObject *args)
 {
@@ -636,8 +651,10 @@ h_show(Handle *h, PyObject *args)
 	rv = spool_job_info(sp, id, 1, &in);
 	err = errno;
 	Py_END_ALLOW_THREADS
-	if (rv == -1 && err == ENOENT)
+	if (rv == -1 && err == ENOENT) {
+		spool_job_info_free(&in);
 		Py_RETURN_NONE;
+	}
 	if (rv == -1 && err != EUCLEAN) {
 		spool_job_info_free(&in);
 		return os_error(err, SPOOL_AT_CALL, id);
@@ -647,22 +664,40 @@ h_show(Handle *h, PyObject *args)
 	return t;
 }
 
-/* One job of spool_list_jobs, appended to the list arg, under the GIL. */
+struct listing {
+	PyObject *out;
+	enum spool_state state;
+	int err;
+	char id[SPOOL_ID_MAX + 1];
+};
+
+/*
+ * One job of spool_list_jobs, appended under the GIL, as spool-ls lists
+ * it: a job gone since the listing saw it is skipped, and so is a second
+ * file of a job that is not where its record says, unless a hand moved
+ * it there.  A job that cannot be read at all stops the listing.
+ */
 static int
 list_job(void *arg, const char *id, const char *file,
     const struct spool_job_info *in)
 {
+	struct listing *l = arg;
 	PyGILState_STATE g;
 	PyObject *t;
 	int rv = 0;
 
-	(void)id;
-	(void)file;
-	if (in == NULL)
-		return 0;	/* gone since the listing saw it */
+	if (in == NULL) {
+		if (errno == ENOENT)
+			return 0;
+		l->err = errno;
+		(void)snprintf(l->id, sizeof(l->id), "%s", id);
+		return -1;
+	}
+	if (in->damage != SPOOL_DAMAGE_MISSING &&
+	    (in->state != l->state || strcmp(in->file, file) != 0))
+		return 0;
 	g = PyGILState_Ensure();
-	if ((t = info_tuple(in, 0)) == NULL || PyList_Append((PyObject *)arg,
-	    t) == -1)
+	if ((t = info_tuple(in, 0)) == NULL || PyList_Append(l->out, t) == -1)
 		rv = -1;
 	Py_XDECREF(t);
 	PyGILState_Release(g);
@@ -673,26 +708,31 @@ list_job(void *arg, const char *id, const char *file,
 static PyObject *
 h_list(Handle *h, PyObject *args)
 {
+	struct listing l = { 0 };
 	struct spool *sp;
-	PyObject *out;
 	int state, rv, err;
 
 	if (!PyArg_ParseTuple(args, "i", &state) ||
-	    (sp = handle_of(h)) == NULL || (out = PyList_New(0)) == NULL)
+	    (sp = handle_of(h)) == NULL || (l.out = PyList_New(0)) == NULL)
 		return NULL;
+	l.state = (enum spool_state)state;
 	Py_BEGIN_ALLOW_THREADS
-	rv = spool_list_jobs(sp, (enum spool_state)state, 0, list_job, out);
+	rv = spool_list_jobs(sp, l.state, 0, list_job, &l);
 	err = errno;
 	Py_END_ALLOW_THREADS
 	if (PyErr_Occurred()) {
-		Py_DECREF(out);
+		Py_DECREF(l.out);
 		return NULL;
 	}
+	if (l.err != 0) {
+		Py_DECREF(l.out);
+		return os_error(l.err, SPOOL_AT_CALL, l.id);
+	}
 	if (rv == -1) {
-		Py_DECREF(out);
+		Py_DECREF(l.out);
 		return os_error(err, SPOOL_AT_CALL, "list");
 	}
-	return out;
+	return l.out;
 }
 
 /* One finding of spool_fsck, appended to the list arg under the GIL. */
