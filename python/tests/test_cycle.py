@@ -25,14 +25,6 @@ def files(sp, state):
     return sorted(out)
 
 
-@pytest.fixture
-def sp(tmp_path):
-    path = str(tmp_path / "spool")
-    spool.init(path)
-    with spool.Spool(path) as s:
-        yield s
-
-
 def test_init_refuses_what_is_not_a_spool(tmp_path):
     (tmp_path / "x").write_text("")
     with pytest.raises(spool.PermanentError) as e:

@@ -32,14 +32,6 @@ def audit(sp):
     return out
 
 
-@pytest.fixture
-def sp(tmp_path):
-    path = str(tmp_path / "spool")
-    spool.init(path)
-    with spool.Spool(path) as s:
-        yield s
-
-
 def parked(sp, id, cls=None):
     sp.enqueue(b"x", id=id)
     [job] = sp.claim(lease=30)
