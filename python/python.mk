@@ -56,7 +56,8 @@ endif
 
 install-python: python/build/_spool$(PY_EXT)
 	$(INSTALL) -d $(DESTDIR)$(PYDIR)/spool
-	$(INSTALL) -m 644 python/spool/__init__.py python/spool/_spool.pyi \
+	$(INSTALL) -m 644 python/spool/__init__.py python/spool/_work.py \
+	    python/spool/_spool.pyi \
 	    python/spool/py.typed \
 	    $(DESTDIR)$(PYDIR)/spool/
 	$(INSTALL) -m 644 $(STRIP) python/build/_spool$(PY_EXT) \

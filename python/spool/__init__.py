@@ -41,7 +41,7 @@ __all__ = [
     "Error", "Finding", "Fsck", "init", "InvalidArgument", "Job", "JobInfo",
     "NoSuchJob", "NotDone", "NotLeased", "NotMissing", "NotParked",
     "NotQueued", "Permanent", "PermanentError", "Refused", "Retry", "Spool",
-    "StaleToken", "TemporaryError", "Unreconciled",
+    "StaleToken", "TemporaryError", "Unreconciled", "work",
 ]
 
 Duration = Union[int, float, datetime.timedelta]
@@ -736,7 +736,15 @@ class Job:
         self.lease_until = lease_until
         self.trace = trace or None
         self.path = path
-        self.finished = False
+        self.finished = self._finishing = False
+        self.stopped: Optional[str] = None
+
+    @property
+    def cancelled(self) -> bool:
+        """True once spool.work stopped this delivery: the job is no
+        longer the handler's to finish.  stopped says why, in spool-run's
+        words: cancelled, lost, timeout or shutdown."""
+        return self.stopped is not None
 
     def __repr__(self) -> str:
         return "Job(%r, token=%d, attempt=%d)" % (self.id, self.token,
@@ -754,6 +762,7 @@ class Job:
 
     def _finish(self, outcome: int, cls: int = 0,
                 detail: Optional[str] = None, delay: int = 0) -> None:
+        self._finishing = True      # spool.work: not a lease lost
         r = self._sp._call(self._sp._h.finish, [
             (self.id, self.token, outcome, cls, detail, delay)])[0]
         if r[0] != 0:
@@ -819,3 +828,5 @@ def _after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork)
+
+from ._work import work  # noqa: E402, it uses the names above

@@ -175,6 +175,10 @@ mod_name(PyObject *self, PyObject *args)
 		s = spool_refusal_name(v);
 	else if (strcmp(kind, "state") == 0)
 		s = spool_state_name(v);
+	else if (strcmp(kind, "outcome") == 0)
+		s = spool_outcome_name(v);
+	else if (strcmp(kind, "reason") == 0)
+		s = spool_reason_name(v);
 	if (s == NULL)
 		Py_RETURN_NONE;
 	return PyUnicode_FromString(s);
@@ -316,6 +320,85 @@ done:
 }
 
 /*
+ * [(id, token, attempt, cycle, lease_until, trace, path)] of the n leases
+ * in l, which it frees.  The leases are taken: a tuple that cannot be made
+ * leaves them to run out.  The path is the file system's bytes, not
+ * UTF-8's.
+ */
+static PyObject *
+leases(struct spool_lease *l, size_t n)
+{
+	PyObject *out;
+	size_t i;
+
+	if ((out = PyList_New((Py_ssize_t)n)) != NULL)
+		for (i = 0; i < n; i++) {
+			PyObject *t = Py_BuildValue("(sKiiLsN)", l[i].id,
+			    (unsigned long long)l[i].token, l[i].attempt,
+			    l[i].cycle, (long long)l[i].lease_until, l[i].trace,
+			    PyUnicode_DecodeFSDefault(l[i].path));
+
+			if (t == NULL) {
+				Py_CLEAR(out);
+				break;
+			}
+			PyList_SET_ITEM(out, (Py_ssize_t)i, t);
+		}
+	spool_free_leases(l, n);
+	return out;
+}
+
+/*
+ * The finishes of list, [(id, token, outcome, class, detail, delay_ms)], in
+ * a new array of *n; NULL with an exception set.  The strings are list's.
+ */
+static struct spool_finish *
+finishes(PyObject *list, Py_ssize_t *n)
+{
+	struct spool_finish *f;
+	Py_ssize_t i;
+
+	*n = PyList_GET_SIZE(list);
+	if ((f = calloc((size_t)*n + 1, sizeof(*f))) == NULL)
+		return (struct spool_finish *)PyErr_NoMemory();
+	for (i = 0; i < *n; i++) {
+		unsigned long long tok;
+		long long delay;
+		int outcome, class;
+
+		if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "sKiizL",
+		    &f[i].id, &tok, &outcome, &class, &f[i].detail, &delay)) {
+			free(f);
+			return NULL;
+		}
+		f[i].token = tok;
+		f[i].outcome = (enum spool_outcome)outcome;
+		f[i].class = (enum spool_class)class;
+		f[i].delay_ms = delay;
+	}
+	return f;
+}
+
+/* [result] of the n finishes of f. */
+static PyObject *
+finished(const struct spool_finish *f, Py_ssize_t n)
+{
+	PyObject *out, *r;
+	Py_ssize_t i;
+
+	if ((out = PyList_New(n)) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if ((r = result(f[i].id, &f[i].res)) == NULL) {
+			Py_DECREF(out);
+			return NULL;
+		}
+		PyList_SET_ITEM(out, i, r);
+	}
+	return out;
+}
+
+/*
  * claim(n, lease_ms, owner): [(id, token, attempt, cycle, lease_until,
  * trace, path)], empty when nothing is due or the spool is paused.
  */
@@ -328,7 +411,7 @@ h_claim(Handle *h, PyObject *args)
 	PyObject *out;
 	Py_ssize_t max;
 	long long lease;
-	size_t n = 0, i;
+	size_t n = 0;
 	int rv, err;
 
 	if (!PyArg_ParseTuple(args, "nLz", &max, &lease, &o.owner) ||
@@ -348,24 +431,7 @@ h_claim(Handle *h, PyObject *args)
 		free(l);
 		return os_error(err, SPOOL_AT_CALL, "claim");
 	}
-	/*
-	 * The leases are taken: a tuple that cannot be made leaves them to
-	 * run out.  The path is the file system's bytes, not UTF-8's.
-	 */
-	if ((out = PyList_New((Py_ssize_t)n)) != NULL)
-		for (i = 0; i < n; i++) {
-			PyObject *t = Py_BuildValue("(sKiiLsN)", l[i].id,
-			    (unsigned long long)l[i].token, l[i].attempt,
-			    l[i].cycle, (long long)l[i].lease_until, l[i].trace,
-			    PyUnicode_DecodeFSDefault(l[i].path));
-
-			if (t == NULL) {
-				Py_CLEAR(out);
-				break;
-			}
-			PyList_SET_ITEM(out, (Py_ssize_t)i, t);
-		}
-	spool_free_leases(l, n);
+	out = leases(l, n);
 	free(l);
 	return out;
 }
@@ -379,49 +445,85 @@ h_finish(Handle *h, PyObject *args)
 {
 	struct spool_finish *f;
 	struct spool *sp;
-	PyObject *list, *out = NULL, *r;
-	Py_ssize_t n, i;
+	PyObject *list, *out;
+	Py_ssize_t n;
 	int rv, err;
 
 	if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &list) ||
-	    (sp = handle_of(h)) == NULL)
+	    (sp = handle_of(h)) == NULL || (f = finishes(list, &n)) == NULL)
 		return NULL;
-	n = PyList_GET_SIZE(list);
-	if ((f = calloc((size_t)n + 1, sizeof(*f))) == NULL)
-		return PyErr_NoMemory();
-	for (i = 0; i < n; i++) {
-		unsigned long long tok;
-		long long delay;
-		int outcome, class;
-
-		if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "sKiizL",
-		    &f[i].id, &tok, &outcome, &class, &f[i].detail, &delay))
-			goto done;
-		f[i].token = tok;
-		f[i].outcome = (enum spool_outcome)outcome;
-		f[i].class = (enum spool_class)class;
-		f[i].delay_ms = delay;
-	}
 	Py_BEGIN_ALLOW_THREADS
 	rv = spool_finish(sp, f, (size_t)n);
 	err = errno;
 	Py_END_ALLOW_THREADS
-	if (rv == -1) {
-		os_error(err, SPOOL_AT_CALL, "finish");
-		goto done;
-	}
-	if ((out = PyList_New(n)) == NULL)
-		goto done;
-	for (i = 0; i < n; i++) {
-		if ((r = result(f[i].id, &f[i].res)) == NULL) {
-			Py_CLEAR(out);
-			goto done;
-		}
-		PyList_SET_ITEM(out, i, r);
-	}
-done:
+	out = rv == -1 ? os_error(err, SPOOL_AT_CALL, "finish") :
+	    finished(f, n);
 	free(f);
 	return out;
+}
+
+/*
+ * finish_claim([(id, token, outcome, class, detail, delay_ms)], max,
+ * lease_ms, owner): ([result], [lease], errno).  The finishes and a claim
+ * of up to max jobs in one wait, as spool-run(1) makes them.  Each result
+ * stands whatever the claim did; errno is the claim's failure, 0 if none.
+ */
+static PyObject *
+h_finish_claim(Handle *h, PyObject *args)
+{
+	struct spool_claim_opts o = { 0 };
+	struct spool_finish *f;
+	struct spool_lease *l;
+	struct spool *sp;
+	PyObject *list, *res, *got;
+	Py_ssize_t n, max;
+	long long lease;
+	size_t ngot = 0;
+	int rv, err = 0;
+
+	if (!PyArg_ParseTuple(args, "O!nLz", &PyList_Type, &list, &max,
+	    &lease, &o.owner) || (sp = handle_of(h)) == NULL)
+		return NULL;
+	if (max < 1 || max > SPOOL_BATCH_MAX)
+		return PyErr_Format(PyExc_ValueError, "n: bad number %zd "
+		    "(1 to %d)", max, SPOOL_BATCH_MAX);
+	o.lease_ms = lease;
+	if ((f = finishes(list, &n)) == NULL)
+		return NULL;
+	if ((l = calloc((size_t)max, sizeof(*l))) == NULL) {
+		free(f);
+		return PyErr_NoMemory();
+	}
+	Py_BEGIN_ALLOW_THREADS
+	if ((rv = spool_finish_claim(sp, f, (size_t)n, &o, l, (size_t)max,
+	    &ngot)) == -1)
+		err = errno;
+	Py_END_ALLOW_THREADS
+	res = finished(f, n);
+	got = leases(l, rv == -1 ? 0 : ngot);
+	free(f);
+	free(l);
+	if (res == NULL || got == NULL) {
+		Py_XDECREF(res);
+		Py_XDECREF(got);
+		return NULL;
+	}
+	return Py_BuildValue("(NNi)", res, got, err);
+}
+
+/* settings(): (lease_ms, timeout_ms), the config's. */
+static PyObject *
+h_settings(Handle *h, PyObject *unused)
+{
+	struct spool_settings set;
+	struct spool *sp;
+
+	(void)unused;
+	if ((sp = handle_of(h)) == NULL)
+		return NULL;
+	spool_settings(sp, &set);
+	return Py_BuildValue("(LL)", (long long)set.lease_ms,
+	    (long long)set.timeout_ms);
 }
 
 /*
@@ -854,6 +956,8 @@ static PyMethodDef handle_methods[] = {
 	{ "enqueue", (PyCFunction)h_enqueue, METH_VARARGS, NULL },
 	{ "claim", (PyCFunction)h_claim, METH_VARARGS, NULL },
 	{ "finish", (PyCFunction)h_finish, METH_VARARGS, NULL },
+	{ "finish_claim", (PyCFunction)h_finish_claim, METH_VARARGS, NULL },
+	{ "settings", (PyCFunction)h_settings, METH_NOARGS, NULL },
 	{ "renew", (PyCFunction)h_renew, METH_VARARGS, NULL },
 	{ "paused", (PyCFunction)h_paused, METH_NOARGS, NULL },
 	{ "operate", (PyCFunction)h_operate, METH_VARARGS, NULL },
