@@ -59,6 +59,7 @@ fi
 if [ "$mode" = deb ]; then
 	command -v dpkg-buildpackage >/dev/null 2>&1 || missing="$missing dpkg-dev"
 	command -v dh >/dev/null 2>&1 || missing="$missing debhelper"
+	command -v dh_python3 >/dev/null 2>&1 || missing="$missing dh-python"
 	command -v lintian >/dev/null 2>&1 || missing="$missing lintian"
 fi
 [ -z "$missing" ] && exit 0

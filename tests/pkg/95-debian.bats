@@ -1,16 +1,17 @@
 #!/usr/bin/env bats
 # The Debian packages (debian/), as root: dpkg-buildpackage -us -uc -b
-# builds spool, libspool0 and libspool-dev from a copy of the tree;
-# lintian finds no error; dpkg -i installs them; the demo runs on the
-# installed commands, a program builds against libspool-dev; the units are
-# there and not enabled, no user is made; dpkg --purge leaves nothing.
+# builds spool, libspool0, libspool-dev and python3-spool from a copy of
+# the tree; lintian finds no error; dpkg -i installs them; the demo runs on
+# the installed commands, a program builds against libspool-dev, a fresh
+# python3 imports spool and runs a job; the units are there and not
+# enabled, no user is made; dpkg --purge leaves nothing.
 # make check-deb runs it (a few minutes); outside CI it may skip, saying
 # why.
 
 bats_require_minimum_version 1.5.0
 
 ROOT="$BATS_TEST_DIRNAME/../.."
-PKGS="spool libspool0 libspool-dev"
+PKGS="spool libspool0 libspool-dev python3-spool"
 
 setup_file() {
 	if [ "$(id -u)" -ne 0 ]; then
@@ -48,7 +49,7 @@ setup() {
 	unset SPOOL_DIR
 }
 
-@test "dpkg-buildpackage builds spool, libspool0 and libspool-dev, and lintian finds no error" {
+@test "dpkg-buildpackage builds spool, libspool0, libspool-dev and python3-spool, and lintian finds no error" {
 	cd "$B"
 	for p in $PKGS; do
 		[ -f "${p}_${V}_$(dpkg --print-architecture).deb" ]
@@ -68,6 +69,15 @@ setup() {
 	dpkg-deb -c libspool0_*.deb | grep -q " ./usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libspool.so.0 -> libspool.so.$V$"
 	[ "$(dpkg-deb -f libspool0_*.deb Package)" = libspool0 ]
 	[ "$(dpkg-deb -f libspool-dev_*.deb Depends)" = "libspool0 (= $V), uuid-dev, libxxhash-dev, liburing-dev" ]
+	# The Python package: the module, its types, its extension linked to
+	# libspool0, for Debian's python3.
+	[ "$(dpkg-deb -c python3-spool_*.deb | awk '{ print $6 }' |
+	    grep '^\./usr/lib/python3/dist-packages/spool/.' | sed 's/cpython-[0-9]*-/X-/' | sort)" = \
+	    "$(printf './usr/lib/python3/dist-packages/spool/%s\n' \
+	    __init__.py _spool.X-$(dpkg-architecture -qDEB_HOST_MULTIARCH).so \
+	    _spool.pyi _work.py py.typed | sort)" ]
+	run -0 dpkg-deb -f python3-spool_*.deb Depends
+	[[ $output == *'python3 (>= '* ]] && [[ $output == *'libspool0 (>= '* ]]
 	# The commands hold the three static archives, libc stays shared, and
 	# the package names the sources it was built with.
 	dpkg-deb -x spool_*.deb "$BATS_TEST_TMPDIR/root"
@@ -89,7 +99,8 @@ setup() {
 @test "installed: the demo runs on the installed commands, a program builds on libspool-dev, nothing is enabled, purge leaves nothing" {
 	cd "$B"
 	users=$(getent passwd | cut -d: -f1 | sort)
-	run -0 dpkg -i spool_*.deb libspool0_*.deb libspool-dev_*.deb
+	run -0 dpkg -i spool_*.deb libspool0_*.deb libspool-dev_*.deb \
+	    python3-spool_*.deb
 	dpkg-query -L $PKGS | sort -u >"$BATS_TEST_TMPDIR/files"
 	[ "$(command -v spool-run)" = /usr/bin/spool-run ]
 	[ -x /usr/libexec/spool/handler-http.sh ]
@@ -120,6 +131,20 @@ setup() {
 	    $(pkg-config --static --cflags --libs spool)
 	run -0 "$BATS_TEST_TMPDIR/example-static" "$BATS_TEST_TMPDIR/s2"
 	[ "${lines[2]}" = "finished hello-1: done" ]
+	# A fresh python3, from the root directory, with nothing of the tree
+	# on its path: the installed module on the installed library.
+	run -0 env -i PATH="$PATH" /usr/bin/python3 -I -c '
+import spool, sys
+spool.init(sys.argv[1])
+with spool.Spool(sys.argv[1]) as sp:
+    sp.enqueue(b"hi", id="py-1")
+    print(spool.work(sys.argv[1], lambda job: None, lease=30, once=True),
+          [i.id for i in sp.list("done")], spool.__file__,
+          spool._spool.__file__)' "$BATS_TEST_TMPDIR/s3"
+	ext=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+	[ "$output" = "1 ['py-1'] /usr/lib/python3/dist-packages/spool/__init__.py /usr/lib/python3/dist-packages/spool/_spool$ext" ]
+	[ "$(readlink -f "$(ldd /usr/lib/python3/dist-packages/spool/_spool.*.so |
+	    awk '$1 == "libspool.so.0" { print $3 }')")" = "/usr/lib/$m/libspool.so.$V" ]
 	# The units are installed, name the installed commands, and nothing
 	# enables them; no user was made for them.
 	[ "$(ls /lib/systemd/system/spool-* | wc -l)" -eq 7 ]
