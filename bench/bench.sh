@@ -10,7 +10,7 @@
 # listings, spool-stat and spool-fsck at 100,000 jobs (and 1,000,000)
 # beside every sidecar read once, 10 many workers on one spool against
 # SQLite-WAL, beanstalkd, PostgreSQL and their floor, 11 spool-run against
-# spawning its handler, 12 the library's cycle of a keyed job under a
+# spawning its handler, and spool.work in Python, 12 the library's cycle of a keyed job under a
 # limit or a rate against an unkeyed one.  Rows 1-4 and 10-12 run on the
 # default file system and, when this is root and a loop device can be
 # had, on a journaled ext4 made on a loop device here and removed at the
@@ -384,9 +384,11 @@ many_rows() {
 	stop_beanstalkd
 	mark "$label many workers"
 	say "$label: spool-run and its handler spawned ($manyrounds rounds)"
-	"$tools/qbench" -l "$label-r" -w "$dir" -b "$bin" -t "$tools/true" \
-	    -r "$manyrounds" -T "$rslice" run-j16 run-j1 spawn-16 \
-	    spawn-1 lib-j1 >>"$raw"
+	# spool.work in Python too, beside spool-run -j 16.
+	PYTHONPATH=$py LD_LIBRARY_PATH=$py "$tools/qbench" -l "$label-r" \
+	    -w "$dir" -b "$bin" -t "$tools/true" -y "$python" \
+	    -Y "$bench_dir/pycycle.py" -r "$manyrounds" -T "$rslice" \
+	    run-j16 run-j1 spawn-16 spawn-1 lib-j1 py-work-j16 >>"$raw"
 	mark "$label runner"
 }
 
@@ -491,6 +493,10 @@ memory_rows() {
 		rss spool-pause "$bin/spool-pause" -d "$sp"
 		rss spool-resume "$bin/spool-resume" -d "$sp"
 		rss spool-run "$bin/spool-run" -d "$sp" --once -- /bin/true
+		# A Python worker: the interpreter, the package, one job.
+		rss python-work env PYTHONPATH="$py" LD_LIBRARY_PATH="$py" \
+		    "$python" -c 'import spool, sys
+spool.work(sys.argv[1], lambda job: None, lease=30, once=True)' "$sp"
 		rss spool-show "$bin/spool-show" -d "$sp" "$parked"
 		rss spool-purge "$bin/spool-purge" -d "$sp" 'done' \
 		    --older-than 0s

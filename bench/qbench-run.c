@@ -44,16 +44,6 @@ start_quiet(char *const argv[])
 	return pid;
 }
 
-/* k jobs, a batch a call. */
-static void
-enqueue_k(struct sys *s, long k)
-{
-	long i;
-
-	for (i = 0; i < k; i += BATCH)
-		lib_enqueue(s, k - i < BATCH ? (size_t)(k - i) : BATCH);
-}
-
 static void
 run_op(struct sys *s, long k)
 {
@@ -65,7 +55,7 @@ run_op(struct sys *s, long k)
 	size_t m;
 	int st;
 
-	enqueue_k(s, k);
+	lib_enqueue_k(s, k);
 	pathf(jobs, sizeof(jobs), "%d", s->procs);
 	t0 = now_s();
 	if ((st = reap(start_quiet(argv))) != 0)
@@ -128,7 +118,7 @@ lib_j1_op(struct sys *s, long k)
 	double t0;
 	long i, done = 0;
 
-	enqueue_k(s, k);
+	lib_enqueue_k(s, k);
 	t0 = now_s();
 	if (spool_claim(sp, &opts, &l[0], 1, &m) == -1)
 		err(1, "spool_claim");

@@ -225,6 +225,16 @@ lib_enqueue(struct sys *s, size_t n)
 			    p->jobs[i].res.status, p->jobs[i].res.err);
 }
 
+/* k jobs, a batch a call. */
+void
+lib_enqueue_k(struct sys *s, long k)
+{
+	long i;
+
+	for (i = 0; i < k; i += BATCH)
+		lib_enqueue(s, k - i < BATCH ? (size_t)(k - i) : BATCH);
+}
+
 /*
  * Finish the n jobs of p->leases ok, in one call, which alone pt times if
  * it is not NULL; every one must be finished.

@@ -122,6 +122,7 @@ void spawn_init(struct sys *);
 /* qbench-spool.c: a spool with a library handle, and its enqueue. */
 void lib_spool_init(struct sys *);
 void lib_enqueue(struct sys *, size_t);
+void lib_enqueue_k(struct sys *, long);
 struct spool *sys_spool(struct sys *);
 struct spool_lease *sys_leases(struct sys *);
 
