@@ -264,7 +264,10 @@ _spool()
 		else
 			_spool_filenames
 			if ((${#args[@]} == 0)) && [[ $cur != */* ]]; then
-				mapfile -t COMPREPLY < <(compgen -c -- "$cur")
+				# A command in two directories of PATH
+				# (/bin and /usr/bin) is offered once.
+				mapfile -t COMPREPLY < <(compgen -c -- "$cur" |
+				    LC_ALL=C sort -u)
 			fi
 			mapfile -t -O ${#COMPREPLY[@]} COMPREPLY < <(
 			    compgen -f -- "$cur")

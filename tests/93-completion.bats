@@ -214,6 +214,14 @@ EOF
 	offers spool-run -j 2 '' <<<--
 	offers spool-run --once -- "$BATS_TEST_TMPDIR/h/han" <<<"$BATS_TEST_TMPDIR/h/handler-x"
 	offers spool-run -- spool-fsc <<<spool-fsck
+	# A handler in two directories of PATH, as /bin and /usr/bin are on
+	# a merged /usr, is offered once.
+	mkdir "$BATS_TEST_TMPDIR/p1" "$BATS_TEST_TMPDIR/p2"
+	printf '#!/bin/sh\n' >"$BATS_TEST_TMPDIR/p1/handler-dup"
+	cp "$BATS_TEST_TMPDIR/p1/handler-dup" "$BATS_TEST_TMPDIR/p2/"
+	chmod +x "$BATS_TEST_TMPDIR"/p[12]/handler-dup
+	PATH="$BATS_TEST_TMPDIR/p1:$BATS_TEST_TMPDIR/p2:$PATH" \
+	    offers spool-run -- handler-du <<<handler-dup
 	offers spool-run -- handler-x "$BATS_TEST_TMPDIR/h/h" <<<"$BATS_TEST_TMPDIR/h/handler-x"
 	# After --, an option is the handler's own.
 	offers spool-run -- handler-x --on <<<''
