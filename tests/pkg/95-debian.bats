@@ -74,7 +74,7 @@ setup() {
 	[ "$(dpkg-deb -c python3-spool_*.deb | awk '{ print $6 }' |
 	    grep '^\./usr/lib/python3/dist-packages/spool/.' | sed 's/cpython-[0-9]*-/X-/' | sort)" = \
 	    "$(printf './usr/lib/python3/dist-packages/spool/%s\n' \
-	    __init__.py _spool.X-$(dpkg-architecture -qDEB_HOST_MULTIARCH).so \
+	    __init__.py "_spool.X-$(dpkg-architecture -qDEB_HOST_MULTIARCH).so" \
 	    _spool.pyi _work.py py.typed | sort)" ]
 	run -0 dpkg-deb -f python3-spool_*.deb Depends
 	[[ $output == *'python3 (>= '* ]] && [[ $output == *'libspool0 (>= '* ]]
