@@ -91,6 +91,7 @@ f 644 usr/local/lib/pkgconfig/spool.pc
 f 644 usr/local/lib/python$PYV/dist-packages/spool/__init__.py
 f 644 usr/local/lib/python$PYV/dist-packages/spool/_spool$PYEXT
 f 644 usr/local/lib/python$PYV/dist-packages/spool/_spool.pyi
+f 644 usr/local/lib/python$PYV/dist-packages/spool/_work.py
 f 644 usr/local/lib/python$PYV/dist-packages/spool/py.typed
 f 644 usr/local/lib/systemd/system/spool-check.service
 f 644 usr/local/lib/systemd/system/spool-check.timer
@@ -178,7 +179,7 @@ EOF
 	mk install DESTDIR="$d" $vars STRIP= >/dev/null
 	equals "$(cd "$d" && find . -mindepth 1 ! -type d -printf '%h\n' |
 	    LC_ALL=C sort | uniq -c | awk '{ print $1, $2 }' | tr '\n' ' ')" \
-	    "1 ./opt/sp/inc 4 ./opt/sp/lib/python$PYV/dist-packages/spool 7 ./opt/sp/lib/systemd/system 4 ./opt/sp/lib64 1 ./opt/sp/lib64/pkgconfig 2 ./opt/sp/libexec/spool 16 ./opt/sp/man/man1 1 ./opt/sp/man/man3 1 ./opt/sp/man/man7 16 ./opt/sp/sbin 17 ./opt/sp/share/bash-completion/completions 5 ./opt/sp/share/doc/spool/examples "
+	    "1 ./opt/sp/inc 5 ./opt/sp/lib/python$PYV/dist-packages/spool 7 ./opt/sp/lib/systemd/system 4 ./opt/sp/lib64 1 ./opt/sp/lib64/pkgconfig 2 ./opt/sp/libexec/spool 16 ./opt/sp/man/man1 1 ./opt/sp/man/man3 1 ./opt/sp/man/man7 16 ./opt/sp/sbin 17 ./opt/sp/share/bash-completion/completions 5 ./opt/sp/share/doc/spool/examples "
 	# STRIP=: the symbols stay, for a packager's own tools.
 	run -0 readelf -S "$d/opt/sp/sbin/spool-ls"
 	[[ $output == *.symtab* ]]
