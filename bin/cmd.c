@@ -453,8 +453,3 @@ worst(int a, int b)
 	return a > b ? a : b;
 }
 
-int64_t
-min64(int64_t a, int64_t b)
-{
-	return a < b ? a : b;
-}

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "spool.h"
 
@@ -88,7 +89,11 @@ void keeper_forget(int fd, pid_t pid);
 int damaged(const char *id);
 int finish_stdout(int status);
 int worst(int a, int b);
-int64_t min64(int64_t a, int64_t b);
+static inline int64_t
+min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
 
 /* A progress line on a terminal, for long runs. */
 void progress_begin(int want, double hint);
@@ -106,9 +111,11 @@ const char *disposition(const struct spool_job_info *in);
 int deliveries(const struct spool_job_info *in);
 
 /*
- * JSON on stdout, one value at a time: key NULL inside an array.  An
- * object or array opened at the top ends with a newline when it closes.
+ * JSON on stdout, or on the stream jto() names, one value at a time: key
+ * NULL inside an array.  An object or array opened at the top ends with a
+ * newline when it closes.  One value at a time in a process.
  */
+void jto(FILE *out);
 void jbegin(const char *key, int bracket);
 void jend(int bracket);
 void jstr(const char *key, const char *s);

@@ -1,6 +1,7 @@
 /*
- * JSON on stdout, written as it goes, one value at a time: no tree is
- * built, so a listing of any length costs the memory of one job.
+ * JSON on stdout, or on the stream jto() names, written as it goes, one
+ * value at a time: no tree is built, so a listing of any length costs the
+ * memory of one job.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,14 +24,23 @@
  * next one does.
  */
 static int jfirst = 1, jdepth;
+static FILE *jout;	/* NULL: stdout */
+
+#define OUT	(jout != NULL ? jout : stdout)
+
+void
+jto(FILE *out)
+{
+	jout = out;
+}
 
 static void
 jkey(const char *key)
 {
 	if (key != NULL)
-		printf("%s\"%s\":", jfirst ? "" : ",", key);
+		fprintf(OUT, "%s\"%s\":", jfirst ? "" : ",", key);
 	else if (!jfirst)
-		putchar(',');
+		putc(',', OUT);
 	jfirst = 0;
 }
 
@@ -40,17 +50,17 @@ jbegin(const char *key, int bracket)
 {
 	if (jdepth++ > 0)
 		jkey(key);
-	putchar(bracket);
+	putc(bracket, OUT);
 	jfirst = 1;
 }
 
 void
 jend(int bracket)
 {
-	putchar(bracket);
+	putc(bracket, OUT);
 	jfirst = 0;
 	if (--jdepth == 0)
-		putchar('\n');
+		putc('\n', OUT);
 }
 
 /*
@@ -67,28 +77,28 @@ jstr(const char *key, const char *s)
 
 	jkey(key);
 	if (s == NULL || *s == '\0') {
-		fputs("null", stdout);
+		fputs("null", OUT);
 		return;
 	}
 	text = spool_valid_note(s);
-	putchar('"');
+	putc('"', OUT);
 	for (; *s != '\0'; s++) {
 		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
+			fprintf(OUT, "\\%c", *s);
 		else if ((unsigned char)*s < 0x20 || (!text &&
 		    (unsigned char)*s >= 0x7f))
-			printf("\\u%04x", (unsigned char)*s);
+			fprintf(OUT, "\\u%04x", (unsigned char)*s);
 		else
-			putchar(*s);
+			putc(*s, OUT);
 	}
-	putchar('"');
+	putc('"', OUT);
 }
 
 void
 jnum(const char *key, int64_t v)
 {
 	jkey(key);
-	printf("%" PRId64, v);
+	fprintf(OUT, "%" PRId64, v);
 }
 
 /* A time in ms since the epoch; null when there is none. */
@@ -97,7 +107,7 @@ jtime(const char *key, int64_t ms)
 {
 	if (ms == 0) {
 		jkey(key);
-		fputs("null", stdout);
+		fputs("null", OUT);
 	} else
 		jnum(key, ms);
 }
@@ -106,5 +116,5 @@ void
 jbool(const char *key, int v)
 {
 	jkey(key);
-	fputs(v ? "true" : "false", stdout);
+	fputs(v ? "true" : "false", OUT);
 }

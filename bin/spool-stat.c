@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "stat.h"
 
 const char *usage_text = "spool-stat [-d DIR] [-a | --ages | --json | --prom] "
     "[--warn EXPR] ... [--crit EXPR] ...";
@@ -43,72 +44,6 @@ static const char *const check_words[] = {
 	"OK", "WARNING", "CRITICAL", "UNKNOWN"
 };
 static int checking;
-
-/* The audit events counted, in the order they are shown. */
-static const enum spool_event counted[] = {
-	SPOOL_EV_ENQUEUE, SPOOL_EV_CLAIM, SPOOL_EV_RECLAIM, SPOOL_EV_RENEW,
-	SPOOL_EV_OK, SPOOL_EV_RETRY, SPOOL_EV_RELEASE, SPOOL_EV_PARK,
-	SPOOL_EV_SUPERSEDE, SPOOL_EV_REDRIVE, SPOOL_EV_DROP, SPOOL_EV_CANCEL,
-	SPOOL_EV_PURGE, SPOOL_EV_PAUSE, SPOOL_EV_RESUME, SPOOL_EV_RESTORE,
-	SPOOL_EV_REBUILD
-};
-#define NCOUNTED	(sizeof(counted) / sizeof(counted[0]))
-#define NEVENT	(SPOOL_EV_REBUILD + 1)
-
-/*
- * --ages, as Postfix's qshape: jobs by state (parked ones by reason too)
- * and by how long they have been there, in minutes, each column up to its
- * bound and the last beyond it.
- */
-static const int age_bounds[] = { 5, 10, 20, 40, 80, 160, 320, 640, 1280 };
-#define NAGE	((int)(sizeof(age_bounds) / sizeof(age_bounds[0])) + 1)
-#define NROW	(SPOOL_DEAD + NREASON - 1)	/* states, then reasons */
-
-/* A key with a limit or a rate: its leases, and its ready jobs. */
-#define KEYS_MAX	64	/* as many as a config may have */
-struct keystat {
-	struct spool_limit l;
-	long leased, waiting;
-	int64_t first_waiting;	/* earliest eligible time of those */
-};
-
-/* What became of jobs whose current cycle began with a redrive. */
-static const char *const outcomes[] = { "queued", "done", "parked", "dropped" };
-
-struct stats {
-	int64_t now;
-	long state[SPOOL_DEAD + 1];	/* files whose sidecar agrees */
-	long ready, dropped, damaged, cycles2, quarantined;
-	long overdue;	/* leases held longer than the spool's timeout */
-	unsigned long hand_edits;	/* audit lines by "hand": adoptions */
-	long reason[NREASON], class[NCLASS];	/* of parked jobs */
-	long redriven[4];		/* by outcomes[] */
-	long ages[NROW][NAGE];		/* --ages: row, age column */
-	int64_t first_ready;		/* earliest eligible time, ready jobs */
-	int64_t first_dead, first_lease;	/* earliest since */
-	int paused;
-	struct spool_settings set;	/* multi-host: the clock is shown */
-	int clock_synced;
-	int64_t clock_maxerror;
-	struct spool_room room;	/* what the reserve holds */
-	unsigned long events[NEVENT];	/* by enum spool_event */
-	struct spool_audit last;	/* the last operator action, if
-					   last.event is not SPOOL_EV_NONE */
-	struct keystat keys[KEYS_MAX];
-	size_t nkeys;
-};
-
-struct walk {
-	struct spool *sp;
-	struct stats *st;
-};
-
-/* A metric that --warn and --crit may name (spool-stat(1), METRICS). */
-struct metric {
-	char name[48];
-	int duration;		/* ms, shown as an age */
-	int64_t value;
-};
 
 struct expr {
 	const struct metric *m;
@@ -158,175 +93,7 @@ seconds(char *buf, size_t len, int64_t ms)
 	return buf;
 }
 
-/* A name as a metric or label word: side-effect -> side_effect. */
-static const char *
-underscored(char *buf, size_t len, const char *s)
-{
-	size_t i;
 
-	for (i = 0; i + 1 < len && s[i] != '\0'; i++)
-		buf[i] = s[i] == '-' ? '_' : s[i];
-	buf[i] = '\0';
-	return buf;
-}
-
-/* A job in its row and age column of --ages. */
-static void
-count_age(struct stats *st, const struct spool_job_info *in)
-{
-	int64_t minutes = (st->now - in->since) / 60000;
-	int col = 0;
-
-	while (col < NAGE - 1 && minutes >= age_bounds[col])
-		col++;
-	st->ages[in->state - SPOOL_NEW][col]++;
-	if (in->state == SPOOL_DEAD && in->reason > 0 && in->reason < NREASON)
-		st->ages[SPOOL_DEAD + in->reason - 1][col]++;
-}
-
-/* A job with a key that has a limit or a rate: leased, or waiting. */
-static void
-count_key(struct stats *st, const struct spool_job_info *in)
-{
-	struct keystat *k;
-	size_t i;
-
-	for (i = 0; i < st->nkeys; i++)
-		if (strcmp(st->keys[i].l.key, in->key) == 0)
-			break;
-	if (in->key[0] == '\0' || i == st->nkeys)
-		return;
-	k = &st->keys[i];
-	if (in->state == SPOOL_LEASED)
-		k->leased++;
-	else if (in->state == SPOOL_NEW && in->eligible <= st->now) {
-		k->waiting++;
-		k->first_waiting = min64(k->first_waiting, in->eligible);
-	}
-}
-
-static int
-visit(void *arg, const char *id, const char *file,
-    const struct spool_job_info *in)
-{
-	struct walk *w = arg;
-	struct stats *st = w->st;
-	int out;
-
-	(void)id;
-	(void)file;
-	if (in == NULL) {
-		if (errno == ENOENT)
-			return 0;	/* purged since the listing, or no job */
-		if (errno == EUCLEAN) {
-			st->damaged++;	/* its file is not where it says */
-			return 0;
-		}
-		return -1;
-	}
-	st->state[in->state]++;
-	count_age(st, in);
-	count_key(st, in);
-	if (in->payload_resized)
-		st->damaged++;	/* in its place, but not the bytes enqueued */
-	if (in->cycles >= 2)
-		st->cycles2++;
-	switch (in->state) {
-	case SPOOL_NEW:
-		if (in->eligible <= st->now) {
-			st->ready++;
-			st->first_ready = min64(st->first_ready, in->eligible);
-		}
-		break;
-	case SPOOL_LEASED:
-		st->first_lease = min64(st->first_lease, in->since);
-		/* Renewed past the timeout: a handler that hangs? */
-		st->overdue += st->set.timeout_ms > 0 &&
-		    st->now - in->since > st->set.timeout_ms;
-		break;
-	case SPOOL_DONE:
-		st->dropped += in->dropped;
-		break;
-	case SPOOL_DEAD:
-		st->first_dead = min64(st->first_dead, in->since);
-		if (in->reason >= 0 && in->reason < (int)NREASON)
-			st->reason[in->reason]++;
-		if (in->class >= 0 && in->class < (int)NCLASS)
-			st->class[in->class]++;
-		break;
-	default:
-		break;
-	}
-	if (in->redriven) {
-		out = in->state == SPOOL_DEAD ? 2 : in->dropped ? 3 :
-		    in->state == SPOOL_DONE ? 1 : 0;
-		st->redriven[out]++;
-	}
-	return 0;
-}
-
-/* Count the events, and keep the latest operator action. */
-static int
-audit_line(void *arg, const char *line, size_t len)
-{
-	struct stats *st = arg;
-	struct spool_audit a;
-	int ev;
-
-	if (spool_audit_parse(line, len, &a) == -1)
-		return 0;	/* not ours */
-	if (a.event == SPOOL_EV_VOID) {
-		/* The line it names did not happen: it counts for nothing. */
-		ev = spool_event_from_name(a.note);
-		if (ev > SPOOL_EV_NONE && ev < (int)NEVENT && st->events[ev] > 0)
-			st->events[ev]--;
-		return 0;
-	}
-	st->events[a.event]++;
-	st->hand_edits += strcmp(a.actor, "hand") == 0;
-	if (spool_event_by_operator(a.event) && (st->last.event ==
-	    SPOOL_EV_NONE || a.time >= st->last.time))
-		st->last = a;
-	return 0;
-}
-
-/*
- * Every job by its sidecar, read once; then the library's census of what
- * no sidecar names, and of quarantine/.  No payload is read.
- */
-static void
-gather(struct spool *sp, struct stats *st)
-{
-	struct spool_limit lim[KEYS_MAX];
-	struct walk w = { sp, st };
-	struct spool_census c;
-	size_t i;
-
-	memset(st, 0, sizeof(*st));
-	st->now = spool_now();
-	st->first_ready = st->first_dead = st->first_lease = INT64_MAX;
-	spool_settings(sp, &st->set);
-	st->nkeys = spool_limits(sp, lim, KEYS_MAX);
-	if (st->nkeys > KEYS_MAX)
-		st->nkeys = KEYS_MAX;
-	for (i = 0; i < st->nkeys; i++) {
-		st->keys[i].l = lim[i];
-		st->keys[i].first_waiting = INT64_MAX;
-	}
-	if (spool_list_jobs(sp, SPOOL_ABSENT, 0, visit, &w) == -1)
-		fail(EXIT_TEMP, "meta/: %s", strerror(errno));
-	if (spool_census(sp, st->state, &c) == -1)
-		fail(EXIT_TEMP, "census: %s", strerror(errno));
-	st->damaged += c.orphans + c.loose;
-	st->quarantined = c.quarantined;
-	if ((st->paused = spool_paused(sp)) == -1)
-		fail(EXIT_TEMP, "paused: %s", strerror(errno));
-	st->clock_synced = spool_clock(&st->clock_maxerror);
-	if (spool_room(sp, &st->room) == -1)
-		fail(EXIT_TEMP, "reserve/: %s", strerror(errno));
-	if (spool_audit_scan(sp, audit_line, st) == -1)
-		fail(EXIT_TEMP, "audit/: %s", strerror(errno));
-}
 
 /*
  * The reserve, when it holds less than it may: a command drew on it when
@@ -347,62 +114,6 @@ reserve_line(const struct spool_room *r)
 	    "reserve", held, want, r->held_inodes, r->held_inodes_max);
 }
 
-static int64_t
-age_of(const struct stats *st, int64_t first)
-{
-	return first == INT64_MAX || first > st->now ? 0 : st->now - first;
-}
-
-static void
-add(struct metric *m, size_t *n, const char *name, int duration, int64_t v)
-{
-	(void)snprintf(m[*n].name, sizeof(m[*n].name), "%s", name);
-	m[*n].duration = duration;
-	m[(*n)++].value = v;
-}
-
-/* Every metric an expression may name, in the order plain output shows. */
-static size_t
-metrics(const struct stats *st, struct metric *m)
-{
-	char name[48], word[32];
-	size_t n = 0, i;
-
-	add(m, &n, "paused", 0, st->paused);
-	add(m, &n, "new", 0, st->state[SPOOL_NEW]);
-	add(m, &n, "ready", 0, st->ready);
-	add(m, &n, "leased", 0, st->state[SPOOL_LEASED]);
-	add(m, &n, "done", 0, st->state[SPOOL_DONE]);
-	add(m, &n, "dropped", 0, st->dropped);
-	add(m, &n, "dead", 0, st->state[SPOOL_DEAD]);
-	add(m, &n, "damaged", 0, st->damaged);
-	add(m, &n, "quarantined", 0, st->quarantined);
-	add(m, &n, "hand_edits", 0, (int64_t)st->hand_edits);
-	add(m, &n, "cycles2", 0, st->cycles2);
-	add(m, &n, "lag", 1, age_of(st, st->first_ready));
-	add(m, &n, "oldest_dead", 1, age_of(st, st->first_dead));
-	add(m, &n, "oldest_lease", 1, age_of(st, st->first_lease));
-	add(m, &n, "overdue", 0, st->overdue);
-	for (i = 0; i < 4; i++) {
-		(void)snprintf(name, sizeof(name), "redriven_%s", outcomes[i]);
-		add(m, &n, name, 0, st->redriven[i]);
-	}
-	for (i = 1; i < NREASON; i++) {
-		(void)snprintf(name, sizeof(name), "dead_%s", underscored(word,
-		    sizeof(word), spool_reason_name((int)i)));
-		add(m, &n, name, 0, st->reason[i]);
-	}
-	for (i = 0; i < NCLASS; i++) {
-		(void)snprintf(name, sizeof(name), "dead_class_%s", i == 0 ?
-		    "none" : underscored(word, sizeof(word),
-		    spool_class_name((int)i)));
-		add(m, &n, name, 0, st->class[i]);
-	}
-	return n;
-}
-/* paused .. redriven_dropped, then one a reason and one a class. */
-#define NFLAT	19
-#define NMETRIC	(NFLAT + NREASON - 1 + NCLASS)
 
 /*
  * "key smtp  3 leased of 4, rate 100/1m, 12 waiting, oldest 2m10s": a key
@@ -422,7 +133,7 @@ key_line(const struct stats *st, const struct keystat *k)
 		    fmt_duration(buf, sizeof(buf), k->l.window_ms));
 	if (k->waiting > 0)
 		(void)snprintf(old, sizeof(old), ", oldest %s", age(buf,
-		    sizeof(buf), age_of(st, k->first_waiting)));
+		    sizeof(buf), stat_age(st, k->first_waiting)));
 	printf("%-31s %ld leased%s%s, %ld waiting%s\n", name, k->leased, lim,
 	    rate, k->waiting, old);
 }
@@ -498,72 +209,6 @@ print_ages(const struct stats *st)
 	}
 }
 
-static void
-print_json(const struct stats *st, const struct metric *m)
-{
-	const struct keystat *k;
-	size_t i;
-
-	jbegin(NULL, '{');
-	jnum("now", st->now);
-	jbool("paused", st->paused);
-	jnum("timeout_ms", st->set.timeout_ms);
-	/* The flat metrics; by reason and class come as objects. */
-	for (i = 1; i < NFLAT; i++)
-		jnum(m[i].name, m[i].value);
-	jbegin("dead_by_reason", '{');
-	for (i = 1; i < NREASON; i++)
-		jnum(spool_reason_name((int)i), st->reason[i]);
-	jend('}');
-	jbegin("dead_by_class", '{');
-	for (i = 0; i < NCLASS; i++)
-		jnum(i == 0 ? "none" : spool_class_name((int)i), st->class[i]);
-	jend('}');
-	jbegin("audit_events", '{');
-	for (i = 0; i < NCOUNTED; i++)
-		jnum(spool_event_name(counted[i]),
-		    (int64_t)st->events[counted[i]]);
-	jend('}');
-	jbegin("keys", '{');
-	for (i = 0; i < st->nkeys; i++) {
-		k = &st->keys[i];
-		jbegin(k->l.key, '{');
-		jnum("leased", k->leased);
-		if (k->l.limit >= 0)
-			jnum("limit", k->l.limit);
-		else
-			jstr("limit", NULL);
-		if (k->l.rate > 0) {
-			jnum("rate", k->l.rate);
-			jnum("window_ms", k->l.window_ms);
-		} else {
-			jstr("rate", NULL);
-			jstr("window_ms", NULL);
-		}
-		jnum("waiting", k->waiting);
-		jnum("oldest_waiting_ms", age_of(st, k->first_waiting));
-		jend('}');
-	}
-	jend('}');
-	if (st->last.event == SPOOL_EV_NONE)
-		jstr("last_action", NULL);
-	else {
-		jbegin("last_action", '{');
-		jstr("event", spool_event_name(st->last.event));
-		jstr("by", st->last.actor);
-		jnum("time", st->last.time);
-		jend('}');
-	}
-	if (st->set.multi_host) {
-		jbegin("multi_host", '{');
-		jstr("host", st->set.host);
-		jnum("skew_ms", st->set.skew_ms);
-		jbool("clock_synchronised", st->clock_synced);
-		jnum("clock_maxerror_ms", st->clock_maxerror);
-		jend('}');
-	}
-	jend('}');
-}
 
 /* A label value: backslash, double quote and newline are escaped. */
 static char *
@@ -621,7 +266,7 @@ prom_keys(const struct stats *st, const char *sv)
 	for (i = 0, k = st->keys; i < st->nkeys; i++, k++)
 		printf("spool_key_oldest_waiting_seconds{spool=\"%s\",key="
 		    "\"%s\"} %s\n", sv, k->l.key, seconds(buf, sizeof(buf),
-		    age_of(st, k->first_waiting)));
+		    stat_age(st, k->first_waiting)));
 }
 
 /* The text exposition format, for node_exporter's textfile collector. */
@@ -684,15 +329,15 @@ print_prom(const struct stats *st, const char *dir)
 	family("spool_backlog_lag_seconds", "gauge",
 	    "How long the oldest ready job has been due.");
 	printf("spool_backlog_lag_seconds{spool=\"%s\"} %s\n", sv,
-	    seconds(buf, sizeof(buf), age_of(st, st->first_ready)));
+	    seconds(buf, sizeof(buf), stat_age(st, st->first_ready)));
 	family("spool_oldest_parked_age_seconds", "gauge",
 	    "How long the oldest parked job has been in dead/.");
 	printf("spool_oldest_parked_age_seconds{spool=\"%s\"} %s\n", sv,
-	    seconds(buf, sizeof(buf), age_of(st, st->first_dead)));
+	    seconds(buf, sizeof(buf), stat_age(st, st->first_dead)));
 	family("spool_oldest_lease_age_seconds", "gauge",
 	    "How long the oldest lease has been held.");
 	printf("spool_oldest_lease_age_seconds{spool=\"%s\"} %s\n", sv,
-	    seconds(buf, sizeof(buf), age_of(st, st->first_lease)));
+	    seconds(buf, sizeof(buf), stat_age(st, st->first_lease)));
 	family("spool_paused", "gauge", "1 if claims are paused.");
 	printf("spool_paused{spool=\"%s\"} %d\n", sv, st->paused);
 	if (st->set.multi_host) {
@@ -864,7 +509,7 @@ main(int argc, char **argv)
 	char names[64][48];
 	struct metric m[NMETRIC];
 	struct stats st;
-	const char *dir = NULL;
+	const char *dir = NULL, *what;
 	struct spool *sp;
 	char msg[512];
 	size_t ne = 0, nm;
@@ -910,8 +555,9 @@ main(int argc, char **argv)
 		status = open_failure(dir, errno, msg, sizeof(msg));
 		fail(status, "%s", msg);
 	}
-	gather(sp, &st);
-	nm = metrics(&st, m);
+	if (stat_gather(sp, &st, &what) == -1)
+		fail(EXIT_TEMP, "%s: %s", what, strerror(errno));
+	nm = stat_metrics(&st, m);
 	if (checking) {
 		bind(e, ne, names, m, nm);
 		c = check(e, ne);
@@ -921,7 +567,7 @@ main(int argc, char **argv)
 		return c;
 	}
 	if (form == 'j')
-		print_json(&st, m);
+		stat_json(stdout, &st, m);
 	else if (form == 'p')
 		print_prom(&st, dir);
 	else if (form == 'g')

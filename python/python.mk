@@ -14,11 +14,16 @@ lib/$(SONAME): $(SHLIB)
 
 # The extension, linked to lib/'s shared library; the tree's copy also
 # finds it there by its run path.
-PY_LINK = $(CC) $(CFLAGS) -fPIC -shared $(WARN) \
-    -Wno-missing-field-initializers -I$(PY_INC) $(LDFLAGS) -o $@ \
-    python/spool/_spool.c -Llib -l:$(notdir $(SHLIB))
+# spool-stat's counting and JSON (bin/stat.c) are compiled in, so that
+# Spool.stat() says what spool-stat --json says; only PyInit__spool is
+# exported.
+PY_SRC = python/spool/_spool.c bin/stat.c bin/json.c
+PY_DEPS = $(PY_SRC) lib/spool.h bin/common.h bin/stat.h python/python.mk
+PY_LINK = $(CC) $(CFLAGS) -fPIC -fvisibility=hidden -shared $(WARN) \
+    -Wno-missing-field-initializers -Ilib -Ibin -I$(PY_INC) $(LDFLAGS) \
+    -o $@ $(PY_SRC) -Llib -l:$(notdir $(SHLIB))
 
-$(PY_MOD): python/spool/_spool.c lib/spool.h lib/$(SONAME) python/python.mk
+$(PY_MOD): $(PY_DEPS) lib/$(SONAME)
 	$(PY_LINK) -Wl,-rpath,$(CURDIR)/lib
 
 python: $(PY_MOD)
@@ -44,7 +49,7 @@ else
 PYDIR ?= $(PREFIX)/lib/python$(PY_VER)/dist-packages
 endif
 
-python/build/_spool$(PY_EXT): python/spool/_spool.c lib/spool.h $(SHLIB) python/python.mk
+python/build/_spool$(PY_EXT): $(PY_DEPS) $(SHLIB)
 	@mkdir -p python/build
 	$(PY_LINK)
 

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import datetime
 import errno
+import json
 import os
 import select
 import threading
 import time
 import weakref
-from typing import (IO, Any, Callable, Iterable, Iterator, List,
+from typing import (IO, Any, Callable, Dict, Iterable, Iterator, List,
                     NamedTuple, Optional, Tuple, Union)
 
 from . import _spool as _spool
@@ -567,6 +568,13 @@ class Spool:
                      (age is None or now - i.since_ms >= age) and
                      (key is None or i.key == key) and
                      (trace is None or i.trace == trace)])
+
+    def stat(self) -> Dict[str, Any]:
+        """What spool-stat --json prints, key for key, as a dict: jobs by
+        state, parked jobs by reason and class, ages in ms, audit events,
+        keys with a limit or a rate, the last operator action
+        (spool-stat(1), JSON).  It reads no payload."""
+        return dict(json.loads(self._call(self._h.stat)))
 
     def fsck(self, *, repair: bool = False, verify: bool = False,
              restored: bool = False) -> Fsck:

@@ -14,10 +14,13 @@
 #include <sys/inotify.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/spool.h"
+#include "spool.h"
+#include "common.h"
+#include "stat.h"
 
 typedef struct {
 	PyObject_HEAD
@@ -511,6 +514,52 @@ h_finish_claim(Handle *h, PyObject *args)
 	return Py_BuildValue("(NNi)", res, got, err);
 }
 
+/*
+ * stat(): what spool-stat --json prints, as bytes.  The counting runs
+ * without the GIL; the JSON is written with it held, as json.c's state is
+ * the process's.
+ */
+static PyObject *
+h_stat(Handle *h, PyObject *unused)
+{
+	struct metric m[NMETRIC];
+	struct stats *st;
+	struct spool *sp;
+	const char *what = "";
+	PyObject *out = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r, err;
+
+	(void)unused;
+	if ((sp = handle_of(h)) == NULL)
+		return NULL;
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return PyErr_NoMemory();
+	Py_BEGIN_ALLOW_THREADS
+	r = stat_gather(sp, st, &what);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (r == -1) {
+		free(st);
+		return os_error(err, SPOOL_AT_CALL, what);
+	}
+	(void)stat_metrics(st, m);
+	if ((f = open_memstream(&buf, &len)) == NULL) {
+		free(st);
+		return PyErr_NoMemory();
+	}
+	stat_json(f, st, m);
+	if (fclose(f) == 0)
+		out = PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
+	else
+		(void)PyErr_NoMemory();
+	free(buf);
+	free(st);
+	return out;
+}
+
 /* settings(): (lease_ms, timeout_ms), the config's. */
 static PyObject *
 h_settings(Handle *h, PyObject *unused)
@@ -958,6 +1007,7 @@ static PyMethodDef handle_methods[] = {
 	{ "finish", (PyCFunction)h_finish, METH_VARARGS, NULL },
 	{ "finish_claim", (PyCFunction)h_finish_claim, METH_VARARGS, NULL },
 	{ "settings", (PyCFunction)h_settings, METH_NOARGS, NULL },
+	{ "stat", (PyCFunction)h_stat, METH_NOARGS, NULL },
 	{ "renew", (PyCFunction)h_renew, METH_VARARGS, NULL },
 	{ "paused", (PyCFunction)h_paused, METH_NOARGS, NULL },
 	{ "operate", (PyCFunction)h_operate, METH_VARARGS, NULL },

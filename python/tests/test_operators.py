@@ -2,6 +2,7 @@
 and resume, with each command's rules for who and why, against the state
 on disk and the audit log."""
 
+import json
 import os
 import subprocess
 
@@ -187,3 +188,41 @@ def test_fsck_finds_what_spool_fsck_finds_and_repairs_it(sp):
     assert sp.fsck() == spool.Fsck(True, [])
     with pytest.raises(spool.InvalidArgument):
         sp.fsck(restored=True)
+
+
+AGES = ("lag", "oldest_dead", "oldest_lease")
+
+
+def test_stat_says_what_spool_stat_json_says_key_for_key(sp):
+    with open(os.path.join(sp.path, "config"), "a") as f:
+        f.write("limit.mail=2\n")
+    parked(sp, "p1", cls="invalid-input")
+    parked(sp, "p2")
+    assert sp.redrive(["p2"], **BY) == ["p2"]
+    sp.enqueue(b"x", id="ready", key="mail")
+    sp.enqueue(b"x", id="later", delay=3600)
+    assert sorted(j.id for j in sp.claim(lease=60, n=5)) == ["p2", "ready"]
+    sp.pause(**BY)
+    before = sp.stat()
+    out = subprocess.run([os.path.join(BIN, "spool-stat"), "-d", sp.path,
+                          "--json"], capture_output=True, text=True,
+                         check=True).stdout
+    after = sp.stat()
+    cmd = json.loads(out)
+    assert list(before) == list(cmd)
+    assert before["keys"]["mail"].keys() == cmd["keys"]["mail"].keys()
+    # Ages grow while the three look: each within the interval.
+    span = after["now"] - before["now"]
+    for k in AGES:
+        assert 0 <= cmd[k] - before[k] <= span, k
+    w = "oldest_waiting_ms"
+    assert 0 <= cmd["keys"]["mail"][w] - before["keys"]["mail"][w] <= span
+    for d in (before, cmd):
+        for k in AGES + ("now",):
+            d.pop(k)
+        d["keys"]["mail"].pop(w)
+    assert before == cmd
+    assert (before["new"], before["leased"], before["dead"],
+            before["paused"], before["dead_by_class"]["invalid-input"],
+            before["redriven_queued"], before["last_action"]["event"]) == (
+        1, 2, 1, True, 1, 1, "pause")
