@@ -147,7 +147,9 @@ class Retry(Exception):
 
     def __init__(self, delay: Optional[Duration] = None,
                  cls: str = "transient", detail: Optional[str] = None):
-        super().__init__(detail or cls)
+        _class(cls)
+        _ms("delay", delay, 0, zero_ok=True)
+        super().__init__(_text("detail", detail) or cls)
         self.delay, self.cls, self.detail = delay, cls, detail
 
 
@@ -156,8 +158,15 @@ class Permanent(Exception):
 
     def __init__(self, cls: Optional[str] = None,
                  detail: Optional[str] = None):
-        super().__init__(detail or cls or "permanent")
+        _class(cls)
+        super().__init__(_text("detail", detail) or cls or "permanent")
         self.cls, self.detail = cls, detail
+
+
+def _text(what: str, s: Optional[str]) -> Optional[str]:
+    if s is not None and not isinstance(s, str):
+        raise TypeError("%s: a str, not %s" % (what, type(s).__name__))
+    return s
 
 
 _MS_MAX = 100 * 365 * 86400 * 1000     # a century: more is a mistake
@@ -730,6 +739,10 @@ def _memfd(data: bytes) -> int:
     return fd
 
 
+def _no_gate(job: "Job", on: bool) -> None:
+    job._finishing = on
+
+
 class Job:
     """A claimed job.  ``with job:`` finishes it ok when the block ends
     cleanly; on an exception, as a crash (class crashed).  Retry or
@@ -746,6 +759,7 @@ class Job:
         self.path = path
         self.finished = self._finishing = False
         self.stopped: Optional[str] = None
+        self._gate: Callable[[Job, bool], None] = _no_gate
 
     @property
     def cancelled(self) -> bool:
@@ -770,10 +784,16 @@ class Job:
 
     def _finish(self, outcome: int, cls: int = 0,
                 detail: Optional[str] = None, delay: int = 0) -> None:
-        self._finishing = True      # spool.work: not a lease lost
-        r = self._sp._call(self._sp._h.finish, [
-            (self.id, self.token, outcome, cls, detail, delay)])[0]
+        # spool.work's gate: its main thread leaves this job alone.
+        self._gate(self, True)
+        try:
+            r = self._sp._call(self._sp._h.finish, [
+                (self.id, self.token, outcome, cls, detail, delay)])[0]
+        except BaseException:
+            self._gate(self, False)
+            raise
         if r[0] != 0:
+            self._gate(self, False)
             raise _failed(self.id, r)
         self.finished = True
 

@@ -187,6 +187,19 @@ mod_name(PyObject *self, PyObject *args)
 	return PyUnicode_FromString(s);
 }
 
+/* duration(ms): as spool-run writes one, "30s", "1h", "250ms". */
+static PyObject *
+mod_duration(PyObject *self, PyObject *args)
+{
+	long long ms;
+	char buf[32];
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "L", &ms))
+		return NULL;
+	return PyUnicode_FromString(fmt_duration(buf, sizeof(buf), ms));
+}
+
 /*
  * watch(dir): an inotify descriptor that becomes readable when a line is
  * appended under dir/audit/, as spool-run(1) waits (its "Waiting").  The
@@ -353,25 +366,32 @@ leases(struct spool_lease *l, size_t n)
 
 /*
  * The finishes of list, [(id, token, outcome, class, detail, delay_ms)], in
- * a new array of *n; NULL with an exception set.  The strings are list's.
+ * a new array of *n; NULL with an exception set.  The strings are those of
+ * *items, a copy of list that the caller keeps until the call is made and
+ * then lets go: the list may change while the GIL is released.
  */
 static struct spool_finish *
-finishes(PyObject *list, Py_ssize_t *n)
+finishes(PyObject *list, PyObject **items, Py_ssize_t *n)
 {
 	struct spool_finish *f;
 	Py_ssize_t i;
 
-	*n = PyList_GET_SIZE(list);
-	if ((f = calloc((size_t)*n + 1, sizeof(*f))) == NULL)
+	if ((*items = PySequence_Tuple(list)) == NULL)
+		return NULL;
+	*n = PyTuple_GET_SIZE(*items);
+	if ((f = calloc((size_t)*n + 1, sizeof(*f))) == NULL) {
+		Py_CLEAR(*items);
 		return (struct spool_finish *)PyErr_NoMemory();
+	}
 	for (i = 0; i < *n; i++) {
 		unsigned long long tok;
 		long long delay;
 		int outcome, class;
 
-		if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "sKiizL",
+		if (!PyArg_ParseTuple(PyTuple_GET_ITEM(*items, i), "sKiizL",
 		    &f[i].id, &tok, &outcome, &class, &f[i].detail, &delay)) {
 			free(f);
+			Py_CLEAR(*items);
 			return NULL;
 		}
 		f[i].token = tok;
@@ -448,12 +468,13 @@ h_finish(Handle *h, PyObject *args)
 {
 	struct spool_finish *f;
 	struct spool *sp;
-	PyObject *list, *out;
+	PyObject *list, *items, *out;
 	Py_ssize_t n;
 	int rv, err;
 
 	if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &list) ||
-	    (sp = handle_of(h)) == NULL || (f = finishes(list, &n)) == NULL)
+	    (sp = handle_of(h)) == NULL ||
+	    (f = finishes(list, &items, &n)) == NULL)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
 	rv = spool_finish(sp, f, (size_t)n);
@@ -462,6 +483,7 @@ h_finish(Handle *h, PyObject *args)
 	out = rv == -1 ? os_error(err, SPOOL_AT_CALL, "finish") :
 	    finished(f, n);
 	free(f);
+	Py_DECREF(items);
 	return out;
 }
 
@@ -478,7 +500,7 @@ h_finish_claim(Handle *h, PyObject *args)
 	struct spool_finish *f;
 	struct spool_lease *l;
 	struct spool *sp;
-	PyObject *list, *res, *got;
+	PyObject *list, *items, *res, *got = NULL;
 	Py_ssize_t n, max;
 	long long lease;
 	size_t ngot = 0;
@@ -491,10 +513,11 @@ h_finish_claim(Handle *h, PyObject *args)
 		return PyErr_Format(PyExc_ValueError, "n: bad number %zd "
 		    "(1 to %d)", max, SPOOL_BATCH_MAX);
 	o.lease_ms = lease;
-	if ((f = finishes(list, &n)) == NULL)
+	if ((f = finishes(list, &items, &n)) == NULL)
 		return NULL;
 	if ((l = calloc((size_t)max, sizeof(*l))) == NULL) {
 		free(f);
+		Py_DECREF(items);
 		return PyErr_NoMemory();
 	}
 	Py_BEGIN_ALLOW_THREADS
@@ -502,10 +525,14 @@ h_finish_claim(Handle *h, PyObject *args)
 	    &ngot)) == -1)
 		err = errno;
 	Py_END_ALLOW_THREADS
-	res = finished(f, n);
-	got = leases(l, rv == -1 ? 0 : ngot);
+	/* Leases that cannot be handed up are left to run out. */
+	if ((res = finished(f, n)) != NULL)
+		got = leases(l, rv == -1 ? 0 : ngot);
+	else if (rv != -1)
+		spool_free_leases(l, ngot);
 	free(f);
 	free(l);
+	Py_DECREF(items);
 	if (res == NULL || got == NULL) {
 		Py_XDECREF(res);
 		Py_XDECREF(got);
@@ -1038,6 +1065,7 @@ static PyMethodDef module_methods[] = {
 	{ "class_from_name", mod_class_from_name, METH_VARARGS, NULL },
 	{ "valid", mod_valid, METH_VARARGS, NULL },
 	{ "watch", mod_watch, METH_VARARGS, NULL },
+	{ "duration", mod_duration, METH_VARARGS, NULL },
 	{ NULL, NULL, 0, NULL }
 };
 

@@ -36,13 +36,15 @@ _RECHECK = 1.0      # seconds between looks when no news can come
 class _Delivery:
     """A job a worker thread runs, as the main thread sees it."""
 
-    def __init__(self, job: Job, lease_ms: int, timeout_ms: int) -> None:
+    def __init__(self, job: Job, lease_ms: int, timeout_ms: int,
+                 claimed: float) -> None:
         now = time.monotonic()
         self.job = job
         self.started = now
         self.lease = lease_ms / 1000
-        self.expires = now + self.lease
-        self.renew_at = now + max(self.lease / 3, 0.001)
+        # Timed from just before the claim, as spool-run times it.
+        self.expires = claimed + self.lease
+        self.renew_at = claimed + max(self.lease / 3, 0.001)
         self.timeout_at = now + timeout_ms / 1000 if timeout_ms > 0 \
             else float("inf")
         self.ending = False     # its thread is finishing it
@@ -101,7 +103,15 @@ def _decide(job: Job, exc: Optional[BaseException]) -> Optional[
         return (job.id, job.token, _spool.PERMANENT, _class(exc.cls),
                 exc.detail, 0)
     return (job.id, job.token, _spool.RETRY, _class("crashed"),
-            "%s: %s" % (type(exc).__name__, exc), -1)
+            _said(exc), -1)
+
+
+def _said(exc: BaseException) -> str:
+    # "TYPE: text", the detail of a crash; a text that fails is left out.
+    try:
+        return "%s: %s" % (type(exc).__name__, exc)
+    except Exception:       # noqa: B902, its __str__ is the handler's
+        return type(exc).__name__
 
 
 class _Worker:
@@ -130,6 +140,8 @@ class _Worker:
         # A byte here wakes the main thread: a delivery began or ended, a
         # thread went idle or ended.
         self.kick_r, self.kick_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.returned = False       # work has returned: the last thread
+        #                             to end closes kick_w
 
     # The worker threads.
 
@@ -161,7 +173,9 @@ class _Worker:
                 self.alive -= 1
                 self.idle.pop(me, None)
                 self.cond.notify_all()
-            self._kick()
+                self._kick()
+                if self.alive == 0 and self.returned:
+                    os.close(self.kick_w)
 
     def _loop(self, sp: Spool, me: int) -> None:
         done: List[Tuple[_Delivery, BaseException | None,
@@ -171,8 +185,11 @@ class _Worker:
                 want = self._may_claim()
                 if want:
                     self.started += 1
+                    if not self._may_claim():
+                        self.cond.notify_all()  # the idle end: max_jobs
             got: List[_spool.Lease] = []
             looked = time.time()
+            claimed = time.monotonic()
             if want:
                 res, got, err = sp._call(sp._h.finish_claim,
                                          [f for _, _, f in done], 1,
@@ -200,14 +217,16 @@ class _Worker:
                         self.cond.wait()
                     self.idle.pop(me, None)
                 continue
-            one = self._run(sp, got[0])
+            one = self._run(sp, got[0], claimed)
             if one is not None:
                 done.append(one)
 
-    def _run(self, sp: Spool, lease: _spool.Lease) -> Optional[Tuple[
-            _Delivery, Optional[BaseException], _spool.FinishIn]]:
+    def _run(self, sp: Spool, lease: _spool.Lease,
+             claimed: float) -> Optional[Tuple[
+                 _Delivery, Optional[BaseException], _spool.FinishIn]]:
         job = Job(sp, *lease)
-        d = _Delivery(job, self.lease_ms, self.timeout_ms)
+        d = _Delivery(job, self.lease_ms, self.timeout_ms, claimed)
+        job._gate = self._finishing
         with self.cond:
             if self.stopping:
                 # Claimed as the stop came: given back, no attempt spent.
@@ -233,14 +252,20 @@ class _Worker:
             return None
         try:
             f2 = _decide(job, exc)
-        except (Error, TypeError) as e:     # a bad class or delay
+        except Exception as e:      # noqa: B902, a bad class or delay
             f2 = (job.id, job.token, _spool.RETRY, _class("crashed"),
-                  str(e), -1)
+                  _said(e), -1)
         if f2 is None:
             _log(d, exc, None, None)
             self._gone(d)
             return None
         return (d, exc, f2)
+
+    def _finishing(self, job: Job, on: bool) -> None:
+        # The handler finishes its job itself (on), or that failed: under
+        # cond, so that the main thread never finishes it beside.
+        with self.cond:
+            job._finishing = on
 
     def _gone(self, d: _Delivery) -> None:
         with self.cond:
@@ -280,23 +305,26 @@ class _Worker:
         the end of the grace.  The handler runs on, its job no longer its
         own: Python cannot stop a thread."""
         with self.cond:
-            if d.ending or d.job.stopped is not None:
+            if d.ending or d.job.stopped is not None or d.job._finishing:
                 return
             d.job.stopped = why
         if why == "timeout":
             f: _spool.FinishIn = (
                 d.job.id, d.job.token, _spool.RETRY, _class("timeout"),
-                "timed out after %gs" % (self.timeout_ms / 1000), -1)
+                "timed out after " + _spool.duration(self.timeout_ms), -1)
         else:
             f = (d.job.id, d.job.token, _spool.RELEASE, 0,
                  "stopped after the grace", -1)
         r = sp._call(sp._h.finish, [f])[0]
         _log(d, None, f, r)
+        if r[0] == -1:
+            self._fail(_failed(d.job.id, r))
         # It stays among the running till its handler returns.
 
     def _renew(self, sp: Spool, d: _Delivery) -> None:
         job = d.job
         now = time.monotonic()
+        d.renew_at = now + max(d.lease / 3, 0.001)
         try:
             r = sp._call(sp._h.renew, job.id, job.token, self.lease_ms)
         except Error as e:
@@ -308,7 +336,6 @@ class _Worker:
             return
         if r[0] == 0:
             d.expires = now + d.lease
-            d.renew_at = now + max(d.lease / 3, 0.001)
             return
         why = "lost (%s)" % _spool.name("refusal", r[1])
         if _spool.name("refusal", r[1]) == "not leased" and \
@@ -335,7 +362,8 @@ class _Worker:
         now = time.monotonic()
         with self.cond:
             ds = [d for d in self.running.values()
-                  if not d.ending and d.job.stopped is None]
+                  if not d.ending and d.job.stopped is None and
+                  not d.job._finishing]
             stopping, grace_end = self.stopping, self.grace_end
         nxt = float("inf")
         for d in ds:
@@ -370,31 +398,59 @@ class _Worker:
         return max(0.0, self.last_busy + self.idle_exit - time.monotonic())
 
     def run(self) -> int:
-        fd = _watch(self.path)
-        sigs = _Signals(self)
+        fd: Optional[int] = None
+        sigs: Optional[_Signals] = None
         try:
+            fd = _watch(self.path)
+            sigs = _Signals(self)
             with Spool(self.path) as sp:
-                threads = [threading.Thread(
-                    target=self._thread, args=(i,), daemon=True,
-                    name="spool-work-%d" % i)
-                    for i in range(self.concurrency)]
-                self.alive = len(threads)
-                for t in threads:
-                    t.start()
-                self._main(sp, fd, sigs.rfd)
+                for i in range(self.concurrency):
+                    t = threading.Thread(target=self._thread, args=(i,),
+                                         daemon=True,
+                                         name="spool-work-%d" % i)
+                    with self.cond:
+                        self.alive += 1
+                    try:
+                        t.start()
+                    except BaseException:
+                        with self.cond:
+                            self.alive -= 1
+                        raise
+                try:
+                    self._main(sp, fd, sigs.rfd)
+                except BaseException as e:  # noqa: B036, reported below
+                    self._abandon(sp, e)
         finally:
-            sigs.restore()
+            if sigs is not None:
+                sigs.restore()
             if fd is not None:
                 os.close(fd)
             # A thread still in a stopped handler kicks a closed pipe when
-            # it ends (_kick ignores it), so its end stays open till then.
+            # it ends (_kick ignores it); the last to end closes kick_w.
             os.close(self.kick_r)
             with self.cond:
+                self.returned = True
                 if self.alive == 0:
                     os.close(self.kick_w)
         if self.error is not None:
             raise self.error
         return self.started
+
+    def _abandon(self, sp: Spool, e: BaseException) -> None:
+        """The main thread failed: no renewal or timeout can come.  Stop
+        at once, and give back what runs, as the end of the grace does."""
+        with self.cond:
+            if self.error is None:
+                self.error = e
+            self.stopping = True
+            self.grace_end = time.monotonic()
+            self.cond.notify_all()
+            ds = list(self.running.values())
+        for d in ds:
+            try:
+                self._give_up(sp, d, "shutdown")
+            except Exception:   # noqa: B902, the first error is raised
+                pass
 
     def _main(self, sp: Spool, fd: Optional[int],
               sig: Optional[int]) -> None:
@@ -404,7 +460,9 @@ class _Worker:
                 p.register(f, select.POLLIN)
         news = False
         while True:
-            pause = self._timers(sp, news)
+            # Without inotify, each running job's file is looked for every
+            # second, as news: a cancel is seen within it.
+            pause = self._timers(sp, news or fd is None)
             due = self._until_due(sp, fd)
             due_at = time.monotonic() + due
             with self.cond:
@@ -420,6 +478,8 @@ class _Worker:
                     self._stop()
                     continue
             pause = min(pause, due, idle)
+            if fd is None and self.running:
+                pause = min(pause, _RECHECK)
             ms = None if pause == float("inf") else \
                 max(1, min(2 ** 31 - 1, int(pause * 1000) + 1))
             ready = p.poll(ms)
@@ -472,14 +532,21 @@ class _Signals:
                     w._stop()
 
     def restore(self) -> None:
+        """The handlers as they were; a signal that came too late for the
+        worker goes to them."""
         if self.rfd is None:
             return
+        late = [b for b in _drain(self.rfd)
+                if b in (signal.SIGTERM, signal.SIGINT)]
         for s, h in self.old.items():
-            signal.signal(s, h)
+            # None: set from C, not Python; the default is the nearest.
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
         signal.set_wakeup_fd(self.old_fd)
         os.close(self.rfd)
         os.close(self.wfd)
         self.rfd = None
+        for b in sorted(set(late)):
+            signal.raise_signal(b)
 
 
 def work(path: "str | os.PathLike[str]", handler: Callable[[Job], Any], *,
@@ -488,11 +555,11 @@ def work(path: "str | os.PathLike[str]", handler: Callable[[Job], Any], *,
          grace: Duration = 30, max_jobs: Optional[int] = None,
          once: bool = False, idle_exit: Optional[Duration] = None) -> int:
     """Run handler(job) for each job of the spool at path, as spool-run(1)
-    runs a command, and return how many deliveries it started.
+    runs a command, and return how many jobs it claimed.
 
     The handler's end says the outcome: a return is ok, unless it finished
-    the job itself; Retry and Permanent choose; any other exception is a
-    retry of class crashed.  Up to concurrency handlers run at once, each
+    the job itself (its log line then says outcome=- state=-); Retry and
+    Permanent choose; any other exception is a retry of class crashed.  Up to concurrency handlers run at once, each
     in a thread with a Spool of its own.  Each finish and the next claim
     share one wait.  The main thread renews each lease about every third
     of it, and watches the spool as spool-run does.
@@ -506,7 +573,8 @@ def work(path: "str | os.PathLike[str]", handler: Callable[[Job], Any], *,
 
     SIGTERM and SIGINT, when work runs in the main thread, stop it: nothing
     new is claimed and running handlers get grace seconds.  A second
-    signal ends the grace.  timeout None is the spool's timeout, 0 none.
+    signal ends the grace.  In another thread it takes no signal, and
+    only max_jobs, once or idle_exit end it.  timeout None is the spool's timeout, 0 none.
     once runs one job if one is due.  idle_exit returns once no handler
     has run for that long.  Each delivery logs one line on the "spool"
     logger, spool-run's with exception=TYPE for exit=.  A system error
@@ -514,7 +582,7 @@ def work(path: "str | os.PathLike[str]", handler: Callable[[Job], Any], *,
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) \
             or not 1 <= concurrency <= _spool.BATCH_MAX:
         raise InvalidArgument("concurrency: bad number %r (1 to %d)"
-                         % (concurrency, _spool.BATCH_MAX))
+                              % (concurrency, _spool.BATCH_MAX))
     if max_jobs is not None and (isinstance(max_jobs, bool) or
                                  not isinstance(max_jobs, int) or
                                  max_jobs < 1):

@@ -5,6 +5,7 @@ on disk and the audit log."""
 import json
 import os
 import subprocess
+import threading
 
 import pytest
 
@@ -195,13 +196,18 @@ AGES = ("lag", "oldest_dead", "oldest_lease")
 
 def test_stat_says_what_spool_stat_json_says_key_for_key(sp):
     with open(os.path.join(sp.path, "config"), "a") as f:
-        f.write("limit.mail=2\n")
+        f.write("limit.mail=1\n")
     parked(sp, "p1", cls="invalid-input")
     parked(sp, "p2")
     assert sp.redrive(["p2"], **BY) == ["p2"]
-    sp.enqueue(b"x", id="ready", key="mail")
+    sp.enqueue(b"x", id="m1", key="mail")
+    assert sorted(j.id for j in sp.claim(lease=60, n=5)) == ["m1", "p2"]
+    # Waiting: m2 at its key's limit, ready for a free worker; later not
+    # yet due.  Every age is then above 0.
+    sp.enqueue(b"x", id="m2", key="mail")
+    sp.enqueue(b"x", id="ready")
     sp.enqueue(b"x", id="later", delay=3600)
-    assert sorted(j.id for j in sp.claim(lease=60, n=5)) == ["p2", "ready"]
+    threading.Event().wait(0.01)
     sp.pause(**BY)
     before = sp.stat()
     out = subprocess.run([os.path.join(BIN, "spool-stat"), "-d", sp.path,
@@ -213,9 +219,10 @@ def test_stat_says_what_spool_stat_json_says_key_for_key(sp):
     assert before["keys"]["mail"].keys() == cmd["keys"]["mail"].keys()
     # Ages grow while the three look: each within the interval.
     span = after["now"] - before["now"]
-    for k in AGES:
-        assert 0 <= cmd[k] - before[k] <= span, k
     w = "oldest_waiting_ms"
+    for k in AGES:
+        assert before[k] > 0 and 0 <= cmd[k] - before[k] <= span, k
+    assert before["keys"]["mail"][w] > 0
     assert 0 <= cmd["keys"]["mail"][w] - before["keys"]["mail"][w] <= span
     for d in (before, cmd):
         for k in AGES + ("now",):
@@ -225,4 +232,4 @@ def test_stat_says_what_spool_stat_json_says_key_for_key(sp):
     assert (before["new"], before["leased"], before["dead"],
             before["paused"], before["dead_by_class"]["invalid-input"],
             before["redriven_queued"], before["last_action"]["event"]) == (
-        1, 2, 1, True, 1, 1, "pause")
+        3, 2, 1, True, 1, 1, "pause")

@@ -4,6 +4,7 @@ on disk and the log of spool-run(1), "The log"."""
 import logging
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -14,7 +15,15 @@ import pytest
 import spool
 
 TOP = os.path.join(os.path.dirname(__file__), "..", "..")
+BIN = os.path.join(TOP, "tests", "bin")
 ENV = dict(os.environ, PYTHONPATH=os.path.join(TOP, "python"))
+
+
+def no_backoff_soon(sp):
+    """A retry waits an hour: a worker with idle_exit=0 does not meet
+    it again however slow the machine."""
+    with open(os.path.join(sp.path, "config"), "a") as f:
+        f.write("backoff=1h\nbackoff-max=1h\n")
 
 
 def lines(text):
@@ -43,6 +52,7 @@ def until(what, seconds=20):
 
 def test_each_way_a_handler_ends_is_finished_as_spool_run_does(sp, caplog):
     caplog.set_level(logging.INFO, "spool")
+    no_backoff_soon(sp)
     for i in ("okay", "later", "park", "crash", "itself"):
         sp.enqueue(i.encode(), id=i)
 
@@ -125,35 +135,45 @@ def test_sixteen_threads_do_each_job_once_and_side_by_side(sp):
     assert sorted(oks) == ids
 
 
-def test_a_cancel_on_this_host_stops_the_handler_and_is_not_undone(
-        sp, caplog):
+@pytest.mark.parametrize("how, stopped, said, state", [
+    ("cancel", "cancelled", "cancelled by ops", "dead"),
+    ("release", "lost", "lost (not leased)", "new"),
+])
+def test_a_job_taken_from_its_handler_is_seen_and_left_alone(
+        sp, caplog, how, stopped, said, state):
     caplog.set_level(logging.INFO, "spool")
     sp.enqueue(b"x", id="c1")
     seen = []
 
     def handler(job):
-        with spool.Spool(sp.path) as other:
-            other.cancel(["c1"], by="ops", note="T-1")
+        # An operator cancels it, or someone ends the delivery with this
+        # lease's token.
+        if how == "cancel":
+            with spool.Spool(sp.path) as other:
+                other.cancel(["c1"], by="ops", note="T-1")
+        else:
+            subprocess.run([os.path.join(BIN, "spool-finish"), "-d",
+                            sp.path, "--delay", "1h", job.id,
+                            str(job.token), "release"], check=True)
         until(lambda: job.cancelled)
         seen.append(job.stopped)
 
-    # A lease of an hour: the cancel is seen by its audit line, not at a
+    # A lease of an hour: the change is seen by its audit line, not at a
     # renewal.
     assert spool.work(sp.path, handler, lease=3600, idle_exit=0) == 1
-    assert seen == ["cancelled"]
+    assert seen == [stopped]
     assert logged(caplog) == sorted([
-        "c1: cancelled by ops: handler asked to stop, job not finished",
+        "c1: %s: handler asked to stop, job not finished" % said,
         "T c1 token=N attempt=1 exception=- duration=D outcome=- class=- "
-        "state=- stopped=cancelled",
+        "state=- stopped=" + stopped,
     ])
-    info = sp.show("c1")
-    assert (info.state, info.reason, info.cls) == ("dead", "cancelled",
-                                                   "cancelled")
+    assert sp.show("c1").state == state
 
 
 def test_a_handler_past_its_timeout_is_asked_to_stop_and_retried(
         sp, caplog):
     caplog.set_level(logging.INFO, "spool")
+    no_backoff_soon(sp)
     sp.enqueue(b"x", id="t1")
     seen = []
 
@@ -170,10 +190,11 @@ def test_a_handler_past_its_timeout_is_asked_to_stop_and_retried(
     ])
     info = sp.show("t1")
     assert (info.state, info.cls, info.detail, info.attempts) == (
-        "new", "timeout", "timed out after 0.2s", 1)
+        "new", "timeout", "timed out after 200ms", 1)
 
 
 def test_a_handler_that_exits_the_program_is_finished_first(sp):
+    no_backoff_soon(sp)
     sp.enqueue(b"x", id="e1")
 
     def handler(job):
@@ -202,6 +223,21 @@ print("returned", n, flush=True)
 """
 
 
+def line(p, seconds=60):
+    """The child's next line, or a failure after seconds: not a hang."""
+    got = b""
+    poll = select.poll()
+    poll.register(p.stdout, select.POLLIN)
+    while not got.endswith(b"\n"):
+        if not poll.poll(seconds * 1000):
+            raise AssertionError("no line from the worker")
+        c = os.read(p.stdout.fileno(), 1)
+        if not c:
+            break
+        got += c
+    return got.decode()
+
+
 def test_a_signal_lets_handlers_end_within_the_grace_a_second_ends_it(
         sp, tmp_path):
     sp.enqueue(b"x", id="quick")
@@ -209,18 +245,21 @@ def test_a_signal_lets_handlers_end_within_the_grace_a_second_ends_it(
     go = str(tmp_path / "go")
     p = subprocess.Popen([sys.executable, "-c", WORKER, sp.path, go],
                          env=ENV, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    assert sorted([p.stdout.readline(), p.stdout.readline()]) == [
-        "started quick\n", "started slow\n"]
-    p.send_signal(signal.SIGTERM)
-    # Told after the signal, quick ends within the grace: finished ok.
-    open(go, "w").close()
-    until(lambda: sp.show("quick").state == "done")
-    assert sp.show("slow").state == "leased"
-    p.send_signal(signal.SIGINT)      # the second ends the grace
-    out, err = p.communicate(timeout=60)
-    assert (p.returncode, out) == (0, "returned 2\n")
-    assert lines(err.splitlines()) == sorted([
+                         stderr=subprocess.PIPE, bufsize=0)
+    try:
+        assert sorted([line(p), line(p)]) == [
+            "started quick\n", "started slow\n"]
+        p.send_signal(signal.SIGTERM)
+        # Told after the signal, quick ends within the grace: finished ok.
+        open(go, "w").close()
+        until(lambda: sp.show("quick").state == "done")
+        assert sp.show("slow").state == "leased"
+        p.send_signal(signal.SIGINT)      # the second ends the grace
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert (p.returncode, out) == (0, b"returned 2\n")
+    assert lines(err.decode().splitlines()) == sorted([
         "T quick token=N attempt=1 exception=- duration=D outcome=ok "
         "class=- state=done",
         "T slow token=N attempt=1 exception=- duration=D outcome=release "
@@ -229,6 +268,49 @@ def test_a_signal_lets_handlers_end_within_the_grace_a_second_ends_it(
     slow = sp.show("slow")
     assert (slow.state, slow.attempts, slow.detail) == (
         "new", 0, "stopped after the grace")
+
+
+def test_a_job_its_handler_finished_is_not_timed_out(sp, caplog):
+    caplog.set_level(logging.INFO, "spool")
+    sp.enqueue(b"x", id="f1")
+
+    def handler(job):
+        job.ok()
+        threading.Event().wait(0.5)     # past the timeout, done already
+        assert not job.cancelled
+
+    assert spool.work(sp.path, handler, lease=30, timeout=0.1,
+                      idle_exit=0) == 1
+    assert logged(caplog) == [
+        "T f1 token=N attempt=1 exception=- duration=D outcome=- class=- "
+        "state=-",
+    ]
+    assert sp.show("f1").state == "done"
+
+
+def test_max_jobs_holds_across_threads_and_another_thread_may_run_it(sp):
+    for i in range(10):
+        sp.enqueue(b"x", id="j%d" % i)
+    got = []
+    t = threading.Thread(target=lambda: got.append(spool.work(
+        sp.path, lambda job: None, lease=30, concurrency=4, max_jobs=3)))
+    t.start()
+    t.join(60)
+    assert got == [3]
+    assert (len(list(sp.list("done"))), len(list(sp.list("new")))) == (3, 7)
+
+
+def test_a_bad_retry_is_a_crash_that_names_it(sp):
+    no_backoff_soon(sp)
+    sp.enqueue(b"x", id="b1")
+
+    def handler(job):
+        raise spool.Retry(detail=123)
+
+    assert spool.work(sp.path, handler, lease=30, idle_exit=0) == 1
+    info = sp.show("b1")
+    assert (info.state, info.cls, info.detail) == (
+        "new", "crashed", "TypeError: detail: a str, not int")
 
 
 @pytest.mark.parametrize("kw, error", [
