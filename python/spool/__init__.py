@@ -582,7 +582,7 @@ class Spool:
         """What spool-stat --json prints, key for key, as a dict: jobs by
         state, parked jobs by reason and class, ages in ms, audit events,
         keys with a limit or a rate, the last operator action
-        (spool-stat(1), JSON).  It reads no payload."""
+        (spool-stat(1), --json).  It reads no payload."""
         return dict(json.loads(self._call(self._h.stat)))
 
     def fsck(self, *, repair: bool = False, verify: bool = False,
