@@ -14,6 +14,7 @@
 #include <sys/inotify.h>
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,21 +292,26 @@ h_enqueue(Handle *h, PyObject *args)
 {
 	struct spool *sp;
 	struct spool_job *jobs = NULL;
-	PyObject *list, *out = NULL, *it, *r;
+	PyObject *list, *items, *out = NULL, *it, *r;
 	Py_ssize_t n, i;
 	int rv, err;
 
 	if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &list) ||
 	    (sp = handle_of(h)) == NULL)
 		return NULL;
-	n = PyList_GET_SIZE(list);
-	if ((jobs = calloc((size_t)n + 1, sizeof(*jobs))) == NULL)
+	/* A tuple of its own: no other thread can free the strings' bytes. */
+	if ((items = PySequence_Tuple(list)) == NULL)
+		return NULL;
+	n = PyTuple_GET_SIZE(items);
+	if ((jobs = calloc((size_t)n + 1, sizeof(*jobs))) == NULL) {
+		Py_DECREF(items);
 		return PyErr_NoMemory();
+	}
 	for (i = 0; i < n; i++) {
 		struct spool_job *j = &jobs[i];
 		long long deadline, delay;
 
-		it = PyList_GET_ITEM(list, i);
+		it = PyTuple_GET_ITEM(items, i);
 		if (!PyArg_ParseTuple(it, "izzziLL", &j->fd, &j->id, &j->key,
 		    &j->trace, &j->max_attempts, &deadline, &delay))
 			goto done;
@@ -332,6 +338,7 @@ h_enqueue(Handle *h, PyObject *args)
 	}
 done:
 	free(jobs);
+	Py_DECREF(items);
 	return out;
 }
 
@@ -402,17 +409,28 @@ finishes(PyObject *list, PyObject **items, Py_ssize_t *n)
 	return f;
 }
 
-/* [result] of the n finishes of f. */
+/*
+ * [result] of n items, stride bytes apart from a, each a struct with a
+ * const char *id and a struct spool_result res: a spool_finish or a
+ * spool_item.
+ */
+#define RESULTS(a, n)	results((a), sizeof(*(a)), \
+    offsetof(__typeof__(*(a)), id), offsetof(__typeof__(*(a)), res), (n))
+
 static PyObject *
-finished(const struct spool_finish *f, Py_ssize_t n)
+results(const void *a, size_t stride, size_t idoff, size_t resoff,
+    Py_ssize_t n)
 {
+	const char *item;
 	PyObject *out, *r;
 	Py_ssize_t i;
 
 	if ((out = PyList_New(n)) == NULL)
 		return NULL;
 	for (i = 0; i < n; i++) {
-		if ((r = result(f[i].id, &f[i].res)) == NULL) {
+		item = (const char *)a + (size_t)i * stride;
+		if ((r = result(*(const char *const *)(const void *)(item +
+		    idoff), (const void *)(item + resoff))) == NULL) {
 			Py_DECREF(out);
 			return NULL;
 		}
@@ -481,7 +499,7 @@ h_finish(Handle *h, PyObject *args)
 	err = errno;
 	Py_END_ALLOW_THREADS
 	out = rv == -1 ? os_error(err, SPOOL_AT_CALL, "finish") :
-	    finished(f, n);
+	    RESULTS(f, n);
 	free(f);
 	Py_DECREF(items);
 	return out;
@@ -526,7 +544,7 @@ h_finish_claim(Handle *h, PyObject *args)
 		err = errno;
 	Py_END_ALLOW_THREADS
 	/* Leases that cannot be handed up are left to run out. */
-	if ((res = finished(f, n)) != NULL)
+	if ((res = RESULTS(f, n)) != NULL)
 		got = leases(l, rv == -1 ? 0 : ngot);
 	else if (rv != -1)
 		spool_free_leases(l, ngot);
@@ -613,7 +631,7 @@ h_operate(Handle *h, PyObject *args)
 	struct spool_operator op = { 0 };
 	struct spool_item *items;
 	struct spool *sp;
-	PyObject *list, *ids, *out = NULL, *r;
+	PyObject *list, *ids, *out = NULL;
 	Py_ssize_t n, i;
 	int verb, from, rv = -1, err;
 
@@ -650,19 +668,8 @@ h_operate(Handle *h, PyObject *args)
 	}
 	err = errno;
 	Py_END_ALLOW_THREADS
-	if (rv == -1) {
-		os_error(err, SPOOL_AT_CALL, "operate");
-		goto done;
-	}
-	if ((out = PyList_New(n)) == NULL)
-		goto done;
-	for (i = 0; i < n; i++) {
-		if ((r = result(items[i].id, &items[i].res)) == NULL) {
-			Py_CLEAR(out);
-			goto done;
-		}
-		PyList_SET_ITEM(out, i, r);
-	}
+	out = rv == -1 ? os_error(err, SPOOL_AT_CALL, "operate") :
+	    RESULTS(items, n);
 done:
 	free(items);
 	Py_DECREF(ids);
