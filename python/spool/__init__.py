@@ -426,7 +426,9 @@ class Spool:
                                                                  Error]]:
         """Publish many jobs, 256 a wait: an item is a payload or a pair
         (payload, options).  One result a job: its ID, or the exception
-        that refused it."""
+        that refused it.  A bad item, or a failed wait, raises as
+        enqueue does, and its batch is not published.  The batches before
+        it are: the exception's results attribute holds their results."""
         out: List[Union[str, Error]] = []
         batch: List[Tuple[_spool.JobIn, Optional[str]]] = []
         try:
@@ -438,12 +440,17 @@ class Spool:
                 batch.append(_job(payload, **opts))
                 if len(batch) == _spool.BATCH_MAX:
                     out += self._enqueue(batch)
+            if batch:
+                out += self._enqueue(batch)
+        except Exception as e:
+            for b in batch:
+                os.close(b[0][0])
+            setattr(e, "results", out)
+            raise
         except BaseException:
             for b in batch:
                 os.close(b[0][0])
             raise
-        if batch:
-            out += self._enqueue(batch)
         return out
 
     def _enqueue(self, batch: List[Tuple[_spool.JobIn, Optional[str]]]

@@ -376,6 +376,19 @@ def test_a_refused_call_leaves_no_descriptor_open_and_nothing_queued(sp):
     assert files(sp.path, "new") == []
 
 
+def test_a_bad_item_after_a_batch_keeps_the_batch_and_says_so(sp):
+    items = [(b"x", {"id": "j%03d" % i}) for i in range(300)]
+    items[299] = (b"x", {"id": "j299", "key": "a b"})
+    before = sorted(os.listdir("/proc/self/fd"))
+    with pytest.raises(spool.InvalidArgument) as e:
+        sp.enqueue_many(items)
+    # The first 256 are published, and named; the rest are not.
+    assert e.value.results == ["j%03d" % i for i in range(256)]
+    assert [f.split(",")[0] for f in files(sp.path, "new")] == [
+        "j%03d" % i for i in range(256)]
+    assert sorted(os.listdir("/proc/self/fd")) == before
+
+
 def command(*args):
     """A command of tests/bin: (status, stdout, stderr)."""
     out = subprocess.run([os.path.join(BIN, args[0])] + list(args[1:]),
