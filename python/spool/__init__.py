@@ -10,6 +10,12 @@ A producer enqueues; a worker claims, works and finishes::
             with job:                   # ok, or crashed on an exception
                 send(job.payload)
 
+spool.work(path, handler, lease=30) is spool-run(1) in the process: a
+handler per job, leases renewed, SIGTERM honoured, a log line a
+delivery.  The operator's calls and readers are methods of Spool:
+redrive, drop, cancel, purge, pause, resume, list, show, stat, fsck and
+audit.
+
 Every call is one of libspool's (libspool(3)), made with the GIL
 released.  A Spool may be shared by threads: a lock lets one call in at
 a time.  One Spool a thread is the fast way.  An asyncio program calls
