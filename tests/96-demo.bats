@@ -116,7 +116,7 @@ EOF
 	run -1 --separate-stderr env -i PATH="$p" "$ROOT/tests/deps.sh"
 	[[ $stderr == "missing: bats strace mandoc shellcheck groff jq prometheus "* ]]
 	run -1 --separate-stderr env -i PATH="$p" "$ROOT/tests/deps.sh" deb
-	[[ $stderr == "missing: "*" pkg-config "*"dpkg-dev debhelper lintian"$'\n'* ]]
+	[[ $stderr == "missing: "*" pkg-config "*"dpkg-dev debhelper dh-python lintian"$'\n'* ]]
 	run -100 --separate-stderr "$ROOT/tests/deps.sh" demo
 	equals "$stderr" "usage: tests/deps.sh [build | check | deb]"
 }
