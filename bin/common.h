@@ -38,6 +38,7 @@ int cmd_getopt(int argc, char **argv, const char *optstring,
     const struct option *longopts);
 void negative_token(char **argv);
 int reserve_figures(struct spool *sp, char *buf, size_t len);
+const char *reserve_text(struct spool *sp, char *buf, size_t len);
 void fmt_size(char *buf, size_t len, uint64_t n);
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *errtext(int err);

@@ -72,14 +72,11 @@ enqueue_chunk(struct spool *sp, const struct spool_job *tmpl, char **files,
 	}
 	/* EDQUOT from the whole call is the spool's reserve. */
 	if (spool_enqueue(sp, jobs, opened) == -1) {
-		char figures[128] = "";
+		char why[256];
 
 		if (errno != EDQUOT)
 			die(EXIT_TEMP, "%s", errtext(errno));
-		(void)reserve_figures(sp, figures, sizeof(figures));
-		die(EXIT_TEMP, "free space is below the spool's reserve%s%s "
-		    "(see reserve and reserve-inodes in spool(7))",
-		    figures[0] != '\0' ? ": " : "", figures);
+		die(EXIT_TEMP, "%s", reserve_text(sp, why, sizeof(why)));
 	}
 	progress_hide();
 	for (k = 0; k < opened; k++) {

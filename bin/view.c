@@ -184,3 +184,68 @@ jjob(const struct spool_job_info *in, int64_t now)
 	jbool("damaged", in->payload_resized || in->damage != 0);
 	jstr("damage", damage_text(in));
 }
+
+/*
+ * n bytes as a person reads them: 512, 1.9K, 16M, 2.0G.  A value that
+ * would round to 1024 of a unit is the next unit: 1.0M, not 1024K.
+ */
+void
+fmt_size(char *buf, size_t len, uint64_t n)
+{
+	static const char units[] = "KMGTPE";
+	double v = (double)n;
+	int u = -1;
+
+	while (v >= 1023.5 && units[u + 1] != '\0') {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		(void)snprintf(buf, len, "%" PRIu64, n);
+	else
+		(void)snprintf(buf, len, v < 10 ? "%.1f%c" : "%.0f%c", v,
+		    units[u]);
+}
+
+/*
+ * Is the spool's file system below the reserve its config keeps for
+ * draining?  1 if it is, with the figures in buf ("1.9M free, reserve
+ * 16M"); 0 if not; -1 if it cannot be told.
+ */
+int
+reserve_figures(struct spool *sp, char *buf, size_t len)
+{
+	struct spool_room r;
+	char freebuf[16], resbuf[16];
+	int below, n = 0;
+
+	buf[0] = '\0';
+	if ((below = spool_room(sp, &r)) != 1)
+		return below;
+	if (r.free_bytes < r.reserve_bytes) {
+		fmt_size(freebuf, sizeof(freebuf), r.free_bytes);
+		fmt_size(resbuf, sizeof(resbuf), r.reserve_bytes);
+		n = snprintf(buf, len, "%s free, reserve %s", freebuf, resbuf);
+	}
+	if (r.free_inodes < r.reserve_inodes && n >= 0 && (size_t)n < len)
+		(void)snprintf(buf + n, len - (size_t)n, "%s%" PRIu64 " inodes "
+		    "free, reserve %" PRIu64, n > 0 ? "; " : "", r.free_inodes,
+		    r.reserve_inodes);
+	return 1;
+}
+
+/*
+ * Why an enqueue was refused with EDQUOT, as spool-enqueue says it: "free
+ * space is below the spool's reserve: 1.9M free, reserve 16M (see ...)".
+ */
+const char *
+reserve_text(struct spool *sp, char *buf, size_t len)
+{
+	char figures[128] = "";
+
+	(void)reserve_figures(sp, figures, sizeof(figures));
+	(void)snprintf(buf, len, "free space is below the spool's reserve%s%s "
+	    "(see reserve and reserve-inodes in spool(7))",
+	    figures[0] != '\0' ? ": " : "", figures);
+	return buf;
+}

@@ -322,6 +322,14 @@ h_enqueue(Handle *h, PyObject *args)
 	rv = spool_enqueue(sp, jobs, (size_t)n);
 	err = errno;
 	Py_END_ALLOW_THREADS
+	if (rv == -1 && err == EDQUOT) {
+		/* The reserve, in spool-enqueue's words and figures. */
+		char why[256];
+
+		raise_os_error(err, reserve_text(sp, why, sizeof(why)),
+		    "enqueue");
+		goto done;
+	}
 	if (rv == -1) {
 		os_error(err, SPOOL_AT_CALL, "enqueue");
 		goto done;

@@ -4,6 +4,7 @@ on disk and the errors of lib/spool.h, "Errors"."""
 import errno
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -125,6 +126,11 @@ def test_below_the_reserve_an_enqueue_is_a_temporary_error(sp):
         with pytest.raises(spool.TemporaryError) as e:
             low.enqueue(b"x", id="j1")
     assert isinstance(e.value, OSError) and e.value.errno == errno.EDQUOT
+    # spool-enqueue's words and figures.
+    assert re.fullmatch(
+        r"free space is below the spool's reserve: [0-9.]+[KMGTPE]? free, "
+        r"reserve 1000T \(see reserve and reserve-inodes in spool\(7\)\)",
+        e.value.strerror), e.value.strerror
     assert files(sp.path, "new") == [] and files(sp.path, "tmp") == []
 
 
