@@ -242,7 +242,8 @@ class _Worker:
         except BaseException as e:     # noqa: B036, the handler's to say
             exc = e
         with self.cond:
-            # Stopped by the main thread: its to finish, or nobody's.
+            # Stopped by the main thread: the main thread's to finish,
+            # or nobody's.
             if job.stopped is None:
                 d.ending = True
         if job.stopped is not None:
