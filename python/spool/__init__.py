@@ -596,7 +596,8 @@ class Spool:
         state, parked jobs by reason and class, ages in ms, audit events,
         keys with a limit or a rate, the last operator action
         (spool-stat(1), --json).  It reads no payload."""
-        return dict(json.loads(self._call(self._h.stat)))
+        out: Dict[str, Any] = json.loads(self._call(self._h.stat))
+        return out
 
     def fsck(self, *, repair: bool = False, verify: bool = False,
              restored: bool = False) -> Fsck:
@@ -698,11 +699,20 @@ def _wait(fd: Optional[int], seconds: float) -> None:
     p.register(fd, select.POLLIN)
     # poll(2) takes an int of ms: a longer wait wakes once on the way.
     if p.poll(max(1, min(2 ** 31 - 1, int(seconds * 1000) + 1))):
-        try:
-            while os.read(fd, 4096):
-                pass
-        except BlockingIOError:
-            pass
+        _drain(fd)
+
+
+def _drain(fd: int) -> bytes:
+    """What fd holds now, read away."""
+    out = b""
+    try:
+        while True:
+            got = os.read(fd, 4096)
+            if not got:
+                return out
+            out += got
+    except BlockingIOError:
+        return out
 
 
 def _job(payload: Payload, id: Optional[str] = None,

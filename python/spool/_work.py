@@ -26,7 +26,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _spool
 from . import (Duration, Error, InvalidArgument, Job, Permanent, Retry,
-               Spool, _class, _failed, _ms, _os_error, _watch, _word)
+               Spool, _class, _drain, _failed, _ms, _os_error, _watch,
+               _word)
 
 log = logging.getLogger("spool")
 
@@ -492,19 +493,6 @@ class _Worker:
                     _Signals.stop(self, got)
             if news or time.monotonic() >= due_at:
                 self._wake()
-
-
-def _drain(fd: int) -> bytes:
-    """What fd holds now, read away."""
-    out = b""
-    try:
-        while True:
-            got = os.read(fd, 4096)
-            if not got:
-                return out
-            out += got
-    except BlockingIOError:
-        return out
 
 
 class _Signals:
