@@ -33,7 +33,7 @@ BINS = $(addprefix bin/,$(CMDS))
 # What the commands share (bin/common.h), as an archive: each command
 # links only the parts it calls.
 CMDOBJ = bin/cmd.o bin/json.o bin/keeper.o bin/opmain.o bin/picks.o \
-    bin/progress.o bin/relay.o bin/stat.o bin/view.o
+    bin/progress.o bin/relay.o bin/request.o bin/stat.o bin/view.o
 # The test build: the same objects but lib/hooks.c compiled with
 # -DSPOOL_TESTING, whose SPOOL_TEST_* variables crash, pause or pin a
 # command (tests/README.md).  The suite runs its commands, tests/bin/;
@@ -68,6 +68,7 @@ $(LIBOBJ) lib/hooks-test.o: lib/spool.h lib/internal.h
 lib/fsck.o lib/fsck_audit.o lib/fsck_repair.o: lib/fsck.h
 $(CMDOBJ) $(BINS:=.o): bin/common.h lib/spool.h
 bin/stat.o bin/spool-stat.o: bin/stat.h
+bin/request.o bin/spool-batch.o: bin/request.h
 
 # What --version prints: every build of bin/cmd.c needs it.
 VERSION_DEF = -DSPOOL_VERSION='"$(SPOOL_VERSION)"'

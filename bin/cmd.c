@@ -20,6 +20,8 @@
 
 const char *progname = "spool";
 int stdin_closed;
+void (*say_hook)(const char *line);
+void (*die_hook)(int status) __attribute__((noreturn));
 
 /*
  * Descriptors 0-2 must be open before the library creates files, or a job
@@ -67,6 +69,10 @@ vsay(const char *fmt, va_list ap)
 	for (p = line; *p != '\0'; p++)
 		if ((unsigned char)*p < ' ' || *p == 0x7f)
 			*p = '?';
+	if (say_hook != NULL) {
+		say_hook(line);
+		return;
+	}
 	n = (int)strlen(line);
 	line[n++] = '\n';
 	(void)!write(2, line, (size_t)n);	/* nowhere to report failure */
@@ -90,6 +96,8 @@ die(int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsay(fmt, ap);
 	va_end(ap);
+	if (die_hook != NULL)
+		die_hook(status);
 	exit(status);
 }
 
@@ -354,6 +362,49 @@ damaged(const char *id)
 	const struct spool_result res = { .status = -1, .err = EUCLEAN };
 
 	return report(id, &res);
+}
+
+/*
+ * A finish from ID TOKEN OUTCOME and spool-finish's options, into f; 0, or
+ * an exit status after saying what is wrong.  spool-finish and spool-batch
+ * read a finish alike.
+ */
+int
+finish_parse(struct spool_finish *f, const struct finish_opts *o,
+    char *id, char *token, char *outcome)
+{
+	int out = spool_outcome_from_name(outcome);
+
+	memset(f, 0, sizeof(*f));
+	f->id = id;
+	if (!spool_valid_id(id)) {
+		say("%.140s: bad ID", id);
+		return EXIT_PERM;
+	}
+	if (spool_parse_token(token, &f->token) == -1) {
+		say("%s: bad token '%.40s' " TOKEN_FORM, id, token);
+		return EXIT_PERM;
+	}
+	if (out == -1) {
+		say("%s: bad outcome '%.40s' (ok, retry, permanent or "
+		    "release)", id, outcome);
+		return EXIT_PERM;
+	}
+	f->outcome = (enum spool_outcome)out;
+	if (o->class != SPOOL_CLASS_NONE && (f->outcome == SPOOL_OK ||
+	    f->outcome == SPOOL_RELEASE)) {
+		say("%s: --class is for retry and permanent", id);
+		return EXIT_PERM;
+	}
+	if (o->delay != -1 && (f->outcome == SPOOL_OK ||
+	    f->outcome == SPOOL_PERMANENT)) {
+		say("%s: --delay is for retry and release", id);
+		return EXIT_PERM;
+	}
+	f->class = (enum spool_class)o->class;
+	f->detail = o->detail;
+	f->delay_ms = o->delay;
+	return 0;
 }
 
 /* One line for a refused or failed item; its exit status. */

@@ -28,6 +28,12 @@ extern const char *progname;
 extern int stdin_closed;
 extern const char *usage_text;
 extern const char *help_text;	/* a line an option, for --help */
+/*
+ * spool-batch's: a message goes into the answer instead of to stderr, and
+ * die() ends the request, not the process (die_hook does not return).
+ */
+extern void (*say_hook)(const char *line);
+extern void (*die_hook)(int status) __attribute__((noreturn));
 
 void cmd_init(char **argv, int prints);
 void die(int status, const char *fmt, ...)
@@ -69,6 +75,14 @@ void who_and_why(const struct spool_operator *op, const char *what,
     int need);
 const char *default_owner(char *buf, size_t len);
 int report(const char *id, const struct spool_result *res);
+/* spool-finish's options; the finish they and ID TOKEN OUTCOME make. */
+struct finish_opts {
+	int class;
+	const char *detail;
+	int64_t delay;		/* -1: not given */
+};
+int finish_parse(struct spool_finish *f, const struct finish_opts *o,
+    char *id, char *token, char *outcome);
 /* relay.c: a handler's stderr, on spool-run's and kept for its finish. */
 #define TAIL_MAX	300	/* bytes of the handler's stderr kept */
 #define LINE_MAX_OUT	1024	/* a longer line of a handler's is split */

@@ -39,7 +39,7 @@ jkey(const char *key)
 {
 	if (key != NULL)
 		fprintf(OUT, "%s\"%s\":", jfirst ? "" : ",", key);
-	else if (!jfirst)
+	else if (!jfirst && jdepth > 0)	/* values at the top stand alone */
 		putc(',', OUT);
 	jfirst = 0;
 }

@@ -19,51 +19,6 @@ const char *help_text =
     "  --detail TEXT  a short detail, kept in the sidecar (default: none)\n"
     "  --delay DUR    a retry's wait (default: the spool's backoff)\n";
 
-struct opts {
-	int class;
-	const char *detail;
-	int64_t delay;
-};
-
-/* Fill f from words; 0, or an exit status after saying what is wrong. */
-static int
-parse(struct spool_finish *f, const struct opts *o, char *id, char *token,
-    char *outcome)
-{
-	int out = spool_outcome_from_name(outcome);
-
-	memset(f, 0, sizeof(*f));
-	f->id = id;
-	if (!spool_valid_id(id)) {
-		say("%.140s: bad ID", id);
-		return EXIT_PERM;
-	}
-	if (spool_parse_token(token, &f->token) == -1) {
-		say("%s: bad token '%.40s' " TOKEN_FORM, id, token);
-		return EXIT_PERM;
-	}
-	if (out == -1) {
-		say("%s: bad outcome '%.40s' (ok, retry, permanent or "
-		    "release)", id, outcome);
-		return EXIT_PERM;
-	}
-	f->outcome = (enum spool_outcome)out;
-	if (o->class != SPOOL_CLASS_NONE && (f->outcome == SPOOL_OK ||
-	    f->outcome == SPOOL_RELEASE)) {
-		say("%s: --class is for retry and permanent", id);
-		return EXIT_PERM;
-	}
-	if (o->delay != -1 && (f->outcome == SPOOL_OK ||
-	    f->outcome == SPOOL_PERMANENT)) {
-		say("%s: --delay is for retry and release", id);
-		return EXIT_PERM;
-	}
-	f->class = (enum spool_class)o->class;
-	f->detail = o->detail;
-	f->delay_ms = o->delay;
-	return 0;
-}
-
 static int
 run(struct spool *sp, struct spool_finish *f, size_t n)
 {
@@ -84,7 +39,7 @@ run(struct spool *sp, struct spool_finish *f, size_t n)
 
 /* Lines "ID TOKEN OUTCOME" from stdin, in batches of SPOOL_BATCH_MAX. */
 static int
-from_stdin(struct spool *sp, const struct opts *o)
+from_stdin(struct spool *sp, const struct finish_opts *o)
 {
 	struct spool_finish *f;
 	char **lines, *line = NULL, *w[4], *save;
@@ -120,7 +75,7 @@ from_stdin(struct spool *sp, const struct opts *o)
 			free(lines[n]);
 			continue;
 		}
-		if ((r = parse(&f[n], o, w[0], w[1], w[2])) != 0) {
+		if ((r = finish_parse(&f[n], o, w[0], w[1], w[2])) != 0) {
 			status = worst(status, r);
 			free(lines[n]);
 			continue;
@@ -146,7 +101,7 @@ main(int argc, char **argv)
 		{ "delay", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct opts o = { .class = SPOOL_CLASS_NONE, .delay = -1 };
+	struct finish_opts o = { .class = SPOOL_CLASS_NONE, .delay = -1 };
 	struct spool_finish f;
 	const char *dir = NULL;
 	struct spool *sp;
@@ -179,7 +134,7 @@ main(int argc, char **argv)
 		sp = open_spool(spool_dir(dir));
 		status = from_stdin(sp, &o);
 	} else if (argc - optind == 3) {
-		if ((status = parse(&f, &o, argv[optind], argv[optind + 1],
+		if ((status = finish_parse(&f, &o, argv[optind], argv[optind + 1],
 		    argv[optind + 2])) != 0)
 			return status;
 		sp = open_spool(spool_dir(dir));

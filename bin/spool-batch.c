@@ -1,0 +1,1184 @@
+/*
+ * spool-batch: one process, many requests.  It opens the spool once, then
+ * reads requests, one a line on stdin, and writes an answer to each on
+ * stdout: the status the command would exit with, its output lines and
+ * its messages (spool-batch(1)).
+ *
+ * Invariant: an answer is written only once its request's effect is
+ * durable, or refused; a request that is not understood changes nothing.
+ * enqueue, claim, renew and finish run here, on the open spool, and runs
+ * of them share one wait (--group).  The operator's requests and the
+ * readers run the command itself, spool-redrive for redrive: one owner
+ * for each command's words, and a command's failure cannot end the
+ * session.
+ */
+#define _GNU_SOURCE
+#include <sys/mman.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "request.h"
+
+#define PROTOCOL	1	/* the greeting's version: spool-batch(1) */
+
+const char *usage_text = "spool-batch [-d DIR] [--json] [--group N]";
+/* --help: a line an option, as the man page's OPTIONS. */
+const char *help_text =
+    "  -d DIR     the spool (default: $SPOOL_DIR)\n"
+    "  --json     requests and answers in JSON Lines\n"
+    "  --group N  answer up to N waiting requests after one wait, "
+    "1 to 256 (default: 1)\n";
+
+enum kind { ENQUEUE, CLAIM, RENEW, FINISH, COMMAND, ANSWERED };
+
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+/* One request, and its answer as it is made. */
+struct req {
+	enum kind kind;
+	struct buf line;	/* the request; words point into it */
+	int status;		/* the answer's */
+	struct buf out, err;	/* its lines (JSON: values, comma-less) */
+	size_t nout, nerr;
+	char **words;		/* the request's words, then NULL */
+	size_t nwords;
+	char **argv;		/* COMMAND: the command's */
+	/* ENQUEUE: the jobs' template and payloads (fds), one a job */
+	struct spool_job tmpl;
+	char **files;
+	size_t nfiles;
+	int payload;		/* --bytes: a memfd, else -1 */
+	/* CLAIM */
+	struct spool_claim_opts copts;
+	size_t max;
+	int64_t wait;		/* --wait, ms; 0: none */
+	/* RENEW, FINISH */
+	struct spool_finish fin;
+	int64_t lease;
+};
+
+static struct spool *sp;
+static const char *dir;
+static int json;
+static size_t group = 1;
+static char owner[SPOOL_ID_MAX + 1];
+static struct req reqs[SPOOL_BATCH_MAX];
+static struct req *cur;		/* whose answer a message goes into */
+static jmp_buf parse_failed;
+static char **cmd_env;		/* the environment, SPOOL_DIR the session's */
+static char cmd_dir[PATH_MAX];	/* where the commands are: beside this one */
+static int cmd_out = -1, cmd_err = -1;	/* a command's stdout and stderr */
+static int watch = -2;		/* inotify of audit/; -1: none; -2: not yet */
+
+/* Fatal: the session cannot go on. */
+static void __attribute__((noreturn))
+fatal(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	say_hook = NULL;
+	va_start(ap, fmt);
+	(void)vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	die(EXIT_TEMP, "%s", line);
+}
+
+static void
+put(struct buf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		char *p;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		if ((p = realloc(b->p, cap)) == NULL)
+			fatal("%s", strerror(errno));
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void
+puts_buf(struct buf *b, const char *s)
+{
+	put(b, s, strlen(s));
+}
+
+/* A message of the command's, from say() or report(). */
+static void
+to_answer(const char *line)
+{
+	put(&cur->err, line, strlen(line));
+	put(&cur->err, "\n", 1);
+	cur->nerr++;
+}
+
+static void __attribute__((noreturn))
+parse_die(int status)
+{
+	longjmp(parse_failed, status);
+}
+
+/*
+ * One value of the answer's output.  Text: a line, tab-separated fields.
+ * JSON: a value made by bin/json.c's writers into a scratch stream.
+ */
+static FILE *scratch;
+static char *scratch_p;
+static size_t scratch_len;
+
+static void
+json_begin(void)
+{
+	if (fseeko(scratch, 0, SEEK_SET) == -1)
+		fatal("%s", strerror(errno));
+	jto(scratch);
+}
+
+static void
+json_end(struct req *q)
+{
+	off_t n;
+
+	if (fflush(scratch) == EOF || (n = ftello(scratch)) == -1)
+		fatal("%s", strerror(errno));
+	while (n > 0 && scratch_p[n - 1] == '\n')
+		n--;
+	if (q->nout > 0)
+		put(&q->out, ",", 1);
+	put(&q->out, scratch_p, (size_t)n);
+	q->nout++;
+}
+
+static void
+out_id(struct req *q, const char *id)
+{
+	if (!json) {
+		puts_buf(&q->out, id);
+		put(&q->out, "\n", 1);
+		q->nout++;
+		return;
+	}
+	json_begin();
+	jstr(NULL, id);
+	json_end(q);
+}
+
+static void
+out_lease(struct req *q, const struct spool_lease *l)
+{
+	char line[SPOOL_ID_MAX + 64];
+
+	if (!json) {
+		(void)snprintf(line, sizeof(line), "%s\t%" PRIu64 "\t%d\t",
+		    l->id, l->token, l->attempt);
+		puts_buf(&q->out, line);
+		puts_buf(&q->out, l->path);
+		put(&q->out, "\n", 1);
+		q->nout++;
+		return;
+	}
+	json_begin();
+	jbegin(NULL, '{');
+	jstr("id", l->id);
+	jnum("token", (int64_t)l->token);
+	jnum("attempt", l->attempt);
+	jnum("cycle", l->cycle);
+	jtime("lease_until", l->lease_until);
+	jstr("trace", l->trace);
+	jstr("path", l->path);
+	jend('}');
+	json_end(q);
+}
+
+/* Write q's answer on stdout. */
+static void
+answer(struct req *q)
+{
+	const char *s, *nl;
+
+	if (!json) {
+		printf("%d %zu %zu\n", q->status, q->nout, q->nerr);
+		fwrite(q->out.p, 1, q->out.len, stdout);
+		fwrite(q->err.p, 1, q->err.len, stdout);
+		return;
+	}
+	jto(stdout);
+	jbegin(NULL, '{');
+	jnum("status", q->status);
+	printf(",\"out\":[%.*s]", (int)q->out.len, q->out.p);
+	jbegin("err", '[');
+	for (s = q->err.p; s < q->err.p + q->err.len; s = nl + 1) {
+		nl = strchr(s, '\n');
+		*(char *)nl = '\0';
+		jstr(NULL, s);
+	}
+	jend(']');
+	jend('}');
+}
+
+/* Input: requests, and the payloads that --bytes announces. */
+static char in[2 * REQ_LINE_MAX + 2];
+static size_t in_pos, in_end;
+static int in_eof;
+
+/* Read more of stdin; 0 at its end. */
+static int
+fill(void)
+{
+	ssize_t r;
+
+	if (in_eof)
+		return 0;
+	if (in_pos > 0) {
+		memmove(in, in + in_pos, in_end - in_pos);
+		in_end -= in_pos;
+		in_pos = 0;
+	}
+	do
+		r = read(0, in + in_end, sizeof(in) - in_end);
+	while (r == -1 && errno == EINTR);
+	if (r == -1)
+		fatal("standard input: %s", strerror(errno));
+	if (r == 0)
+		in_eof = 1;
+	in_end += (size_t)r;
+	return r > 0;
+}
+
+/*
+ * The next line into b, without its newline: 1; 0 at the end of input;
+ * -1 if it is longer than REQ_LINE_MAX (read and dropped).  A last line
+ * without a newline is a line.
+ */
+static int
+next_line(struct buf *b)
+{
+	char *nl;
+	size_t n;
+	int toolong = 0;
+
+	while ((nl = memchr(in + in_pos, '\n', in_end - in_pos)) == NULL) {
+		if (in_end - in_pos > REQ_LINE_MAX) {
+			in_pos = in_end;	/* dropped; its end is looked for */
+			toolong = 1;
+		}
+		if (!fill())
+			break;
+	}
+	n = nl != NULL ? (size_t)(nl - (in + in_pos)) : in_end - in_pos;
+	if (nl == NULL && n == 0 && !toolong)
+		return 0;
+	if (!toolong && n <= REQ_LINE_MAX) {
+		b->len = 0;
+		put(b, in + in_pos, n);
+	}
+	in_pos += n + (nl != NULL);
+	return toolong || n > REQ_LINE_MAX ? -1 : 1;
+}
+
+/* Is a whole request waiting, or more input that does not block? */
+static int
+ready(void)
+{
+	struct pollfd p = { 0, POLLIN, 0 };
+
+	if (memchr(in + in_pos, '\n', in_end - in_pos) != NULL)
+		return 1;
+	return !in_eof && poll(&p, 1, 0) == 1;
+}
+
+/* n bytes of payload, then a newline, into a new memfd; -1 if short. */
+static int
+read_payload(uint64_t n, const char **why)
+{
+	int fd;
+	size_t k;
+
+	if ((fd = memfd_create("spool-batch", MFD_CLOEXEC)) == -1)
+		fatal("memfd_create: %s", strerror(errno));
+	while (n > 0) {
+		if (in_pos == in_end && !fill()) {
+			(void)close(fd);
+			*why = "the payload is shorter than its count";
+			return -1;
+		}
+		k = in_end - in_pos < n ? in_end - in_pos : (size_t)n;
+		if (write(fd, in + in_pos, k) != (ssize_t)k)
+			fatal("memfd: %s", strerror(errno));
+		in_pos += k;
+		n -= k;
+	}
+	if (in_pos == in_end)
+		(void)fill();
+	if (in_pos == in_end || in[in_pos] != '\n') {
+		/* Where the request ends is lost: up to the next newline. */
+		struct buf skip = { 0 };
+
+		(void)close(fd);
+		(void)next_line(&skip);
+		free(skip.p);
+		*why = "the payload is not followed by a newline";
+		return -1;
+	}
+	in_pos++;
+	if (lseek(fd, 0, SEEK_SET) == -1)
+		fatal("memfd: %s", strerror(errno));
+	return fd;
+}
+
+/* The request's own usage, as the command's: an answer of 100. */
+static void __attribute__((noreturn))
+bad_usage(const char *text)
+{
+	char line[512];
+
+	(void)snprintf(line, sizeof(line), "usage: %s", text);
+	to_answer(line);
+	parse_die(EXIT_PERM);
+}
+
+#define U_ENQUEUE "enqueue [--id ID] [--max-attempts N] [--deadline DUR] " \
+	"[--delay DUR] [--key KEY] [--trace ID] FILE ... | --bytes N"
+#define U_CLAIM "claim [--lease DUR] [--owner NAME] [-n N] [--wait DUR]"
+#define U_RENEW "renew [--lease DUR] ID TOKEN"
+#define U_FINISH "finish [--class CLASS] [--detail TEXT] [--delay DUR] " \
+	"ID TOKEN ok|retry|permanent|release"
+
+static void
+parse_enqueue(struct req *q, int argc, char **argv, uint64_t bytes)
+{
+	static const struct option longopts[] = {
+		{ "id", required_argument, NULL, 'i' },
+		{ "max-attempts", required_argument, NULL, 'm' },
+		{ "deadline", required_argument, NULL, 'D' },
+		{ "delay", required_argument, NULL, 'w' },
+		{ "key", required_argument, NULL, 'k' },
+		{ "trace", required_argument, NULL, 't' },
+		{ "bytes", required_argument, NULL, 'b' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct spool_job *t = &q->tmpl;
+	size_t i;
+	int c;
+
+	memset(t, 0, sizeof(*t));
+	t->deadline_ms = -1;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			t->id = opt_word("--id", optarg, spool_valid_id);
+			break;
+		case 'm':
+			t->max_attempts = (int)opt_number("--max-attempts",
+			    optarg, 1, 1000000);
+			break;
+		case 'D':
+			t->deadline_ms = opt_duration("--deadline", optarg, 0);
+			break;
+		case 'w':
+			t->delay_ms = opt_duration("--delay", optarg, 1);
+			break;
+		case 'k':
+			t->key = opt_word("--key", optarg, spool_valid_key);
+			break;
+		case 't':
+			t->trace = opt_word("--trace", optarg, spool_valid_id);
+			break;
+		case 'b':
+			break;	/* read before: the payload follows the line */
+		default:
+			bad_usage(U_ENQUEUE);
+		}
+	}
+	q->files = argv + optind;
+	q->nfiles = (size_t)(argc - optind);
+	if (bytes != UINT64_MAX && q->nfiles > 0)
+		die(EXIT_PERM, "--bytes is the payload: give no FILE");
+	if (bytes == UINT64_MAX && q->nfiles == 0)
+		bad_usage(U_ENQUEUE);
+	if (q->nfiles > SPOOL_BATCH_MAX)
+		die(EXIT_PERM, "at most %d FILEs a request", SPOOL_BATCH_MAX);
+	if (t->id != NULL && q->nfiles > 1)
+		die(EXIT_PERM, "--id names one job: give one FILE");
+	for (i = 0; i < q->nfiles; i++)
+		if (strcmp(q->files[i], "-") == 0)
+			die(EXIT_PERM, "-: standard input carries the requests: "
+			    "give the payload with --bytes N");
+}
+
+static void
+parse_claim(struct req *q, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "lease", required_argument, NULL, 'l' },
+		{ "owner", required_argument, NULL, 'o' },
+		{ "wait", required_argument, NULL, 'W' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	q->copts.lease_ms = 0;
+	q->copts.owner = owner;
+	q->max = 1;
+	q->wait = 0;
+	while ((c = getopt_long(argc, argv, "n:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			q->copts.lease_ms = opt_duration("--lease", optarg, 0);
+			break;
+		case 'n':
+			q->max = (size_t)opt_number("-n", optarg, 1,
+			    SPOOL_BATCH_MAX);
+			break;
+		case 'o':
+			q->copts.owner = opt_word("--owner", optarg,
+			    spool_valid_owner);
+			break;
+		case 'W':
+			q->wait = opt_duration("--wait", optarg, 1);
+			break;
+		default:
+			bad_usage(U_CLAIM);
+		}
+	}
+	if (optind != argc)
+		bad_usage(U_CLAIM);
+}
+
+static void
+parse_renew(struct req *q, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "lease", required_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 }
+	};
+	char *id;
+	int c;
+
+	q->lease = 0;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (c != 'l') {
+			negative_token(argv);
+			bad_usage(U_RENEW);
+		}
+		q->lease = opt_duration("--lease", optarg, 0);
+	}
+	if (argc - optind != 2)
+		bad_usage(U_RENEW);
+	id = argv[optind];
+	if (!spool_valid_id(id))
+		die(EXIT_PERM, "%.140s: bad ID", id);
+	q->fin.id = id;
+	if (spool_parse_token(argv[optind + 1], &q->fin.token) == -1)
+		die(EXIT_PERM, "%s: bad token '%.40s' " TOKEN_FORM, id,
+		    argv[optind + 1]);
+}
+
+static void
+parse_finish(struct req *q, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "class", required_argument, NULL, 'c' },
+		{ "detail", required_argument, NULL, 't' },
+		{ "delay", required_argument, NULL, 'w' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct finish_opts o = { .class = SPOOL_CLASS_NONE, .delay = -1 };
+	int c, status;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			o.class = opt_name("--class", optarg, &class_names);
+			break;
+		case 't':
+			o.detail = optarg;
+			break;
+		case 'w':
+			o.delay = opt_duration("--delay", optarg, 1);
+			break;
+		default:
+			negative_token(argv);
+			bad_usage(U_FINISH);
+		}
+	}
+	if (argc - optind != 3)
+		bad_usage(U_FINISH);
+	if ((status = finish_parse(&q->fin, &o, argv[optind],
+	    argv[optind + 1], argv[optind + 2])) != 0)
+		parse_die(status);
+}
+
+/* The operator's requests and the readers: the commands of those names. */
+static const char *const commands[] = {
+	"redrive", "drop", "cancel", "pause", "resume", "purge", "ls", "show",
+	"stat", "fsck", NULL
+};
+
+static void
+parse_command(struct req *q, int argc, char **argv)
+{
+	int i, json_too = json && (strcmp(argv[0], "ls") == 0 ||
+	    strcmp(argv[0], "show") == 0 || strcmp(argv[0], "stat") == 0);
+
+	for (i = 1; i < argc; i++)
+		if (strncmp(argv[i], "-d", 2) == 0)
+			die(EXIT_PERM, "-d: the session's spool is the only one");
+	if ((q->argv = calloc((size_t)argc + 2, sizeof(*q->argv))) == NULL)
+		fatal("%s", strerror(errno));
+	for (i = 0; i < argc; i++)
+		q->argv[i + json_too] = argv[i];
+	q->argv[0] = argv[0];
+	if (json_too)
+		q->argv[1] = "--json";
+}
+
+/* Words the text after --bytes names, before the options are read. */
+static uint64_t
+bytes_given(int argc, char **argv, const char **why)
+{
+	uint64_t n = UINT64_MAX;
+	char *end;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *v = NULL;
+
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc)
+			v = argv[++i];
+		else if (strncmp(argv[i], "--bytes=", 8) == 0)
+			v = argv[i] + 8;
+		if (v == NULL)
+			continue;
+		errno = 0;
+		n = strtoull(v, &end, 10);
+		if (v[0] < '0' || v[0] > '9' || *end != '\0' || errno != 0 ||
+		    n > (uint64_t)1 << 40) {
+			*why = "--bytes: not a count of bytes";
+			return UINT64_MAX - 1;
+		}
+	}
+	return n;
+}
+
+/*
+ * What words ask for, into q: 0, or the status of its answer, made.  The
+ * parsers' messages go into the answer, and their die() ends here.
+ */
+static int
+understand(struct req *q, int n, char **words, uint64_t bytes)
+{
+	const char *const *c;
+	int status;
+
+	optind = 0;	/* glibc: start getopt afresh */
+	die_hook = parse_die;
+	if ((status = setjmp(parse_failed)) != 0) {
+		die_hook = NULL;
+		return status;
+	}
+	if (strcmp(words[0], "enqueue") == 0) {
+		q->kind = ENQUEUE;
+		parse_enqueue(q, n, words, bytes);
+	} else if (strcmp(words[0], "claim") == 0) {
+		q->kind = CLAIM;
+		parse_claim(q, n, words);
+	} else if (strcmp(words[0], "renew") == 0) {
+		q->kind = RENEW;
+		parse_renew(q, n, words);
+	} else if (strcmp(words[0], "finish") == 0) {
+		q->kind = FINISH;
+		parse_finish(q, n, words);
+	} else {
+		for (c = commands; *c != NULL; c++)
+			if (strcmp(words[0], *c) == 0)
+				break;
+		if (*c == NULL) {
+			progname = "spool-batch";
+			die(EXIT_PERM, "unknown request '%.40s'", words[0]);
+		}
+		q->kind = COMMAND;
+		parse_command(q, n, words);
+	}
+	die_hook = NULL;
+	return 0;
+}
+
+/*
+ * Read the next request into q and understand it: 1, with q->status -1
+ * if it is to be done, or its answer made; 0 at the end of input.
+ */
+static int
+read_request(struct req *q)
+{
+	const char *why = NULL;
+	char **words;
+	uint64_t bytes = UINT64_MAX;
+	size_t n;
+	int r, status;
+
+	q->status = -1;
+	q->out.len = q->err.len = 0;
+	q->nout = q->nerr = 0;
+	q->payload = -1;
+	q->kind = ANSWERED;
+	memset(&q->fin, 0, sizeof(q->fin));
+	cur = q;
+	if ((r = next_line(&q->line)) == 0)
+		return 0;
+	progname = "spool-batch";
+	if (r == -1) {
+		say("request longer than %d bytes", REQ_LINE_MAX);
+		q->status = EXIT_PERM;
+		return 1;
+	}
+	put(&q->line, "", 0);	/* room for the last word's NUL */
+	if (q->words == NULL && (q->words = calloc(REQ_WORDS_MAX + 1,
+	    sizeof(*q->words))) == NULL)
+		fatal("%s", strerror(errno));
+	words = q->words;
+	if (req_words(q->line.p, q->line.len, json, words, REQ_WORDS_MAX, &n,
+	    &why) == -1 || n == 0) {
+		say("malformed request: %s", n == 0 && why == NULL ?
+		    "no words" : why);
+		q->status = EXIT_PERM;
+		return 1;
+	}
+	words[n] = NULL;
+	if (strcmp(words[0], "enqueue") == 0) {
+		bytes = bytes_given((int)n, words, &why);
+		if (bytes == UINT64_MAX - 1) {
+			progname = "spool-enqueue";
+			say("%s", why);
+			q->status = EXIT_PERM;
+			return 1;
+		}
+		if (bytes != UINT64_MAX &&
+		    (q->payload = read_payload(bytes, &why)) == -1) {
+			progname = "spool-enqueue";
+			say("%s", why);
+			q->status = EXIT_PERM;
+			return 1;
+		}
+	}
+	/* A word of the commands': spool-claim's messages for claim. */
+	{
+		static char name[32];
+
+		(void)snprintf(name, sizeof(name), "spool-%.20s", words[0]);
+		progname = name;
+	}
+	if ((status = understand(q, (int)n, words, bytes)) != 0) {
+		q->status = status;
+		q->kind = ANSWERED;
+		if (q->payload != -1)
+			(void)close(q->payload);
+		q->payload = -1;
+	}
+	return 1;
+}
+
+/* Enqueue: the jobs of q[0..n) in one call, one wait. */
+static void
+do_enqueue(struct req **q, size_t n)
+{
+	static struct spool_job jobs[SPOOL_BATCH_MAX];
+	static struct req *whose[SPOOL_BATCH_MAX];
+	static const char *what[SPOOL_BATCH_MAX];
+	size_t i, k, m = 0;
+	int fd, err;
+
+	for (i = 0; i < n; i++) {
+		cur = q[i];
+		progname = "spool-enqueue";
+		q[i]->status = EXIT_DONE;
+		if (q[i]->payload != -1) {
+			jobs[m] = q[i]->tmpl;
+			jobs[m].fd = q[i]->payload;
+			q[i]->payload = -1;
+			whose[m] = q[i];
+			what[m++] = q[i]->tmpl.id != NULL ? q[i]->tmpl.id :
+			    "payload";
+			continue;
+		}
+		for (k = 0; k < q[i]->nfiles; k++) {
+			struct stat st;
+
+			fd = open(q[i]->files[k], O_RDONLY | O_CLOEXEC);
+			if (fd != -1 && fstat(fd, &st) == 0 &&
+			    S_ISDIR(st.st_mode)) {
+				(void)close(fd);
+				fd = -1;
+				errno = EISDIR;
+			}
+			if (fd == -1) {
+				err = errno;
+				say("%s: %s", q[i]->files[k], strerror(err));
+				q[i]->status = worst(q[i]->status,
+				    err == ENOENT || err == EACCES ||
+				    err == EISDIR ? EXIT_PERM : EXIT_TEMP);
+				continue;
+			}
+			jobs[m] = q[i]->tmpl;
+			jobs[m].fd = fd;
+			whose[m] = q[i];
+			what[m++] = q[i]->tmpl.id != NULL ? q[i]->tmpl.id :
+			    q[i]->files[k];
+		}
+	}
+	if (spool_enqueue(sp, jobs, m) == -1) {
+		char why[256];
+
+		err = errno;
+		(void)snprintf(why, sizeof(why), "%s", err == EDQUOT ?
+		    reserve_text(sp, why, sizeof(why)) : errtext(err));
+		for (i = 0; i < n; i++) {
+			cur = q[i];
+			say("%s", why);
+			q[i]->status = EXIT_TEMP;
+		}
+		for (k = 0; k < m; k++)
+			(void)close(jobs[k].fd);
+		return;
+	}
+	for (k = 0; k < m; k++) {
+		(void)close(jobs[k].fd);
+		cur = whose[k];
+		if (jobs[k].res.status == 0)
+			out_id(cur, jobs[k].idbuf);
+		else
+			cur->status = worst(cur->status,
+			    report(what[k], &jobs[k].res));
+	}
+}
+
+/* When a claim may next find work, in ms from now, as spool-run waits. */
+static int64_t
+until_due(int64_t claimed_at)
+{
+	int64_t due, now;
+
+	if (spool_paused(sp) == 1)
+		return INT64_MAX;	/* the resume is an audit line */
+	if (spool_next_due(sp, &due) == -1)
+		return 1000;
+	if (due == INT64_MAX)
+		return INT64_MAX;
+	now = spool_now();
+	if (due > claimed_at)
+		return due > now ? due - now : 0;
+	/* Due, yet nothing was claimed: another holds it this moment. */
+	return 1000;
+}
+
+/* The audit directory's news, read away. */
+static void
+drain_watch(void)
+{
+	char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+	while (watch >= 0 && read(watch, ev, sizeof(ev)) > 0)
+		;
+}
+
+/*
+ * Claim for q alone, waiting up to q->wait for a due job as spool-run(1),
+ * "Waiting", says: until a job is due or an audit line is appended here.
+ */
+static int
+claim_waiting(struct req *q, struct spool_lease *out, size_t *got)
+{
+	int64_t until = spool_now() + q->wait, left, pause, at;
+	struct pollfd p;
+	int r;
+
+	if (watch == -2) {
+		char audit[PATH_MAX];
+
+		(void)snprintf(audit, sizeof(audit), "%s/audit", dir);
+		if ((watch = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) != -1 &&
+		    inotify_add_watch(watch, audit, IN_MODIFY | IN_CREATE |
+		    IN_MOVED_TO) == -1) {
+			(void)close(watch);
+			watch = -1;
+		}
+	}
+	for (;;) {
+		drain_watch();
+		at = spool_now();
+		if ((r = spool_claim(sp, &q->copts, out, q->max, got)) != 0)
+			return r;
+		if ((left = until - spool_now()) <= 0)
+			return 0;
+		pause = until_due(at);
+		if (watch < 0 && pause > 1000)
+			pause = 1000;
+		if (pause > left)
+			pause = left;
+		p.fd = watch;
+		p.events = POLLIN;
+		if (poll(&p, watch >= 0, (int)(pause < INT_MAX ? pause :
+		    INT_MAX)) == -1 && errno != EINTR)
+			fatal("poll: %s", strerror(errno));
+	}
+}
+
+/*
+ * Finishes f of q[0..nf), then claims for c[0..nc) (all with the first's
+ * options), in one call and one wait: spool_finish_claim.
+ */
+static void
+do_finish_claim(struct req **fq, size_t nf, struct req **cq, size_t nc)
+{
+	static struct spool_finish f[SPOOL_BATCH_MAX];
+	static struct spool_lease out[SPOOL_BATCH_MAX];
+	size_t i, k, max = 0, got = 0, at = 0;
+	int r = 0, fr = 0, err = 0;
+
+	for (i = 0; i < nf; i++)
+		f[i] = fq[i]->fin;
+	for (i = 0; i < nc; i++)
+		max += cq[i]->max;
+	if (nc == 1 && cq[0]->wait > 0)
+		r = claim_waiting(cq[0], out, &got);
+	else if (nc > 0 && nf > 0)
+		r = spool_finish_claim(sp, f, nf, &cq[0]->copts, out, max,
+		    &got);
+	else if (nc > 0)
+		r = spool_claim(sp, &cq[0]->copts, out, max, &got);
+	else
+		fr = spool_finish(sp, f, nf);
+	err = errno;
+	for (i = 0; i < nf; i++) {
+		cur = fq[i];
+		progname = "spool-finish";
+		if (fr == -1) {
+			say("%s", strerror(err));
+			cur->status = EXIT_TEMP;
+			continue;
+		}
+		if (f[i].res.status == 0)
+			out_id(cur, f[i].id);
+		cur->status = report(f[i].id, &f[i].res);
+	}
+	for (i = 0; i < nc; i++) {
+		cur = cq[i];
+		progname = "spool-claim";
+		if (r == -1) {
+			say("%s", errtext(err));
+			cur->status = EXIT_TEMP;
+			continue;
+		}
+		for (k = 0; k < cur->max && at < got; k++)
+			out_lease(cur, &out[at++]);
+		cur->status = k > 0 ? EXIT_DONE : EXIT_NO;
+		if (k == 0 && spool_paused(sp) == 1)
+			say("spool paused");
+	}
+	spool_free_leases(out, got);
+}
+
+static void
+do_renew(struct req *q)
+{
+	struct spool_result res;
+
+	cur = q;
+	progname = "spool-renew";
+	if (spool_renew(sp, q->fin.id, q->fin.token, q->lease, &res) == -1 &&
+	    res.status == 0) {
+		say("%s: %s", q->fin.id, errtext(errno));
+		q->status = EXIT_TEMP;
+		return;
+	}
+	q->status = report(q->fin.id, &res);
+}
+
+/* Split what a command wrote on fd into q's lines; raw: JSON already. */
+static void
+command_lines(struct req *q, int fd, int is_err, int raw)
+{
+	static struct buf b;
+	char chunk[65536], *s, *nl;
+	ssize_t r;
+
+	b.len = 0;
+	if (lseek(fd, 0, SEEK_SET) == -1)
+		fatal("memfd: %s", strerror(errno));
+	while ((r = read(fd, chunk, sizeof(chunk))) > 0)
+		put(&b, chunk, (size_t)r);
+	if (r == -1)
+		fatal("memfd: %s", strerror(errno));
+	if (b.len > 0 && b.p[b.len - 1] != '\n')
+		put(&b, "\n", 1);
+	for (s = b.p; s != NULL && s < b.p + b.len; s = nl + 1) {
+		nl = memchr(s, '\n', (size_t)(b.p + b.len - s));
+		*nl = '\0';
+		if (is_err) {
+			to_answer(s);
+		} else if (!json) {
+			put(&q->out, s, (size_t)(nl - s) + 1);
+			q->out.p[q->out.len - 1] = '\n';
+			q->nout++;
+		} else if (raw && (*s == '{' || *s == '[')) {
+			if (q->nout++ > 0)
+				put(&q->out, ",", 1);
+			put(&q->out, s, (size_t)(nl - s));
+		} else {
+			json_begin();
+			jstr(NULL, s);
+			json_end(q);
+		}
+	}
+}
+
+/* Run the command the request names, its output and messages the answer. */
+static void
+do_command(struct req *q)
+{
+	char path[PATH_MAX + 32];
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int st, err;
+
+	cur = q;
+	progname = "spool-batch";
+	if (ftruncate(cmd_out, 0) == -1 || ftruncate(cmd_err, 0) == -1 ||
+	    lseek(cmd_out, 0, SEEK_SET) == -1 ||
+	    lseek(cmd_err, 0, SEEK_SET) == -1)
+		fatal("memfd: %s", strerror(errno));
+	(void)snprintf(path, sizeof(path), "%s/spool-%s", cmd_dir,
+	    q->argv[0]);
+	{
+		static char name[32];
+
+		(void)snprintf(name, sizeof(name), "spool-%.20s", q->argv[0]);
+		q->argv[0] = name;
+	}
+	if ((err = posix_spawn_file_actions_init(&fa)) != 0 ||
+	    (err = posix_spawn_file_actions_adddup2(&fa, cmd_out, 1)) != 0 ||
+	    (err = posix_spawn_file_actions_adddup2(&fa, cmd_err, 2)) != 0 ||
+	    (err = posix_spawn_file_actions_addclose(&fa, 0)) != 0)
+		fatal("posix_spawn: %s", strerror(err));
+	err = posix_spawn(&pid, path, &fa, NULL, q->argv, cmd_env);
+	(void)posix_spawn_file_actions_destroy(&fa);
+	free(q->argv);
+	q->argv = NULL;
+	if (err != 0) {
+		say("%s: %s", path, strerror(err));
+		q->status = EXIT_TEMP;
+		return;
+	}
+	while (waitpid(pid, &st, 0) == -1)
+		if (errno != EINTR)
+			fatal("waitpid: %s", strerror(errno));
+	command_lines(q, cmd_out, 0, json);
+	command_lines(q, cmd_err, 1, 0);
+	if (WIFEXITED(st))
+		q->status = WEXITSTATUS(st);
+	else {
+		say("%s: killed by signal %d", path, WTERMSIG(st));
+		q->status = EXIT_TEMP;
+	}
+}
+
+/* Options of two claims the same: one call may serve both. */
+static int
+same_claim(const struct req *a, const struct req *b)
+{
+	return a->wait == 0 && b->wait == 0 &&
+	    a->copts.lease_ms == b->copts.lease_ms &&
+	    strcmp(a->copts.owner, b->copts.owner) == 0;
+}
+
+/*
+ * Do q[0..n) in order.  Runs share a call, and so its wait: enqueues; and
+ * finishes with the claims after them.
+ */
+static void
+serve(struct req *q, size_t n)
+{
+	struct req *a[SPOOL_BATCH_MAX], *b[SPOOL_BATCH_MAX];
+	size_t i = 0, na, nb, jobs, max;
+
+	while (i < n) {
+		switch (q[i].kind) {
+		case ANSWERED:
+			i++;
+			break;
+		case ENQUEUE:
+			for (na = 0, jobs = 0; i < n && (q[i].kind == ANSWERED ||
+			    (q[i].kind == ENQUEUE && jobs + (q[i].nfiles ?
+			    q[i].nfiles : 1) <= SPOOL_BATCH_MAX)); i++)
+				if (q[i].kind == ENQUEUE) {
+					jobs += q[i].nfiles ? q[i].nfiles : 1;
+					a[na++] = &q[i];
+				}
+			do_enqueue(a, na);
+			break;
+		case FINISH:
+		case CLAIM:
+			for (na = 0; i < n && (q[i].kind == ANSWERED ||
+			    q[i].kind == FINISH); i++)
+				if (q[i].kind == FINISH)
+					a[na++] = &q[i];
+			nb = 0;
+			/* A claim that waits is a call of its own. */
+			if (na == 0 && i < n && q[i].kind == CLAIM &&
+			    q[i].wait > 0)
+				b[nb++] = &q[i++];
+			else
+				for (max = 0; i < n && (q[i].kind == ANSWERED ||
+				    (q[i].kind == CLAIM && q[i].wait == 0 &&
+				    (nb == 0 || same_claim(b[0], &q[i])) &&
+				    max + q[i].max <= SPOOL_BATCH_MAX)); i++)
+					if (q[i].kind == CLAIM) {
+						max += q[i].max;
+						b[nb++] = &q[i];
+					}
+			do_finish_claim(a, na, b, nb);
+			break;
+		case RENEW:
+			do_renew(&q[i++]);
+			break;
+		case COMMAND:
+			do_command(&q[i++]);
+			break;
+		}
+	}
+}
+
+/* Where this program is: the commands it runs are beside it. */
+static void
+find_commands(void)
+{
+	char *slash;
+	ssize_t n;
+
+	if ((n = readlink("/proc/self/exe", cmd_dir, sizeof(cmd_dir) - 1)) ==
+	    -1)
+		die(EXIT_TEMP, "/proc/self/exe: %s", strerror(errno));
+	cmd_dir[n] = '\0';
+	if ((slash = strrchr(cmd_dir, '/')) != NULL)
+		*slash = '\0';
+}
+
+/* The environment of the commands: SPOOL_DIR is the session's spool. */
+static void
+make_env(void)
+{
+	extern char **environ;
+	size_t n = 0, k = 0;
+	char *var;
+
+	while (environ[n] != NULL)
+		n++;
+	if ((cmd_env = calloc(n + 2, sizeof(*cmd_env))) == NULL ||
+	    asprintf(&var, "SPOOL_DIR=%s", dir) == -1)
+		die(EXIT_TEMP, "%s", strerror(errno));
+	for (n = 0; environ[n] != NULL; n++)
+		if (strncmp(environ[n], "SPOOL_DIR=", 10) != 0)
+			cmd_env[k++] = environ[n];
+	cmd_env[k] = var;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "group", required_argument, NULL, 'g' },
+		{ NULL, 0, NULL, 0 }
+	};
+	static char outbuf[65536];
+	const char *dflag = NULL;
+	size_t n, i;
+	int c;
+
+	cmd_init(argv, 1);
+	while ((c = cmd_getopt(argc, argv, "d:", longopts)) != -1) {
+		switch (c) {
+		case 'd':
+			dflag = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'g':
+			group = (size_t)opt_number("--group", optarg, 1,
+			    SPOOL_BATCH_MAX);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	if (stdin_closed)
+		die(EXIT_PERM, "standard input is closed");
+	dir = spool_dir(dflag);
+	sp = open_spool(dir);
+	find_commands();
+	make_env();
+	(void)default_owner(owner, sizeof(owner));
+	if ((cmd_out = memfd_create("stdout", MFD_CLOEXEC)) == -1 ||
+	    (cmd_err = memfd_create("stderr", MFD_CLOEXEC)) == -1 ||
+	    (scratch = open_memstream(&scratch_p, &scratch_len)) == NULL)
+		die(EXIT_TEMP, "%s", strerror(errno));
+	/* A closed stdout is an error of a write, not a signal. */
+	(void)signal(SIGPIPE, SIG_IGN);
+	(void)setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+	say_hook = to_answer;
+	if (json)
+		printf("{\"protocol\":\"spool-batch\",\"version\":%d}\n",
+		    PROTOCOL);
+	else
+		printf("spool-batch %d\n", PROTOCOL);
+	for (;;) {
+		if (fflush(stdout) == EOF) {
+			say_hook = NULL;
+			die(EXIT_TEMP, "standard output: %s (the last answers "
+			    "may be lost, not their effects: show ID says what "
+			    "became of a job)", strerror(errno));
+		}
+		for (n = 0; n < group && (n == 0 || ready()); n++)
+			if (!read_request(&reqs[n]))
+				break;
+		if (n == 0)
+			break;
+		serve(reqs, n);
+		for (i = 0; i < n; i++)
+			answer(&reqs[i]);
+	}
+	say_hook = NULL;
+	spool_close(sp);
+	return EXIT_DONE;
+}
