@@ -43,8 +43,7 @@ const char *usage_text = "spool-batch [-d DIR] [--json] [--group N]";
 const char *help_text =
     "  -d DIR     the spool (default: $SPOOL_DIR)\n"
     "  --json     requests and answers in JSON Lines\n"
-    "  --group N  answer up to N waiting requests after one wait, "
-    "1 to 256 (default: 1)\n";
+    "  --group N  up to N waiting requests a wait, 1 to 256 (default: 1)\n";
 
 enum kind { ENQUEUE, CLAIM, RENEW, FINISH, COMMAND, ANSWERED };
 
@@ -98,6 +97,7 @@ fatal(const char *fmt, ...)
 	va_list ap;
 
 	say_hook = NULL;
+	progname = "spool-batch";
 	va_start(ap, fmt);
 	(void)vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
@@ -370,6 +370,16 @@ bad_usage(const char *text)
 #define U_FINISH "finish [--class CLASS] [--detail TEXT] [--delay DUR] " \
 	"ID TOKEN ok|retry|permanent|release"
 
+/* The usage of a request done here, as its --help answers it. */
+static const char *
+help_of(const char *word)
+{
+	return strcmp(word, "enqueue") == 0 ? "usage: " U_ENQUEUE :
+	    strcmp(word, "claim") == 0 ? "usage: " U_CLAIM :
+	    strcmp(word, "renew") == 0 ? "usage: " U_RENEW :
+	    strcmp(word, "finish") == 0 ? "usage: " U_FINISH : NULL;
+}
+
 static void
 parse_enqueue(struct req *q, int argc, char **argv, uint64_t bytes)
 {
@@ -590,13 +600,14 @@ bytes_given(int argc, char **argv, const char **why)
 }
 
 /*
- * What words ask for, into q: 0, or the status of its answer, made.  The
+ * What words ask for, into q: -1, or the status of its answer, made.  The
  * parsers' messages go into the answer, and their die() ends here.
  */
 static int
 understand(struct req *q, int n, char **words, uint64_t bytes)
 {
 	const char *const *c;
+	const char *help;
 	int status;
 
 	optind = 0;	/* glibc: start getopt afresh */
@@ -604,6 +615,16 @@ understand(struct req *q, int n, char **words, uint64_t bytes)
 	if ((status = setjmp(parse_failed)) != 0) {
 		die_hook = NULL;
 		return status;
+	}
+	if ((help = help_of(words[0])) != NULL) {
+		for (c = (const char *const *)words + 1; *c != NULL; c++)
+			if (strcmp(*c, "--help") == 0) {
+				out_id(q, help);
+				q->kind = ANSWERED;
+				die_hook = NULL;
+				return EXIT_DONE;
+			} else if (strcmp(*c, "--") == 0)
+				break;
 	}
 	if (strcmp(words[0], "enqueue") == 0) {
 		q->kind = ENQUEUE;
@@ -629,7 +650,7 @@ understand(struct req *q, int n, char **words, uint64_t bytes)
 		parse_command(q, n, words);
 	}
 	die_hook = NULL;
-	return 0;
+	return -1;
 }
 
 /*
@@ -696,7 +717,7 @@ read_request(struct req *q)
 		(void)snprintf(name, sizeof(name), "spool-%.20s", words[0]);
 		progname = name;
 	}
-	if ((status = understand(q, (int)n, words, bytes)) != 0) {
+	if ((status = understand(q, (int)n, words, bytes)) != -1) {
 		q->status = status;
 		q->kind = ANSWERED;
 		if (q->payload != -1)
@@ -1165,6 +1186,7 @@ main(int argc, char **argv)
 	for (;;) {
 		if (fflush(stdout) == EOF) {
 			say_hook = NULL;
+			progname = "spool-batch";
 			die(EXIT_TEMP, "standard output: %s (the last answers "
 			    "may be lost, not their effects: show ID says what "
 			    "became of a job)", strerror(errno));

@@ -62,6 +62,9 @@ _spool_options()
 {
 	_spool_flag=
 	case $1 in
+	spool-batch)
+		_spool_arg='-d --group'
+		_spool_flag='--json' ;;
 	spool-cancel|spool-drop)
 		_spool_arg='-d --by --note'
 		_spool_flag='-0' ;;
@@ -154,7 +157,9 @@ _spool_value()
 	--reason)
 		_spool_words "$_spool_reasons" "$cur" ;;
 	--group)
-		mapfile -t COMPREPLY < <(compgen -g -- "$cur") ;;
+		# spool-init's takes a group; spool-batch's, a count.
+		[[ $cmd == spool-init ]] &&
+		    mapfile -t COMPREPLY < <(compgen -g -- "$cur") ;;
 	--warn|--crit)
 		# A metric, then the comparison: dead>0, lag>5m.
 		_spool_nospace
@@ -276,6 +281,7 @@ _spool()
 	return 0
 }
 
-complete -F _spool spool-cancel spool-claim spool-drop spool-enqueue \
-    spool-finish spool-fsck spool-init spool-ls spool-pause spool-purge \
-    spool-redrive spool-renew spool-resume spool-run spool-show spool-stat
+complete -F _spool spool-batch spool-cancel spool-claim spool-drop \
+    spool-enqueue spool-finish spool-fsck spool-init spool-ls spool-pause \
+    spool-purge spool-redrive spool-renew spool-resume spool-run spool-show \
+    spool-stat

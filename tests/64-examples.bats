@@ -475,3 +475,39 @@ EOT
 		esac || { echo "no test runs the EXAMPLES of $name" >&2; return 1; }
 	done
 }
+
+@test "spool-batch(1): EXAMPLES" {
+	page spool-batch.1
+	# Answers carry the commands' messages on stdout, in their order.
+	EX_MERGE=1 ex_step 'export SPOOL_DIR=$(mktemp -d)/spool; spool-init'
+	EX_MERGE=1 ex_step "printf '%s\\n' '[\"claim\""
+	# The worker, saved where the session runs; send-invoice a stand-in
+	# that says what it was given.
+	ex_next '#!/bin/bash'
+	printf '%s\n' "$EX_TEXT" >"$BATS_TEST_TMPDIR/worker"
+	ex_cd "$BATS_TEST_TMPDIR"
+	ex_prelude 'send-invoice() { echo "sent $(cat) (key $2, fence $4)"; }
+	export -f send-invoice'
+	EX_MERGE=1 ex_step 'for n in 1843 1844'
+	ex_end
+}
+
+@test "README's spool-batch worker runs as written" {
+	# Its block: from "coproc" to the loop's end, indented by four.
+	sed -n '/^    coproc S { spool-batch; }$/,/^    done$/s/^    //p' \
+	    "$TOP/README.md" >"$BATS_TEST_TMPDIR/worker"
+	equals "$(wc -l <"$BATS_TEST_TMPDIR/worker")" 13
+	send-invoice() { echo "sent $(cat) (key $2, fence $4)"; }
+	export -f send-invoice
+	# In buckets of new/ of their own, so claimed in this order.
+	at 08:00:00 spool-enqueue --id order-1842 <<<"order=1842" >/dev/null
+	at 08:00:05 spool-enqueue --id order-1843 <<<"order=1843" >/dev/null
+	at 08:00:10 spool-enqueue --id order-1844 --delay 1h \
+	    <<<"order=1844" >/dev/null
+	run -0 --separate-stderr at 08:00:15 bash "$BATS_TEST_TMPDIR/worker"
+	equals "$output$stderr" "sent order=1842 (key order-1842, fence 1)
+sent order=1843 (key order-1843, fence 2)"
+	equals "$(ids_in done | tr '\n' ' ')" "order-1842 order-1843 "
+	equals "$(ids_in new)" order-1844
+	fsck_clean
+}

@@ -13,9 +13,9 @@ load helpers
 load examples
 
 ROOT="$BATS_TEST_DIRNAME/.."
-CMDS="spool-cancel spool-claim spool-drop spool-enqueue spool-finish
-    spool-fsck spool-init spool-ls spool-pause spool-purge spool-redrive
-    spool-renew spool-resume spool-run spool-show spool-stat"
+CMDS="spool-batch spool-cancel spool-claim spool-drop spool-enqueue
+    spool-finish spool-fsck spool-init spool-ls spool-pause spool-purge
+    spool-redrive spool-renew spool-resume spool-run spool-show spool-stat"
 
 # The install is made from the tree; but from a fresh build of a copy of
 # it (the files git has, and those not yet committed but not ignored) when
@@ -66,6 +66,7 @@ foreign_names() {
 @test "make install puts every file in its place, the commands stripped" {
 	diff -u - <(cd "$D" && find . -mindepth 1 ! -type d \
 	    -printf '%y %m %P -> %l\n' | sed 's/ -> $//' | LC_ALL=C sort -k3) <<EOF
+f 755 usr/local/bin/spool-batch
 f 755 usr/local/bin/spool-cancel
 f 755 usr/local/bin/spool-claim
 f 755 usr/local/bin/spool-drop
@@ -103,6 +104,7 @@ f 644 usr/local/lib/systemd/system/spool-stat.timer
 f 755 usr/local/libexec/spool/handler-http.sh
 f 755 usr/local/libexec/spool/handler-state.sh
 f 644 usr/local/share/bash-completion/completions/spool
+l 777 usr/local/share/bash-completion/completions/spool-batch -> spool
 l 777 usr/local/share/bash-completion/completions/spool-cancel -> spool
 l 777 usr/local/share/bash-completion/completions/spool-claim -> spool
 l 777 usr/local/share/bash-completion/completions/spool-drop -> spool
@@ -124,6 +126,7 @@ f 644 usr/local/share/doc/spool/examples/demo.sh
 f 644 usr/local/share/doc/spool/examples/spool-alerts.yml
 f 644 usr/local/share/doc/spool/examples/spool-dashboard.json
 f 644 usr/local/share/doc/spool/examples/spool-run.cron
+f 644 usr/local/share/man/man1/spool-batch.1
 f 644 usr/local/share/man/man1/spool-cancel.1
 f 644 usr/local/share/man/man1/spool-claim.1
 f 644 usr/local/share/man/man1/spool-drop.1
@@ -179,7 +182,7 @@ EOF
 	mk install DESTDIR="$d" $vars STRIP= >/dev/null
 	equals "$(cd "$d" && find . -mindepth 1 ! -type d -printf '%h\n' |
 	    LC_ALL=C sort | uniq -c | awk '{ print $1, $2 }' | tr '\n' ' ')" \
-	    "1 ./opt/sp/inc 5 ./opt/sp/lib/python$PYV/dist-packages/spool 7 ./opt/sp/lib/systemd/system 4 ./opt/sp/lib64 1 ./opt/sp/lib64/pkgconfig 2 ./opt/sp/libexec/spool 16 ./opt/sp/man/man1 1 ./opt/sp/man/man3 1 ./opt/sp/man/man7 16 ./opt/sp/sbin 17 ./opt/sp/share/bash-completion/completions 5 ./opt/sp/share/doc/spool/examples "
+	    "1 ./opt/sp/inc 5 ./opt/sp/lib/python$PYV/dist-packages/spool 7 ./opt/sp/lib/systemd/system 4 ./opt/sp/lib64 1 ./opt/sp/lib64/pkgconfig 2 ./opt/sp/libexec/spool 17 ./opt/sp/man/man1 1 ./opt/sp/man/man3 1 ./opt/sp/man/man7 17 ./opt/sp/sbin 18 ./opt/sp/share/bash-completion/completions 5 ./opt/sp/share/doc/spool/examples "
 	# STRIP=: the symbols stay, for a packager's own tools.
 	run -0 readelf -S "$d/opt/sp/sbin/spool-ls"
 	[[ $output == *.symtab* ]]

@@ -7,9 +7,9 @@
 load helpers
 
 COMPLETION="$BATS_TEST_DIRNAME/../completion/spool.bash"
-CMDS="spool-cancel spool-claim spool-drop spool-enqueue spool-finish
-    spool-fsck spool-init spool-ls spool-pause spool-purge spool-redrive
-    spool-renew spool-resume spool-run spool-show spool-stat"
+CMDS="spool-batch spool-cancel spool-claim spool-drop spool-enqueue
+    spool-finish spool-fsck spool-init spool-ls spool-pause spool-purge
+    spool-redrive spool-renew spool-resume spool-run spool-show spool-stat"
 
 export LC_ALL=C
 

@@ -165,9 +165,11 @@ last_rec() {
 
 # "CMD OPTION" for every option that the man pages' item lists name ("Fl
 # -warn" is --warn, "Fl d" -d; a bare "Fl", standard input, is not an
-# option); spool-resume's page is spool-pause's.  In one awk.
+# option); spool-resume's page is spool-pause's.  An item that begins
+# with a word ("Cm claim"), spool-batch(1)'s requests, names no option of
+# the command.  In one awk.
 man_options() {
-	awk '/^\.It / {
+	awk '/^\.It / && $2 != "Cm" {
 		cmd = FILENAME; sub(/.*\//, "", cmd); sub(/\.1$/, "", cmd)
 		for (i = 2; i < NF; i++)
 			if ($i == "Fl" && $(i + 1) ~ /^[^ ]/ && $(i + 1) != ",") {

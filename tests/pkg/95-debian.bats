@@ -65,7 +65,7 @@ setup() {
 	stat -c '# %n: %s bytes' *.deb >&3
 	run -1 grep '^E:' "$B/lintian.txt"
 	# What each package holds.
-	[ "$(dpkg-deb -c spool_*.deb | grep -c ' ./usr/bin/spool-')" -eq 16 ]
+	[ "$(dpkg-deb -c spool_*.deb | grep -c ' ./usr/bin/spool-')" -eq 17 ]
 	dpkg-deb -c libspool0_*.deb | grep -q " ./usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libspool.so.0 -> libspool.so.$V$"
 	[ "$(dpkg-deb -f libspool0_*.deb Package)" = libspool0 ]
 	[ "$(dpkg-deb -f libspool-dev_*.deb Depends)" = "libspool0 (= $V), uuid-dev, libxxhash-dev, liburing-dev" ]
