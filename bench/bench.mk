@@ -26,7 +26,7 @@ PQ_CPPFLAGS = -I/usr/include/postgresql
 QBENCH_SRC = bench/qbench.c bench/qbench-os.c bench/qbench-many.c \
     bench/qbench-floor.c bench/qbench-spool.c bench/qbench-run.c \
     bench/qbench-sqlite.c bench/qbench-pg.c bench/qbench-beanstalkd.c \
-    bench/qbench-nq.c bench/qbench-python.c
+    bench/qbench-nq.c bench/qbench-python.c bench/qbench-batch.c
 
 $(BENCH_BIN)/qbench: $(QBENCH_SRC) bench/qbench.h bench/bench.h lib/spool.h \
     lib/libspool.a

@@ -10,8 +10,9 @@
 # listings, spool-stat and spool-fsck at 100,000 jobs (and 1,000,000)
 # beside every sidecar read once, 10 many workers on one spool against
 # SQLite-WAL, beanstalkd, PostgreSQL and their floor, 11 spool-run against
-# spawning its handler, and spool.work in Python, 12 the library's cycle of a keyed job under a
-# limit or a rate against an unkeyed one.  Rows 1-4 and 10-12 run on the
+# spawning its handler, and spool.work in Python, 12 the library's cycle
+# of a keyed job under a limit or a rate against an unkeyed one.  Row 3
+# has the cycle from Python and through spool-batch too.  Rows 1-4 and 10-12 run on the
 # default file system and, when this is root and a loop device can be
 # had, on a journaled ext4 made on a loop device here and removed at the
 # end.
@@ -262,15 +263,17 @@ cycle_rows() {
 	command -v nq >/dev/null && nqrow="cli-nq:30"
 	say "$label: floors, CLI and library cycles ($rounds rounds)"
 	# The library's cycle from Python too, through the package and
-	# libspool.so.0 copied at the start, in one interpreter for the run.
+	# libspool.so.0 copied at the start, in one interpreter for the run;
+	# and through spool-batch, from bash clients started once.
 	# shellcheck disable=SC2086
 	PYTHONPATH=$py LD_LIBRARY_PATH=$py "$tools/qbench" -l "$label" \
 	    -w "$dir" -b "$bin" -t "$tools/true" -D "$tools/true-dyn" \
 	    -p "${port:-0}" -r "$rounds" -T "$slice" -y "$python" \
-	    -Y "$bench_dir/pycycle.py" \
+	    -Y "$bench_dir/pycycle.py" -B "$bench_dir/batchcycle.sh" \
 	    floor-spawn:200 floor-publish:200 floor-dirsync:200 \
 	    floor-append:200 floor-spawn-dyn:200 floor-wait3:200 \
 	    cli-spool:30 $sqlrows $nqrow lib-spool:100 lib-python:100 \
+	    batch-coproc:100 batch-g16:512 \
 	    lib-sqlite-delete:100 lib-sqlite-wal:200 $beanrows >>"$raw"
 	mark "$label cycles"
 	say "$label: batched throughput ($brounds rounds)"
@@ -497,6 +500,13 @@ memory_rows() {
 		rss python-work env PYTHONPATH="$py" LD_LIBRARY_PATH="$py" \
 		    "$python" -c 'import spool, sys
 spool.work(sys.argv[1], lambda job: None, lease=30, once=True)' "$sp"
+		# spool-batch over a session of 250 cycles: its own peak
+		# (VmHWM), as bench/batchcycle.sh reads it at the end.
+		t=$(date +%s%N)
+		kib=$("$bench_dir/batchcycle.sh" "$bin/spool-batch" "$sp" rss \
+		    250)
+		echo "mem,$size,spool-batch,$kib,$(awk -v t="$t" -v u="$(date \
+		    +%s%N)" 'BEGIN { printf "%.3f", (u - t) / 1e9 }')" >>"$raw"
 		rss spool-show "$bin/spool-show" -d "$sp" "$parked"
 		rss spool-purge "$bin/spool-purge" -d "$sp" 'done' \
 		    --older-than 0s

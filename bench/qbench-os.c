@@ -119,6 +119,51 @@ start(char *const argv[], char *const envp[], int in, int out)
 	return pid;
 }
 
+/* Start argv on pipes, as a client. */
+struct client *
+client_start(char *const argv[])
+{
+	struct client *c;
+	int in[2], out[2];
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		err(1, "calloc");
+	if (pipe2(in, O_CLOEXEC) == -1 || pipe2(out, O_CLOEXEC) == -1)
+		err(1, "pipe2");
+	(void)start(argv, NULL, in[0], out[1]);
+	(void)close(in[0]);
+	(void)close(out[1]);
+	if ((c->to = fdopen(in[1], "w")) == NULL ||
+	    (c->from = fdopen(out[0], "r")) == NULL)
+		err(1, "fdopen");
+	return c;
+}
+
+/* Write k; wait for k back; both. */
+void
+client_send(struct sys *s, struct client *c, long k)
+{
+	if (fprintf(c->to, "%ld\n", k) < 0 || fflush(c->to) == EOF)
+		err(1, "%s: write", s->name);
+}
+
+void
+client_wait(struct sys *s, struct client *c, long k)
+{
+	char line[32];
+
+	if (fgets(line, sizeof(line), c->from) == NULL ||
+	    strtol(line, NULL, 10) != k)
+		errx(1, "%s: its client did not do its %ld jobs", s->name, k);
+}
+
+void
+client_ask(struct sys *s, struct client *c, long k)
+{
+	client_send(s, c, k);
+	client_wait(s, c, k);
+}
+
 int
 reap(pid_t pid)
 {

@@ -30,7 +30,8 @@ int devnull;
 
 static const struct backend *const backends[] = {
 	&floor_backend, &spool_backend, &sqlite_backend, &nq_backend,
-	&beanstalkd_backend, &pg_backend, &run_backend, &python_backend
+	&beanstalkd_backend, &pg_backend, &run_backend, &python_backend,
+	&batch_backend
 };
 
 static int rounds = 5;
@@ -42,7 +43,7 @@ usage(void)
 	fprintf(stderr, "usage: qbench -w WORKDIR -b BINDIR [-l LABEL] "
 	    "[-r ROUNDS] [-T SLICE] [-t TRUE] [-p PORT] [-f FILES] [-c CLAIMS] "
 	    "[-n FILES] [-u KIB] [-s SPOOL] [-m PROCS] [-q CONNINFO] [-F DEV] "
-	    "[-y PYTHON -Y SCRIPT] "
+	    "[-y PYTHON -Y SCRIPT] [-B SCRIPT] "
 	    "SYSTEM[:K | =K] ...\n"
 	    "       qbench -P -p PORT\n");
 	exit(2);
@@ -68,9 +69,12 @@ options(int argc, char **argv)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "b:c:D:F:f:l:m:n:Pp:q:r:s:T:t:u:w:Y:y:")) !=
+	while ((c = getopt(argc, argv, "B:b:c:D:F:f:l:m:n:Pp:q:r:s:T:t:u:w:Y:y:")) !=
 	    -1) {
 		switch (c) {
+		case 'B':
+			opt.batchscript = optarg;
+			break;
 		case 'b':
 			opt.bindir = optarg;
 			break;

@@ -11,6 +11,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "bench.h"
 
@@ -29,6 +30,7 @@ struct opts {
 	const char *spool;		/* -s: the spool of enq-*, not its own */
 	const char *pg_conninfo;	/* -q */
 	const char *python, *pyscript;	/* -y, -Y: lib-python's */
+	const char *batchscript;	/* -B: batch-*'s client */
 	const char *flush_dev;		/* -F */
 	int bean_port;			/* -p */
 	int cli_files;			/* -f: files of batch-cli-spool */
@@ -93,7 +95,7 @@ struct backend {
 
 extern const struct backend floor_backend, spool_backend, run_backend,
     sqlite_backend, beanstalkd_backend, pg_backend, nq_backend,
-    python_backend;
+    python_backend, batch_backend;
 
 #define SYS(N, I, O, U, K) { .name = N, .init = I, .op = O, .unit = U, .k = K }
 
@@ -115,6 +117,17 @@ int stdin_of(const char *, size_t);
 void sys_dir(struct sys *);
 int open_dir(const char *, const char *);
 void phase(struct sys *, const char *, long, double, long);
+/*
+ * A client: a program on pipes that does K jobs for each line "K" it reads
+ * and then writes "K" back (bench/pycycle.py, bench/batchcycle.sh).
+ */
+struct client {
+	FILE *to, *from;
+};
+struct client *client_start(char *const []);
+void client_send(struct sys *, struct client *, long);
+void client_wait(struct sys *, struct client *, long);
+void client_ask(struct sys *, struct client *, long);
 
 /* qbench-floor.c: the spawn floor, which spawn-16 and spawn-1 share. */
 void spawn_init(struct sys *);

@@ -573,6 +573,8 @@ END {
 			libphf[L, ph] = csum[key] ? fsum[key] / csum[key] : ""
 		}
 		py[L] = med(L SUBSEP "lib-python")
+		bco[L] = med(L SUBSEP "batch-coproc")
+		bg16[L] = med(L SUBSEP "batch-g16")
 		lsd[L] = med(L SUBSEP "lib-sqlite-delete")
 		lsw[L] = med(L SUBSEP "lib-sqlite-wal")
 		bean[L] = med(L SUBSEP "lib-beanstalk")
@@ -708,6 +710,12 @@ END {
 	    cell(waitfloor["loop"], lib["loop"]))
 	row("the same from Python: import spool (ratio: its time/spool's)",
 	    cell(py["default"], lib["default"]), cell(py["loop"], lib["loop"]))
+	row("through spool-batch, a bash coproc (its time/spool's)",
+	    cell(bco["default"], lib["default"]),
+	    cell(bco["loop"], lib["loop"]))
+	row("  16 such clients, 16 requests in flight, --group 16",
+	    cell(bg16["default"], lib["default"]),
+	    cell(bg16["loop"], lib["loop"]))
 	row("SQLite in C, rollback journal, synchronous=FULL",
 	    cell(lsd["default"], lib["default"]), cell(lsd["loop"], lib["loop"]))
 	row("SQLite in C, WAL, synchronous=FULL",
@@ -910,6 +918,9 @@ END {
 		target("Python cycle >= 0.85x the library's (rate / rate)", L,
 		    have(py[L]) && have(lib[L]) ? lib[L] / py[L] : "", "min",
 		    0.85)
+		target("spool-batch coproc cycle >= 0.6x the library's", L,
+		    have(bco[L]) && have(lib[L]) ? lib[L] / bco[L] : "", "min",
+		    0.6)
 		r1 = have(clidyn[L]) && have(cli[L]) ? cli[L] / clidyn[L] : ""
 		target("CLI cycle within 1.3x 3 dynamic spawns + library's", L,
 		    r1, "max", 1.3)
@@ -1038,6 +1049,8 @@ END {
 		metric(3, "lib-spool fsyncs", L, libf[L], "per cycle")
 		metric(3, "lib-spool floor", L, rate(libfloor[L]), "cycles/s")
 		metric(3, "lib-python", L, rate(py[L]), "cycles/s")
+		metric(3, "batch-coproc", L, rate(bco[L]), "cycles/s")
+		metric(3, "batch-g16", L, rate(bg16[L]), "cycles/s")
 		metric(3, "lib-sqlite-delete", L, rate(lsd[L]), "cycles/s")
 		metric(3, "lib-sqlite-wal", L, rate(lsw[L]), "cycles/s")
 		metric(3, "lib-beanstalk", L, rate(bean[L]), "cycles/s")
