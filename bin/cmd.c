@@ -172,13 +172,22 @@ negative_token(char **argv)
 	    id != NULL ? id : "", id != NULL ? ": " : "", a);
 }
 
+/*
+ * The spool: -d DIR, else $SPOOL_DIR.  A command that spool-batch runs
+ * has SPOOL_BATCH_DIR, its session's spool, and no other (spool-batch(1),
+ * "Requests").
+ */
 const char *
 spool_dir(const char *dflag)
 {
 	const char *dir = dflag != NULL ? dflag : getenv("SPOOL_DIR");
+	const char *fixed = getenv("SPOOL_BATCH_DIR");
 
 	if (dir == NULL || *dir == '\0')
 		die(EXIT_PERM, "no spool: give -d DIR or set SPOOL_DIR");
+	if (fixed != NULL && strcmp(dir, fixed) != 0)
+		die(EXIT_PERM, "-d: the session's spool is %.200s, no other",
+		    fixed);
 	return dir;
 }
 

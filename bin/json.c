@@ -63,12 +63,52 @@ jend(int bracket)
 		putc('\n', OUT);
 }
 
+/* Is s valid UTF-8: no overlong form, no surrogate, none above U+10FFFF? */
+static int
+utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned char lo, hi;
+	int n;
+
+	while (*p != '\0') {
+		if (*p < 0x80) {
+			p++;
+			continue;
+		}
+		lo = 0x80;
+		hi = 0xbf;
+		if (*p >= 0xc2 && *p <= 0xdf)
+			n = 1;
+		else if (*p >= 0xe0 && *p <= 0xef) {
+			n = 2;
+			if (*p == 0xe0)
+				lo = 0xa0;
+			if (*p == 0xed)
+				hi = 0x9f;
+		} else if (*p >= 0xf0 && *p <= 0xf4) {
+			n = 3;
+			if (*p == 0xf0)
+				lo = 0x90;
+			if (*p == 0xf4)
+				hi = 0x8f;
+		} else
+			return 0;
+		if (p[1] < lo || p[1] > hi)
+			return 0;
+		for (p++; --n > 0; )
+			if (*++p < 0x80 || *p > 0xbf)
+				return 0;
+		p++;
+	}
+	return 1;
+}
+
 /*
  * A string; null when empty.  A detail, a by or a note may hold '"' and
- * '\\'.  Text that spool_valid_note accepts (a by, a note) is printable
- * UTF-8: its bytes are kept as they are.  In any other string, a byte
- * outside printable ASCII is \u00XX, so that the JSON is valid whatever
- * a hand put in a sidecar.
+ * '\\'.  A string of valid UTF-8 keeps its bytes above ASCII as they
+ * are.  In any other string, a byte outside printable ASCII is \u00XX,
+ * so that the JSON is valid whatever a hand put in a sidecar.
  */
 void
 jstr(const char *key, const char *s)
@@ -80,13 +120,13 @@ jstr(const char *key, const char *s)
 		fputs("null", OUT);
 		return;
 	}
-	text = spool_valid_note(s);
+	text = utf8_valid(s);
 	putc('"', OUT);
 	for (; *s != '\0'; s++) {
 		if (*s == '"' || *s == '\\')
 			fprintf(OUT, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20 || (!text &&
-		    (unsigned char)*s >= 0x7f))
+		else if ((unsigned char)*s < 0x20 || *s == 0x7f || (!text &&
+		    (unsigned char)*s >= 0x80))
 			fprintf(OUT, "\\u%04x", (unsigned char)*s);
 		else
 			putc(*s, OUT);

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -62,6 +63,7 @@ struct req {
 	char **words;		/* the request's words, then NULL */
 	size_t nwords;
 	char **argv;		/* COMMAND: the command's */
+	int raw;		/* COMMAND: its lines are JSON objects */
 	/* ENQUEUE: the jobs' template and payloads (fds), one a job */
 	struct spool_job tmpl;
 	char **files;
@@ -97,6 +99,7 @@ fatal(const char *fmt, ...)
 	va_list ap;
 
 	say_hook = NULL;
+	die_hook = NULL;
 	progname = "spool-batch";
 	va_start(ap, fmt);
 	(void)vsnprintf(line, sizeof(line), fmt, ap);
@@ -138,10 +141,13 @@ to_answer(const char *line)
 	cur->nerr++;
 }
 
+static int parse_status;	/* the answer's, after a longjmp */
+
 static void __attribute__((noreturn))
 parse_die(int status)
 {
-	longjmp(parse_failed, status);
+	parse_status = status;
+	longjmp(parse_failed, 1);
 }
 
 /*
@@ -216,6 +222,30 @@ out_lease(struct req *q, const struct spool_lease *l)
 	json_end(q);
 }
 
+/* The answers written so far, out; or the session ends. */
+static void
+flush_answers(void)
+{
+	if (fflush(stdout) == EOF) {
+		say_hook = NULL;
+		progname = "spool-batch";
+		die(EXIT_TEMP, "standard output: %s (the last answers may be "
+		    "lost, not their effects: show ID says what became of a "
+		    "job)", strerror(errno));
+	}
+}
+
+/* A buffer that one large answer grew is given back after it. */
+static void
+shrink(struct buf *b)
+{
+	if (b->cap > (1 << 20)) {
+		free(b->p);
+		b->p = NULL;
+		b->len = b->cap = 0;
+	}
+}
+
 /* Write q's answer on stdout. */
 static void
 answer(struct req *q)
@@ -226,20 +256,25 @@ answer(struct req *q)
 		printf("%d %zu %zu\n", q->status, q->nout, q->nerr);
 		fwrite(q->out.p, 1, q->out.len, stdout);
 		fwrite(q->err.p, 1, q->err.len, stdout);
+		shrink(&q->out);
+		shrink(&q->err);
 		return;
 	}
 	jto(stdout);
 	jbegin(NULL, '{');
 	jnum("status", q->status);
-	printf(",\"out\":[%.*s]", (int)q->out.len, q->out.p);
+	printf(",\"out\":[%.*s]", (int)q->out.len, q->out.len ? q->out.p : "");
 	jbegin("err", '[');
-	for (s = q->err.p; s < q->err.p + q->err.len; s = nl + 1) {
+	for (s = q->err.p; q->err.len > 0 && s < q->err.p + q->err.len;
+	    s = nl + 1) {
 		nl = strchr(s, '\n');
 		*(char *)nl = '\0';
 		jstr(NULL, s);
 	}
 	jend(']');
 	jend('}');
+	shrink(&q->out);
+	shrink(&q->err);
 }
 
 /* Input: requests, and the payloads that --bytes announces. */
@@ -302,7 +337,7 @@ next_line(struct buf *b)
 	return toolong || n > REQ_LINE_MAX ? -1 : 1;
 }
 
-/* Is a whole request waiting, or more input that does not block? */
+/* Is a whole request line waiting?  Reads what is there, never waits. */
 static int
 ready(void)
 {
@@ -310,27 +345,35 @@ ready(void)
 
 	if (memchr(in + in_pos, '\n', in_end - in_pos) != NULL)
 		return 1;
-	return !in_eof && poll(&p, 1, 0) == 1;
+	if (in_eof || poll(&p, 1, 0) != 1 || !fill())
+		return 0;
+	return memchr(in + in_pos, '\n', in_end - in_pos) != NULL;
 }
 
-/* n bytes of payload, then a newline, into a new memfd; -1 if short. */
+/*
+ * n bytes of payload, then a newline, into a new memfd: its descriptor;
+ * or -1, the payload read past all the same, with the answer's status and
+ * why.
+ */
 static int
-read_payload(uint64_t n, const char **why)
+read_payload(uint64_t n, int *status, const char **why)
 {
-	int fd;
+	int fd, err = 0;
 	size_t k;
 
 	if ((fd = memfd_create("spool-batch", MFD_CLOEXEC)) == -1)
-		fatal("memfd_create: %s", strerror(errno));
+		err = errno;
 	while (n > 0) {
 		if (in_pos == in_end && !fill()) {
-			(void)close(fd);
+			if (fd != -1)
+				(void)close(fd);
+			*status = EXIT_PERM;
 			*why = "the payload is shorter than its count";
 			return -1;
 		}
 		k = in_end - in_pos < n ? in_end - in_pos : (size_t)n;
-		if (write(fd, in + in_pos, k) != (ssize_t)k)
-			fatal("memfd: %s", strerror(errno));
+		if (err == 0 && write(fd, in + in_pos, k) != (ssize_t)k)
+			err = errno != 0 ? errno : ENOSPC;
 		in_pos += k;
 		n -= k;
 	}
@@ -340,15 +383,24 @@ read_payload(uint64_t n, const char **why)
 		/* Where the request ends is lost: up to the next newline. */
 		struct buf skip = { 0 };
 
-		(void)close(fd);
+		if (fd != -1)
+			(void)close(fd);
 		(void)next_line(&skip);
 		free(skip.p);
+		*status = EXIT_PERM;
 		*why = "the payload is not followed by a newline";
 		return -1;
 	}
 	in_pos++;
-	if (lseek(fd, 0, SEEK_SET) == -1)
-		fatal("memfd: %s", strerror(errno));
+	if (err == 0 && lseek(fd, 0, SEEK_SET) == -1)
+		err = errno;
+	if (err != 0) {
+		if (fd != -1)
+			(void)close(fd);
+		*status = EXIT_TEMP;
+		*why = strerror(err);
+		return -1;
+	}
 	return fd;
 }
 
@@ -370,37 +422,43 @@ bad_usage(const char *text)
 #define U_FINISH "finish [--class CLASS] [--detail TEXT] [--delay DUR] " \
 	"ID TOKEN ok|retry|permanent|release"
 
-/* The usage of a request done here, as its --help answers it. */
-static const char *
-help_of(const char *word)
+/* --help: the usage, as the answer's one line, and status 0. */
+static void __attribute__((noreturn))
+help(struct req *q, const char *text)
 {
-	return strcmp(word, "enqueue") == 0 ? "usage: " U_ENQUEUE :
-	    strcmp(word, "claim") == 0 ? "usage: " U_CLAIM :
-	    strcmp(word, "renew") == 0 ? "usage: " U_RENEW :
-	    strcmp(word, "finish") == 0 ? "usage: " U_FINISH : NULL;
+	char line[512];
+
+	(void)snprintf(line, sizeof(line), "usage: %s", text);
+	out_id(q, line);
+	parse_die(EXIT_DONE);
 }
+
+/* enqueue's options: bytes_given reads --bytes with them first. */
+static const struct option enqueue_opts[] = {
+	{ "id", required_argument, NULL, 'i' },
+	{ "max-attempts", required_argument, NULL, 'm' },
+	{ "deadline", required_argument, NULL, 'D' },
+	{ "delay", required_argument, NULL, 'w' },
+	{ "key", required_argument, NULL, 'k' },
+	{ "trace", required_argument, NULL, 't' },
+	{ "bytes", required_argument, NULL, 'b' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
 
 static void
 parse_enqueue(struct req *q, int argc, char **argv, uint64_t bytes)
 {
-	static const struct option longopts[] = {
-		{ "id", required_argument, NULL, 'i' },
-		{ "max-attempts", required_argument, NULL, 'm' },
-		{ "deadline", required_argument, NULL, 'D' },
-		{ "delay", required_argument, NULL, 'w' },
-		{ "key", required_argument, NULL, 'k' },
-		{ "trace", required_argument, NULL, 't' },
-		{ "bytes", required_argument, NULL, 'b' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct spool_job *t = &q->tmpl;
 	size_t i;
 	int c;
 
 	memset(t, 0, sizeof(*t));
 	t->deadline_ms = -1;
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", enqueue_opts, NULL)) != -1) {
 		switch (c) {
+		case 'h':
+			help(q, U_ENQUEUE);
 		case 'i':
 			t->id = opt_word("--id", optarg, spool_valid_id);
 			break;
@@ -449,6 +507,7 @@ parse_claim(struct req *q, int argc, char **argv)
 		{ "lease", required_argument, NULL, 'l' },
 		{ "owner", required_argument, NULL, 'o' },
 		{ "wait", required_argument, NULL, 'W' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c;
@@ -459,6 +518,8 @@ parse_claim(struct req *q, int argc, char **argv)
 	q->wait = 0;
 	while ((c = getopt_long(argc, argv, "n:", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'h':
+			help(q, U_CLAIM);
 		case 'l':
 			q->copts.lease_ms = opt_duration("--lease", optarg, 0);
 			break;
@@ -486,6 +547,7 @@ parse_renew(struct req *q, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "lease", required_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	char *id;
@@ -493,6 +555,8 @@ parse_renew(struct req *q, int argc, char **argv)
 
 	q->lease = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (c == 'h')
+			help(q, U_RENEW);
 		if (c != 'l') {
 			negative_token(argv);
 			bad_usage(U_RENEW);
@@ -517,6 +581,7 @@ parse_finish(struct req *q, int argc, char **argv)
 		{ "class", required_argument, NULL, 'c' },
 		{ "detail", required_argument, NULL, 't' },
 		{ "delay", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct finish_opts o = { .class = SPOOL_CLASS_NONE, .delay = -1 };
@@ -524,6 +589,8 @@ parse_finish(struct req *q, int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'h':
+			help(q, U_FINISH);
 		case 'c':
 			o.class = opt_name("--class", optarg, &class_names);
 			break;
@@ -557,9 +624,7 @@ parse_command(struct req *q, int argc, char **argv)
 	int i, json_too = json && (strcmp(argv[0], "ls") == 0 ||
 	    strcmp(argv[0], "show") == 0 || strcmp(argv[0], "stat") == 0);
 
-	for (i = 1; i < argc; i++)
-		if (strncmp(argv[i], "-d", 2) == 0)
-			die(EXIT_PERM, "-d: the session's spool is the only one");
+	q->raw = json_too;
 	if ((q->argv = calloc((size_t)argc + 2, sizeof(*q->argv))) == NULL)
 		fatal("%s", strerror(errno));
 	for (i = 0; i < argc; i++)
@@ -569,32 +634,47 @@ parse_command(struct req *q, int argc, char **argv)
 		q->argv[1] = "--json";
 }
 
-/* Words the text after --bytes names, before the options are read. */
+/*
+ * The count that --bytes gives, read before the request is understood,
+ * since its payload follows the line whatever the request: enqueue's
+ * options read as enqueue reads them (--byt is --bytes), or another
+ * request's words, --bytes N or --bytes=N.  NO_BYTES: none; BAD_BYTES:
+ * a count that is not one, with why.
+ */
+#define NO_BYTES	UINT64_MAX
+#define BAD_BYTES	(UINT64_MAX - 1)
+#define BYTES_MAX	((uint64_t)1 << 30)	/* spool-batch(1): 1G */
+
 static uint64_t
 bytes_given(int argc, char **argv, const char **why)
 {
-	uint64_t n = UINT64_MAX;
+	static char *copy[REQ_WORDS_MAX + 1];
+	const char *v = NULL;
+	uint64_t n;
 	char *end;
-	int i;
+	int i, c;
 
-	for (i = 1; i < argc; i++) {
-		const char *v = NULL;
-
-		if (strcmp(argv[i], "--") == 0)
-			break;
-		if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc)
-			v = argv[++i];
-		else if (strncmp(argv[i], "--bytes=", 8) == 0)
-			v = argv[i] + 8;
-		if (v == NULL)
-			continue;
-		errno = 0;
-		n = strtoull(v, &end, 10);
-		if (v[0] < '0' || v[0] > '9' || *end != '\0' || errno != 0 ||
-		    n > (uint64_t)1 << 40) {
-			*why = "--bytes: not a count of bytes";
-			return UINT64_MAX - 1;
-		}
+	if (strcmp(argv[0], "enqueue") == 0) {
+		memcpy(copy, argv, ((size_t)argc + 1) * sizeof(*argv));
+		optind = 0;
+		while ((c = getopt_long(argc, copy, "", enqueue_opts, NULL)) !=
+		    -1)
+			if (c == 'b')
+				v = optarg;
+	} else
+		for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+			if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc)
+				v = argv[++i];
+			else if (strncmp(argv[i], "--bytes=", 8) == 0)
+				v = argv[i] + 8;
+	if (v == NULL)
+		return NO_BYTES;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (v[0] < '0' || v[0] > '9' || *end != '\0' || errno != 0 ||
+	    n > BYTES_MAX) {
+		*why = "--bytes: not a count of bytes, 0 to 1073741824";
+		return BAD_BYTES;
 	}
 	return n;
 }
@@ -607,24 +687,12 @@ static int
 understand(struct req *q, int n, char **words, uint64_t bytes)
 {
 	const char *const *c;
-	const char *help;
-	int status;
 
 	optind = 0;	/* glibc: start getopt afresh */
 	die_hook = parse_die;
-	if ((status = setjmp(parse_failed)) != 0) {
+	if (setjmp(parse_failed) != 0) {
 		die_hook = NULL;
-		return status;
-	}
-	if ((help = help_of(words[0])) != NULL) {
-		for (c = (const char *const *)words + 1; *c != NULL; c++)
-			if (strcmp(*c, "--help") == 0) {
-				out_id(q, help);
-				q->kind = ANSWERED;
-				die_hook = NULL;
-				return EXIT_DONE;
-			} else if (strcmp(*c, "--") == 0)
-				break;
+		return parse_status;
 	}
 	if (strcmp(words[0], "enqueue") == 0) {
 		q->kind = ENQUEUE;
@@ -662,9 +730,9 @@ read_request(struct req *q)
 {
 	const char *why = NULL;
 	char **words;
-	uint64_t bytes = UINT64_MAX;
+	uint64_t bytes;
 	size_t n;
-	int r, status;
+	int r, status = EXIT_PERM;
 
 	q->status = -1;
 	q->out.len = q->err.len = 0;
@@ -694,21 +762,20 @@ read_request(struct req *q)
 		return 1;
 	}
 	words[n] = NULL;
-	if (strcmp(words[0], "enqueue") == 0) {
-		bytes = bytes_given((int)n, words, &why);
-		if (bytes == UINT64_MAX - 1) {
-			progname = "spool-enqueue";
-			say("%s", why);
-			q->status = EXIT_PERM;
-			return 1;
-		}
-		if (bytes != UINT64_MAX &&
-		    (q->payload = read_payload(bytes, &why)) == -1) {
-			progname = "spool-enqueue";
-			say("%s", why);
-			q->status = EXIT_PERM;
-			return 1;
-		}
+	bytes = bytes_given((int)n, words, &why);
+	if (bytes == BAD_BYTES || (bytes != NO_BYTES &&
+	    (q->payload = read_payload(bytes, &status, &why)) == -1)) {
+		say("%s", why);
+		q->status = bytes == BAD_BYTES ? EXIT_PERM : status;
+		return 1;
+	}
+	if (q->payload != -1 && strcmp(words[0], "enqueue") != 0) {
+		(void)close(q->payload);
+		q->payload = -1;
+		say("%.40s: --bytes is enqueue's (the payload was read and "
+		    "dropped)", words[0]);
+		q->status = EXIT_PERM;
+		return 1;
 	}
 	/* A word of the commands': spool-claim's messages for claim. */
 	{
@@ -725,6 +792,16 @@ read_request(struct req *q)
 		q->payload = -1;
 	}
 	return 1;
+}
+
+/* The session's stdin and stdout, which no FILE may be. */
+static struct stat std_in, std_out;
+
+static int
+ours(const struct stat *st)
+{
+	return (st->st_dev == std_in.st_dev && st->st_ino == std_in.st_ino) ||
+	    (st->st_dev == std_out.st_dev && st->st_ino == std_out.st_ino);
 }
 
 /* Enqueue: the jobs of q[0..n) in one call, one wait. */
@@ -747,7 +824,7 @@ do_enqueue(struct req **q, size_t n)
 			q[i]->payload = -1;
 			whose[m] = q[i];
 			what[m++] = q[i]->tmpl.id != NULL ? q[i]->tmpl.id :
-			    "payload";
+			    "-";
 			continue;
 		}
 		for (k = 0; k < q[i]->nfiles; k++) {
@@ -755,17 +832,20 @@ do_enqueue(struct req **q, size_t n)
 
 			fd = open(q[i]->files[k], O_RDONLY | O_CLOEXEC);
 			if (fd != -1 && fstat(fd, &st) == 0 &&
-			    S_ISDIR(st.st_mode)) {
+			    (S_ISDIR(st.st_mode) || ours(&st))) {
 				(void)close(fd);
 				fd = -1;
-				errno = EISDIR;
+				errno = S_ISDIR(st.st_mode) ? EISDIR : EBUSY;
 			}
 			if (fd == -1) {
 				err = errno;
-				say("%s: %s", q[i]->files[k], strerror(err));
+				say("%s: %s", q[i]->files[k], err == EBUSY ?
+				    "the session's own standard input or output" :
+				    strerror(err));
 				q[i]->status = worst(q[i]->status,
 				    err == ENOENT || err == EACCES ||
-				    err == EISDIR ? EXIT_PERM : EXIT_TEMP);
+				    err == EISDIR || err == EBUSY ? EXIT_PERM :
+				    EXIT_TEMP);
 				continue;
 			}
 			jobs[m] = q[i]->tmpl;
@@ -776,11 +856,12 @@ do_enqueue(struct req **q, size_t n)
 		}
 	}
 	if (spool_enqueue(sp, jobs, m) == -1) {
-		char why[256];
+		char buf[256];
+		const char *why;
 
 		err = errno;
-		(void)snprintf(why, sizeof(why), "%s", err == EDQUOT ?
-		    reserve_text(sp, why, sizeof(why)) : errtext(err));
+		why = err == EDQUOT ? reserve_text(sp, buf, sizeof(buf)) :
+		    errtext(err);
 		for (i = 0; i < n; i++) {
 			cur = q[i];
 			say("%s", why);
@@ -799,6 +880,16 @@ do_enqueue(struct req **q, size_t n)
 			cur->status = worst(cur->status,
 			    report(what[k], &jobs[k].res));
 	}
+}
+
+/* A clock that steps neither back nor forward, in ms. */
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* When a claim may next find work, in ms from now, as spool-run waits. */
@@ -837,8 +928,8 @@ drain_watch(void)
 static int
 claim_waiting(struct req *q, struct spool_lease *out, size_t *got)
 {
-	int64_t until = spool_now() + q->wait, left, pause, at;
-	struct pollfd p;
+	int64_t until = mono_ms() + q->wait, left, pause, at;
+	struct pollfd p[2];
 	int r;
 
 	if (watch == -2) {
@@ -857,18 +948,23 @@ claim_waiting(struct req *q, struct spool_lease *out, size_t *got)
 		at = spool_now();
 		if ((r = spool_claim(sp, &q->copts, out, q->max, got)) != 0)
 			return r;
-		if ((left = until - spool_now()) <= 0)
+		if ((left = until - mono_ms()) <= 0)
 			return 0;
 		pause = until_due(at);
 		if (watch < 0 && pause > 1000)
 			pause = 1000;
 		if (pause > left)
 			pause = left;
-		p.fd = watch;
-		p.events = POLLIN;
-		if (poll(&p, watch >= 0, (int)(pause < INT_MAX ? pause :
+		/* A client gone (its end of stdout closed) ends the wait. */
+		p[0].fd = 1;
+		p[0].events = 0;
+		p[1].fd = watch;
+		p[1].events = POLLIN;
+		if (poll(p, watch >= 0 ? 2 : 1, (int)(pause < INT_MAX ? pause :
 		    INT_MAX)) == -1 && errno != EINTR)
 			fatal("poll: %s", strerror(errno));
+		if (p[0].revents & (POLLERR | POLLHUP))
+			return 0;
 	}
 }
 
@@ -943,7 +1039,10 @@ do_renew(struct req *q)
 	q->status = report(q->fin.id, &res);
 }
 
-/* Split what a command wrote on fd into q's lines; raw: JSON already. */
+/*
+ * Split what a command wrote on fd into q's lines; raw: JSON objects
+ * already.  A NUL ends a line as a newline does: ls -0 gives lines here.
+ */
 static void
 command_lines(struct req *q, int fd, int is_err, int raw)
 {
@@ -960,8 +1059,9 @@ command_lines(struct req *q, int fd, int is_err, int raw)
 		fatal("memfd: %s", strerror(errno));
 	if (b.len > 0 && b.p[b.len - 1] != '\n')
 		put(&b, "\n", 1);
-	for (s = b.p; s != NULL && s < b.p + b.len; s = nl + 1) {
-		nl = memchr(s, '\n', (size_t)(b.p + b.len - s));
+	for (s = b.p; b.len > 0 && s < b.p + b.len; s = nl + 1) {
+		for (nl = s; *nl != '\n' && *nl != '\0'; nl++)
+			;
 		*nl = '\0';
 		if (is_err) {
 			to_answer(s);
@@ -969,7 +1069,7 @@ command_lines(struct req *q, int fd, int is_err, int raw)
 			put(&q->out, s, (size_t)(nl - s) + 1);
 			q->out.p[q->out.len - 1] = '\n';
 			q->nout++;
-		} else if (raw && (*s == '{' || *s == '[')) {
+		} else if (raw && *s == '{') {
 			if (q->nout++ > 0)
 				put(&q->out, ",", 1);
 			put(&q->out, s, (size_t)(nl - s));
@@ -979,6 +1079,7 @@ command_lines(struct req *q, int fd, int is_err, int raw)
 			json_end(q);
 		}
 	}
+	shrink(&b);
 }
 
 /* Run the command the request names, its output and messages the answer. */
@@ -987,6 +1088,8 @@ do_command(struct req *q)
 {
 	char path[PATH_MAX + 32];
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t dfl;
 	pid_t pid;
 	int st, err;
 
@@ -1004,13 +1107,20 @@ do_command(struct req *q)
 		(void)snprintf(name, sizeof(name), "spool-%.20s", q->argv[0]);
 		q->argv[0] = name;
 	}
+	/* The command gets SIGPIPE back, which this process ignores. */
+	(void)sigemptyset(&dfl);
+	(void)sigaddset(&dfl, SIGPIPE);
 	if ((err = posix_spawn_file_actions_init(&fa)) != 0 ||
 	    (err = posix_spawn_file_actions_adddup2(&fa, cmd_out, 1)) != 0 ||
 	    (err = posix_spawn_file_actions_adddup2(&fa, cmd_err, 2)) != 0 ||
-	    (err = posix_spawn_file_actions_addclose(&fa, 0)) != 0)
+	    (err = posix_spawn_file_actions_addclose(&fa, 0)) != 0 ||
+	    (err = posix_spawnattr_init(&at)) != 0 ||
+	    (err = posix_spawnattr_setsigdefault(&at, &dfl)) != 0 ||
+	    (err = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF)) != 0)
 		fatal("posix_spawn: %s", strerror(err));
-	err = posix_spawn(&pid, path, &fa, NULL, q->argv, cmd_env);
+	err = posix_spawn(&pid, path, &fa, &at, q->argv, cmd_env);
 	(void)posix_spawn_file_actions_destroy(&fa);
+	(void)posix_spawnattr_destroy(&at);
 	free(q->argv);
 	q->argv = NULL;
 	if (err != 0) {
@@ -1021,7 +1131,7 @@ do_command(struct req *q)
 	while (waitpid(pid, &st, 0) == -1)
 		if (errno != EINTR)
 			fatal("waitpid: %s", strerror(errno));
-	command_lines(q, cmd_out, 0, json);
+	command_lines(q, cmd_out, 0, q->raw);
 	command_lines(q, cmd_err, 1, 0);
 	if (WIFEXITED(st))
 		q->status = WEXITSTATUS(st);
@@ -1048,9 +1158,12 @@ static void
 serve(struct req *q, size_t n)
 {
 	struct req *a[SPOOL_BATCH_MAX], *b[SPOOL_BATCH_MAX];
-	size_t i = 0, na, nb, jobs, max;
+	size_t i = 0, done = 0, na, nb, jobs, max;
 
 	while (i < n) {
+		/* What is done is answered, in order, before what is next. */
+		for (; done < i; done++)
+			answer(&q[done]);
 		switch (q[i].kind) {
 		case ANSWERED:
 			i++;
@@ -1072,11 +1185,15 @@ serve(struct req *q, size_t n)
 				if (q[i].kind == FINISH)
 					a[na++] = &q[i];
 			nb = 0;
-			/* A claim that waits is a call of its own. */
+			/*
+			 * A claim that waits is a call of its own, and what
+			 * was answered before it is written first.
+			 */
 			if (na == 0 && i < n && q[i].kind == CLAIM &&
-			    q[i].wait > 0)
+			    q[i].wait > 0) {
+				flush_answers();
 				b[nb++] = &q[i++];
-			else
+			} else
 				for (max = 0; i < n && (q[i].kind == ANSWERED ||
 				    (q[i].kind == CLAIM && q[i].wait == 0 &&
 				    (nb == 0 || same_claim(b[0], &q[i])) &&
@@ -1095,6 +1212,8 @@ serve(struct req *q, size_t n)
 			break;
 		}
 	}
+	for (; done < n; done++)
+		answer(&q[done]);
 }
 
 /* Where this program is: the commands it runs are beside it. */
@@ -1112,23 +1231,30 @@ find_commands(void)
 		*slash = '\0';
 }
 
-/* The environment of the commands: SPOOL_DIR is the session's spool. */
+/*
+ * The environment of the commands: SPOOL_DIR is the session's spool, and
+ * SPOOL_BATCH_DIR makes a command refuse a -d that names another
+ * (spool_dir in bin/cmd.c).
+ */
 static void
 make_env(void)
 {
 	extern char **environ;
 	size_t n = 0, k = 0;
-	char *var;
+	char *var, *fixed;
 
 	while (environ[n] != NULL)
 		n++;
-	if ((cmd_env = calloc(n + 2, sizeof(*cmd_env))) == NULL ||
-	    asprintf(&var, "SPOOL_DIR=%s", dir) == -1)
+	if ((cmd_env = calloc(n + 3, sizeof(*cmd_env))) == NULL ||
+	    asprintf(&var, "SPOOL_DIR=%s", dir) == -1 ||
+	    asprintf(&fixed, "SPOOL_BATCH_DIR=%s", dir) == -1)
 		die(EXIT_TEMP, "%s", strerror(errno));
 	for (n = 0; environ[n] != NULL; n++)
-		if (strncmp(environ[n], "SPOOL_DIR=", 10) != 0)
+		if (strncmp(environ[n], "SPOOL_DIR=", 10) != 0 &&
+		    strncmp(environ[n], "SPOOL_BATCH_DIR=", 16) != 0)
 			cmd_env[k++] = environ[n];
-	cmd_env[k] = var;
+	cmd_env[k++] = var;
+	cmd_env[k] = fixed;
 }
 
 int
@@ -1141,7 +1267,7 @@ main(int argc, char **argv)
 	};
 	static char outbuf[65536];
 	const char *dflag = NULL;
-	size_t n, i;
+	size_t n;
 	int c;
 
 	cmd_init(argv, 1);
@@ -1174,8 +1300,12 @@ main(int argc, char **argv)
 	    (cmd_err = memfd_create("stderr", MFD_CLOEXEC)) == -1 ||
 	    (scratch = open_memstream(&scratch_p, &scratch_len)) == NULL)
 		die(EXIT_TEMP, "%s", strerror(errno));
-	/* A closed stdout is an error of a write, not a signal. */
+	if (fstat(0, &std_in) == -1 || fstat(1, &std_out) == -1)
+		die(EXIT_TEMP, "fstat: %s", strerror(errno));
+	/* A closed stdout is an error of a write, not a signal; the
+	 * commands run are waited for, even if SIGCHLD came ignored. */
 	(void)signal(SIGPIPE, SIG_IGN);
+	(void)signal(SIGCHLD, SIG_DFL);
 	(void)setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	say_hook = to_answer;
 	if (json)
@@ -1184,21 +1314,13 @@ main(int argc, char **argv)
 	else
 		printf("spool-batch %d\n", PROTOCOL);
 	for (;;) {
-		if (fflush(stdout) == EOF) {
-			say_hook = NULL;
-			progname = "spool-batch";
-			die(EXIT_TEMP, "standard output: %s (the last answers "
-			    "may be lost, not their effects: show ID says what "
-			    "became of a job)", strerror(errno));
-		}
+		flush_answers();
 		for (n = 0; n < group && (n == 0 || ready()); n++)
 			if (!read_request(&reqs[n]))
 				break;
 		if (n == 0)
 			break;
 		serve(reqs, n);
-		for (i = 0; i < n; i++)
-			answer(&reqs[i]);
 	}
 	say_hook = NULL;
 	spool_close(sp);
