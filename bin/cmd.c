@@ -173,21 +173,37 @@ negative_token(char **argv)
 }
 
 /*
- * The spool: -d DIR, else $SPOOL_DIR.  A command that spool-batch runs
- * has SPOOL_BATCH_DIR, its session's spool, and no other (spool-batch(1),
- * "Requests").
+ * The spool: -d DIR, else $SPOOL_DIR; or NULL, with why in buf.  A
+ * command that spool-batch runs has SPOOL_BATCH_DIR, its session's
+ * spool, and no other (spool-batch(1), "Requests").
  */
 const char *
-spool_dir(const char *dflag)
+which_spool(const char *dflag, char *buf, size_t len)
 {
 	const char *dir = dflag != NULL ? dflag : getenv("SPOOL_DIR");
 	const char *fixed = getenv("SPOOL_BATCH_DIR");
 
-	if (dir == NULL || *dir == '\0')
-		die(EXIT_PERM, "no spool: give -d DIR or set SPOOL_DIR");
-	if (fixed != NULL && strcmp(dir, fixed) != 0)
-		die(EXIT_PERM, "-d: the session's spool is %.200s, no other",
-		    fixed);
+	if (dir == NULL || *dir == '\0') {
+		(void)snprintf(buf, len, "no spool: give -d DIR or set "
+		    "SPOOL_DIR");
+		return NULL;
+	}
+	if (fixed != NULL && strcmp(dir, fixed) != 0) {
+		(void)snprintf(buf, len, "-d: the session's spool is %.200s, "
+		    "no other", fixed);
+		return NULL;
+	}
+	return dir;
+}
+
+const char *
+spool_dir(const char *dflag)
+{
+	char why[256];
+	const char *dir;
+
+	if ((dir = which_spool(dflag, why, sizeof(why))) == NULL)
+		die(EXIT_PERM, "%s", why);
 	return dir;
 }
 

@@ -50,6 +50,7 @@ void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *errtext(int err);
 int open_failure(const char *dir, int err, char *msg, size_t len);
 struct spool *open_spool(const char *dir);
+const char *which_spool(const char *dflag, char *buf, size_t len);
 const char *spool_dir(const char *dflag);
 int64_t opt_duration(const char *opt, const char *arg, int zero_ok);
 long opt_number(const char *opt, const char *arg, long min, long max);

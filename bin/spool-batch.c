@@ -254,8 +254,10 @@ answer(struct req *q)
 
 	if (!json) {
 		printf("%d %zu %zu\n", q->status, q->nout, q->nerr);
-		fwrite(q->out.p, 1, q->out.len, stdout);
-		fwrite(q->err.p, 1, q->err.len, stdout);
+		if (q->out.len > 0)
+			fwrite(q->out.p, 1, q->out.len, stdout);
+		if (q->err.len > 0)
+			fwrite(q->err.p, 1, q->err.len, stdout);
 		shrink(&q->out);
 		shrink(&q->err);
 		return;
@@ -1057,7 +1059,7 @@ command_lines(struct req *q, int fd, int is_err, int raw)
 		put(&b, chunk, (size_t)r);
 	if (r == -1)
 		fatal("memfd: %s", strerror(errno));
-	if (b.len > 0 && b.p[b.len - 1] != '\n')
+	if (b.len > 0 && b.p[b.len - 1] != '\n' && b.p[b.len - 1] != '\0')
 		put(&b, "\n", 1);
 	for (s = b.p; b.len > 0 && s < b.p + b.len; s = nl + 1) {
 		for (nl = s; *nl != '\n' && *nl != '\0'; nl++)

@@ -549,8 +549,8 @@ main(int argc, char **argv)
 			fail(EXIT_PERM, "usage: %s", usage_text);
 		usage();
 	}
-	if (dir == NULL && ((dir = getenv("SPOOL_DIR")) == NULL || *dir == '\0'))
-		fail(EXIT_PERM, "no spool: give -d DIR or set SPOOL_DIR");
+	if ((dir = which_spool(dir, msg, sizeof(msg))) == NULL)
+		fail(EXIT_PERM, "%s", msg);
 	if ((sp = spool_open(dir)) == NULL) {
 		status = open_failure(dir, errno, msg, sizeof(msg));
 		fail(status, "%s", msg);
