@@ -132,3 +132,17 @@ $d/t.bats:2: [ 1 -eq 2 ] && [ 1 -eq 1 ]"
 	run -0 shellcheck -S warning -f gcc "$d/planted"
 	equals "$output" ""
 }
+
+@test "tests/go-tap --lint finds a planted go vet fault and a file gofmt would change, and nothing in go/" {
+	local d=$BATS_TEST_TMPDIR/pkg
+	mkdir "$d"
+	printf '%s\n' 'module planted' '' 'go 1.19' >"$d/go.mod"
+	printf '%s\n' 'package planted' '' 'import "fmt"' '' \
+	    'func F() string {return fmt.Sprintf("%d", "x")}' >"$d/f.go"
+	run -0 tests/go-tap --lint "$d"
+	equals "$output" "# planted
+./f.go:5:25: fmt.Sprintf format %d has arg \"x\" of wrong type string
+f.go"
+	run -0 tests/go-tap --lint
+	equals "$output" ""
+}

@@ -29,6 +29,8 @@ sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' \
 	    missing="$missing python3-pytest"
 	/usr/bin/python3 -c 'import mypy' 2>/dev/null ||
 	    missing="$missing python3-mypy"
+	# The Go package (go/): its tests, go vet and gofmt.
+	command -v go >/dev/null 2>&1 || missing="$missing golang-go"
 	command -v mandoc >/dev/null 2>&1 || missing="$missing mandoc"
 	# make check LINT=1 (tests/run) reads the tests and scripts with it.
 	command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"

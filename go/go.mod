@@ -1,0 +1,3 @@
+module spool
+
+go 1.19
