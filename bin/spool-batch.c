@@ -957,7 +957,10 @@ claim_waiting(struct req *q, struct spool_lease *out, size_t *got)
 			pause = 1000;
 		if (pause > left)
 			pause = left;
-		/* A client gone (its end of stdout closed) ends the wait. */
+		/*
+		 * A client gone (its end of stdout closed) ends the wait and
+		 * the session; the answers before it were written.
+		 */
 		p[0].fd = 1;
 		p[0].events = 0;
 		p[1].fd = watch;
@@ -965,8 +968,11 @@ claim_waiting(struct req *q, struct spool_lease *out, size_t *got)
 		if (poll(p, watch >= 0 ? 2 : 1, (int)(pause < INT_MAX ? pause :
 		    INT_MAX)) == -1 && errno != EINTR)
 			fatal("poll: %s", strerror(errno));
-		if (p[0].revents & (POLLERR | POLLHUP))
-			return 0;
+		if (p[0].revents & (POLLERR | POLLHUP)) {
+			/* Nobody to answer, and nothing claimed: the end. */
+			spool_close(sp);
+			exit(EXIT_DONE);
+		}
 	}
 }
 

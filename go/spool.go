@@ -43,6 +43,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -84,6 +85,9 @@ func Open(dir string, opts ...Option) (*Client, error) {
 	}
 	cmd := exec.Command(c.cfg.command, "-d", dir, "--json")
 	cmd.Stderr = os.Stderr
+	// The child dies with this process, as a crash would end both: a
+	// request in flight is then done or not, never half (spool(7)).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -511,3 +511,34 @@ sent order=1843 (key order-1843, fence 2)"
 	equals "$(ids_in new)" order-1844
 	fsck_clean
 }
+
+@test "README's Go worker builds and runs as written, on a spool spool-init made" {
+	# Its block: from "package main" to the end of main, indented by four.
+	local m=$BATS_TEST_TMPDIR/worker
+	mkdir "$m"
+	sed -n '/^    package main$/,/^    }$/{s/^    //;p;}' "$TOP/README.md" |
+	    sed "s|/var/spool/invoices|$SPOOL_DIR|" >"$m/main.go"
+	equals "$(wc -l <"$m/main.go")" 18
+	equals "$(gofmt -l "$m")" ""
+	# As the README says a module finds the package; offline.
+	export GOPROXY=off GOFLAGS=-mod=mod GOCACHE="$TOP/go/.cache/build" \
+	    GOPATH="$TOP/go/.cache/gopath"
+	(cd "$m" && go mod init worker >/dev/null 2>&1 &&
+	    go mod edit -require spool@v0.0.0 -replace "spool=$TOP/go" &&
+	    go build -o worker .)
+	spool-enqueue --id order-1842 <<<"order=1842" >/dev/null
+	spool-enqueue --id order-1843 <<<"order=1843" >/dev/null
+	"$m/worker" 2>"$BATS_TEST_TMPDIR/log" &
+	pid=$!
+	for _ in $(seq 200); do
+		[ "$(ids_in done | wc -l)" -eq 2 ] && break
+		sleep 0.05
+	done
+	kill "$pid"
+	wait "$pid" || true
+	equals "$(ids_in done | tr '\n' ' ')" "order-1842 order-1843 "
+	equals "$(sed 's/^[0-9/]* [0-9:]* //' "$BATS_TEST_TMPDIR/log" | sort)" \
+	    "sending order-1842, fence 1
+sending order-1843, fence 2"
+	fsck_clean
+}
