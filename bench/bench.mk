@@ -17,7 +17,8 @@
 # never runs any of it.
 BENCH_BIN = bench/results/bin
 BENCH_TOOLS = $(BENCH_BIN)/qbench $(BENCH_BIN)/depth $(BENCH_BIN)/peakrss \
-    $(BENCH_BIN)/sidecars $(BENCH_BIN)/true $(BENCH_BIN)/true-dyn
+    $(BENCH_BIN)/sidecars $(BENCH_BIN)/true $(BENCH_BIN)/true-dyn \
+    $(BENCH_BIN)/gocycle
 
 # libpq's headers, where Debian's libpq-dev puts them.
 PQ_CPPFLAGS = -I/usr/include/postgresql
@@ -46,6 +47,13 @@ $(BENCH_BIN)/sidecars: bench/sidecars.c
 $(BENCH_BIN)/peakrss: bench/peakrss.c
 	@mkdir -p $(BENCH_BIN)
 	$(CC) $(CFLAGS) $(WARN) -o $@ bench/peakrss.c
+
+# Row 3's Go client: the package in go/, offline, as tests/go-tap builds it.
+$(BENCH_BIN)/gocycle: bench/gocycle/main.go bench/gocycle/go.mod $(wildcard go/*.go)
+	@mkdir -p $(BENCH_BIN)
+	cd bench/gocycle && GOPROXY=off GOFLAGS=-mod=mod \
+	    GOCACHE=$(CURDIR)/go/.cache/build GOPATH=$(CURDIR)/go/.cache/gopath \
+	    go build -o $(CURDIR)/$@ .
 
 # Static, so that the spawn floor holds no dynamic loading.
 $(BENCH_BIN)/true: bench/true.c

@@ -264,16 +264,18 @@ cycle_rows() {
 	say "$label: floors, CLI and library cycles ($rounds rounds)"
 	# The library's cycle from Python too, through the package and
 	# libspool.so.0 copied at the start, in one interpreter for the run;
-	# and through spool-batch, from bash clients started once.
+	# and through spool-batch, from bash clients and a Go one, started
+	# once.
 	# shellcheck disable=SC2086
 	PYTHONPATH=$py LD_LIBRARY_PATH=$py "$tools/qbench" -l "$label" \
 	    -w "$dir" -b "$bin" -t "$tools/true" -D "$tools/true-dyn" \
 	    -p "${port:-0}" -r "$rounds" -T "$slice" -y "$python" \
 	    -Y "$bench_dir/pycycle.py" -B "$bench_dir/batchcycle.sh" \
+	    -G "$tools/gocycle" \
 	    floor-spawn:200 floor-publish:200 floor-dirsync:200 \
 	    floor-append:200 floor-spawn-dyn:200 floor-wait3:200 \
 	    cli-spool:30 $sqlrows $nqrow lib-spool:100 lib-python:100 \
-	    batch-coproc:100 batch-g16:512 \
+	    batch-coproc:100 batch-g16:512 go-cycle:100 \
 	    lib-sqlite-delete:100 lib-sqlite-wal:200 $beanrows >>"$raw"
 	mark "$label cycles"
 	say "$label: batched throughput ($brounds rounds)"

@@ -2,17 +2,18 @@
 # What make bench needs beyond the build: SQLite (its headers for the C
 # queue, its shell for the CLI queue), libpq's headers (the PostgreSQL
 # client in qbench), beanstalkd and nq (the rivals), strace (fsyncs per
-# transition), util-linux (findmnt, setpriv) and, as root, e2fsprogs and
-# mount (the journaled loop file system) and postgresql (the server of
-# row 10, which runs only as root).  As root on Debian
-# the missing packages are installed; otherwise this says exactly what to
-# install and fails.
+# transition), Go (row 3's Go client), util-linux (findmnt, setpriv)
+# and, as root, e2fsprogs and mount (the journaled loop file system) and
+# postgresql (the server of row 10, which runs only as root).  As root on
+# Debian the missing packages are installed; otherwise this says exactly
+# what to install and fails.
 missing=
 [ -f /usr/include/sqlite3.h ] || missing="$missing libsqlite3-dev"
 command -v sqlite3 >/dev/null 2>&1 || missing="$missing sqlite3"
 command -v beanstalkd >/dev/null 2>&1 || missing="$missing beanstalkd"
 command -v nq >/dev/null 2>&1 || missing="$missing nq"
 command -v strace >/dev/null 2>&1 || missing="$missing strace"
+command -v go >/dev/null 2>&1 || missing="$missing golang-go"
 command -v findmnt >/dev/null 2>&1 || missing="$missing util-linux"
 [ -f /usr/include/postgresql/libpq-fe.h ] || missing="$missing libpq-dev"
 # The loop file system is made, and PostgreSQL run, only as root.

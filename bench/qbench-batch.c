@@ -2,9 +2,10 @@
  * spool-batch in row 3, beside the library's cycle: batch-coproc, one
  * bash client sending a request at a time to its spool-batch coprocess,
  * as README's coproc worker does; batch-g16, 16 bash clients on one
- * spool, each with 16 requests in flight under spool-batch --group 16.
- * Each client is bench/batchcycle.sh (-B), started once for the run, so
- * that neither bash's start nor spool-batch's is timed.
+ * spool, each with 16 requests in flight under spool-batch --group 16;
+ * go-cycle, the cycle through the Go package (go/), one Client.  Each
+ * client is bench/batchcycle.sh (-B) or bench/gocycle (-G), started once
+ * for the run, so that neither its start nor spool-batch's is timed.
  */
 #define _GNU_SOURCE
 #include <err.h>
@@ -73,8 +74,27 @@ group_op(struct sys *s, long k)
 		client_wait(s, c[i], k / CLIENTS);
 }
 
+static void
+go_init(struct sys *s)
+{
+	char *init[] = { cmd_path("spool-init"), "-d", s->dir, NULL };
+	char *argv[] = { (char *)opt.gocycle, s->dir, cmd_path("spool-batch"),
+	    NULL };
+	struct client **c;
+
+	if (opt.gocycle == NULL)
+		errx(100, "%s: needs -G PROGRAM", s->name);
+	sys_dir(s);
+	run_ok(init, NULL, devnull);
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		err(1, "calloc");
+	c[0] = client_start(argv);
+	s->st = c;
+}
+
 static struct sys batch_systems[] = {
 	SYS("batch-coproc", coproc_init, coproc_op, 1, 100),
+	SYS("go-cycle", go_init, coproc_op, 1, 100),
 	{ .name = "batch-g16", .init = group_init, .op = group_op,
 	    .unit = CLIENTS * 16, .k = 512, .procs = CLIENTS },
 	{ .name = NULL }

@@ -43,7 +43,7 @@ usage(void)
 	fprintf(stderr, "usage: qbench -w WORKDIR -b BINDIR [-l LABEL] "
 	    "[-r ROUNDS] [-T SLICE] [-t TRUE] [-p PORT] [-f FILES] [-c CLAIMS] "
 	    "[-n FILES] [-u KIB] [-s SPOOL] [-m PROCS] [-q CONNINFO] [-F DEV] "
-	    "[-y PYTHON -Y SCRIPT] [-B SCRIPT] "
+	    "[-y PYTHON -Y SCRIPT] [-B SCRIPT] [-G PROGRAM] "
 	    "SYSTEM[:K | =K] ...\n"
 	    "       qbench -P -p PORT\n");
 	exit(2);
@@ -69,11 +69,14 @@ options(int argc, char **argv)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "B:b:c:D:F:f:l:m:n:Pp:q:r:s:T:t:u:w:Y:y:")) !=
+	while ((c = getopt(argc, argv, "B:b:c:D:F:f:G:l:m:n:Pp:q:r:s:T:t:u:w:Y:y:")) !=
 	    -1) {
 		switch (c) {
 		case 'B':
 			opt.batchscript = optarg;
+			break;
+		case 'G':
+			opt.gocycle = optarg;
 			break;
 		case 'b':
 			opt.bindir = optarg;

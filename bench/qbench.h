@@ -31,6 +31,7 @@ struct opts {
 	const char *pg_conninfo;	/* -q */
 	const char *python, *pyscript;	/* -y, -Y: lib-python's */
 	const char *batchscript;	/* -B: batch-*'s client */
+	const char *gocycle;		/* -G: go-cycle's client */
 	const char *flush_dev;		/* -F */
 	int bean_port;			/* -p */
 	int cli_files;			/* -f: files of batch-cli-spool */

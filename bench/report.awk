@@ -575,6 +575,7 @@ END {
 		py[L] = med(L SUBSEP "lib-python")
 		bco[L] = med(L SUBSEP "batch-coproc")
 		bg16[L] = med(L SUBSEP "batch-g16")
+		gocy[L] = med(L SUBSEP "go-cycle")
 		lsd[L] = med(L SUBSEP "lib-sqlite-delete")
 		lsw[L] = med(L SUBSEP "lib-sqlite-wal")
 		bean[L] = med(L SUBSEP "lib-beanstalk")
@@ -716,6 +717,9 @@ END {
 	row("  16 such clients, 16 requests in flight, --group 16",
 	    cell(bg16["default"], lib["default"]),
 	    cell(bg16["loop"], lib["loop"]))
+	row("through the Go package, on spool-batch (its time/spool's)",
+	    cell(gocy["default"], lib["default"]),
+	    cell(gocy["loop"], lib["loop"]))
 	row("SQLite in C, rollback journal, synchronous=FULL",
 	    cell(lsd["default"], lib["default"]), cell(lsd["loop"], lib["loop"]))
 	row("SQLite in C, WAL, synchronous=FULL",
@@ -921,6 +925,9 @@ END {
 		target("spool-batch coproc cycle >= 0.6x the library's", L,
 		    have(bco[L]) && have(lib[L]) ? lib[L] / bco[L] : "", "min",
 		    0.6)
+		target("Go cycle >= 0.8x the library's (rate / rate)", L,
+		    have(gocy[L]) && have(lib[L]) ? lib[L] / gocy[L] : "", "min",
+		    0.8)
 		r1 = have(clidyn[L]) && have(cli[L]) ? cli[L] / clidyn[L] : ""
 		target("CLI cycle within 1.3x 3 dynamic spawns + library's", L,
 		    r1, "max", 1.3)
@@ -1051,6 +1058,7 @@ END {
 		metric(3, "lib-python", L, rate(py[L]), "cycles/s")
 		metric(3, "batch-coproc", L, rate(bco[L]), "cycles/s")
 		metric(3, "batch-g16", L, rate(bg16[L]), "cycles/s")
+		metric(3, "go-cycle", L, rate(gocy[L]), "cycles/s")
 		metric(3, "lib-sqlite-delete", L, rate(lsd[L]), "cycles/s")
 		metric(3, "lib-sqlite-wal", L, rate(lsw[L]), "cycles/s")
 		metric(3, "lib-beanstalk", L, rate(bean[L]), "cycles/s")
