@@ -28,8 +28,7 @@
 // error's text is the command's message, the job's ID in it.
 //
 // Goroutines may share a Client: it sends one request at a time.  If the
-// child dies, every call fails with ErrClosed and the Client can be
-// opened again.
+// child dies, every call fails with ErrClosed; Open makes a new Client.
 package spool
 
 import (

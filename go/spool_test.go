@@ -489,3 +489,59 @@ func TestChildKilled(t *testing.T) {
 		t.Fatalf("reopened: %+v, %v", info, err)
 	}
 }
+
+// The operator's calls and the other finishes, each refusal with the
+// command's words.
+func TestOperatorCalls(t *testing.T) {
+	ctx := context.Background()
+	dir := newSpool(t)
+	c := open(t, dir)
+	op := OperatorOptions{By: "ops", Note: "CHG-9"}
+	if id, err := c.EnqueueFrom(ctx, strings.NewReader("from a reader"),
+		EnqueueOptions{ID: "r", Trace: "t-1", Key: "k"}); err != nil || id != "r" {
+		t.Fatalf("enqueue from: %q, %v", id, err)
+	}
+	wantErr(t, c.Drop(ctx, op, "r"), ErrNotParked,
+		"spool-drop: r: not parked: the job is in new/")
+	if err := c.Pause(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+	if jobs, err := c.Claim(ctx, ClaimOptions{}); err != nil || jobs != nil {
+		t.Fatalf("claim while paused: %v, %v", jobs, err)
+	}
+	if err := c.Resume(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+	j := claim1(t, c, ClaimOptions{})
+	if body, err := j.Payload(); err != nil || string(body) != "from a reader" ||
+		j.Trace != "t-1" {
+		t.Fatalf("payload %q, %v, trace %q", body, err, j.Trace)
+	}
+	if err := j.Release(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	j = claim1(t, c, ClaimOptions{})
+	if j.Attempt != 1 {
+		t.Fatalf("a release spent an attempt: %+v", j)
+	}
+	wantErr(t, c.Cancel(ctx, OperatorOptions{By: "ops"}, "r"), ErrPermanent,
+		"spool-cancel: --by WHO and --note TICKET are needed; missing: --note")
+	if err := c.Cancel(ctx, op, "r"); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, j.OK(ctx), ErrNotLeased,
+		"spool-finish: r: not leased: the job is in dead/")
+	wantErr(t, c.Cancel(ctx, op, "r"), ErrRefused,
+		"spool-cancel: r: not queued: the job is in dead/")
+	if err := c.Drop(ctx, op, "r"); err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Show(ctx, "r")
+	if err != nil || info.State != "done" || !info.Dropped ||
+		info.By != "ops" || info.Note != "CHG-9" || info.Key != "k" {
+		t.Fatalf("show r: %+v, %v", info, err)
+	}
+	if out := cmd(t, dir, "spool-fsck"); out != "" {
+		t.Fatal(out)
+	}
+}

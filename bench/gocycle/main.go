@@ -33,12 +33,15 @@ func main() {
 			log.Fatal(err)
 		}
 		for i := 0; i < k; i++ {
-			if _, err := c.Enqueue(ctx, payload, spool.EnqueueOptions{}); err != nil {
+			id, err := c.Enqueue(ctx, payload, spool.EnqueueOptions{})
+			if err != nil {
 				log.Fatal(err)
 			}
 			jobs, err := c.Claim(ctx, spool.ClaimOptions{Lease: 30e9})
 			if err != nil || len(jobs) != 1 {
-				log.Fatalf("claim: %v, %v", jobs, err)
+				info, _ := c.Show(ctx, id)
+				log.Fatalf("claim after enqueue of %s: %v, %v; "+
+					"the job: %s", id, jobs, err, info.JSON)
 			}
 			if err := jobs[0].OK(ctx); err != nil {
 				log.Fatal(err)
