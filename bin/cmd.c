@@ -432,6 +432,50 @@ finish_parse(struct spool_finish *f, const struct finish_opts *o,
 	return 0;
 }
 
+int
+enqueue_option(int c, const char *arg, struct spool_job *j)
+{
+	switch (c) {
+	case 'i':
+		j->id = opt_word("--id", arg, spool_valid_id);
+		return 1;
+	case 'm':
+		j->max_attempts = (int)opt_number("--max-attempts", arg, 1,
+		    1000000);
+		return 1;
+	case 'D':
+		j->deadline_ms = opt_duration("--deadline", arg, 0);
+		return 1;
+	case 'w':
+		j->delay_ms = opt_duration("--delay", arg, 1);
+		return 1;
+	case 'k':
+		j->key = opt_word("--key", arg, spool_valid_key);
+		return 1;
+	case 't':
+		j->trace = opt_word("--trace", arg, spool_valid_id);
+		return 1;
+	}
+	return 0;
+}
+
+int
+finish_option(int c, const char *arg, struct finish_opts *o)
+{
+	switch (c) {
+	case 'c':
+		o->class = opt_name("--class", arg, &class_names);
+		return 1;
+	case 't':
+		o->detail = arg;
+		return 1;
+	case 'w':
+		o->delay = opt_duration("--delay", arg, 1);
+		return 1;
+	}
+	return 0;
+}
+
 /* One line for a refused or failed item; its exit status. */
 int
 report(const char *id, const struct spool_result *res)

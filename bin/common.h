@@ -84,6 +84,24 @@ struct finish_opts {
 };
 int finish_parse(struct spool_finish *f, const struct finish_opts *o,
     char *id, char *token, char *outcome);
+/*
+ * The options of spool-enqueue and spool-finish, which spool-batch's
+ * requests take too: their long options, and each one's value read into
+ * a job or a finish's options; 0 if c is none of them.
+ */
+#define ENQUEUE_OPTIONS \
+	{ "id", required_argument, NULL, 'i' }, \
+	{ "max-attempts", required_argument, NULL, 'm' }, \
+	{ "deadline", required_argument, NULL, 'D' }, \
+	{ "delay", required_argument, NULL, 'w' }, \
+	{ "key", required_argument, NULL, 'k' }, \
+	{ "trace", required_argument, NULL, 't' }
+int enqueue_option(int c, const char *arg, struct spool_job *j);
+#define FINISH_OPTIONS \
+	{ "class", required_argument, NULL, 'c' }, \
+	{ "detail", required_argument, NULL, 't' }, \
+	{ "delay", required_argument, NULL, 'w' }
+int finish_option(int c, const char *arg, struct finish_opts *o);
 /* relay.c: a handler's stderr, on spool-run's and kept for its finish. */
 #define TAIL_MAX	300	/* bytes of the handler's stderr kept */
 #define LINE_MAX_OUT	1024	/* a longer line of a handler's is split */

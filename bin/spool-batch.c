@@ -437,12 +437,7 @@ help(struct req *q, const char *text)
 
 /* enqueue's options: bytes_given reads --bytes with them first. */
 static const struct option enqueue_opts[] = {
-	{ "id", required_argument, NULL, 'i' },
-	{ "max-attempts", required_argument, NULL, 'm' },
-	{ "deadline", required_argument, NULL, 'D' },
-	{ "delay", required_argument, NULL, 'w' },
-	{ "key", required_argument, NULL, 'k' },
-	{ "trace", required_argument, NULL, 't' },
+	ENQUEUE_OPTIONS,
 	{ "bytes", required_argument, NULL, 'b' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -461,29 +456,11 @@ parse_enqueue(struct req *q, int argc, char **argv, uint64_t bytes)
 		switch (c) {
 		case 'h':
 			help(q, U_ENQUEUE);
-		case 'i':
-			t->id = opt_word("--id", optarg, spool_valid_id);
-			break;
-		case 'm':
-			t->max_attempts = (int)opt_number("--max-attempts",
-			    optarg, 1, 1000000);
-			break;
-		case 'D':
-			t->deadline_ms = opt_duration("--deadline", optarg, 0);
-			break;
-		case 'w':
-			t->delay_ms = opt_duration("--delay", optarg, 1);
-			break;
-		case 'k':
-			t->key = opt_word("--key", optarg, spool_valid_key);
-			break;
-		case 't':
-			t->trace = opt_word("--trace", optarg, spool_valid_id);
-			break;
 		case 'b':
 			break;	/* read before: the payload follows the line */
 		default:
-			bad_usage(U_ENQUEUE);
+			if (!enqueue_option(c, optarg, t))
+				bad_usage(U_ENQUEUE);
 		}
 	}
 	q->files = argv + optind;
@@ -580,9 +557,7 @@ static void
 parse_finish(struct req *q, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "class", required_argument, NULL, 'c' },
-		{ "detail", required_argument, NULL, 't' },
-		{ "delay", required_argument, NULL, 'w' },
+		FINISH_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -593,16 +568,9 @@ parse_finish(struct req *q, int argc, char **argv)
 		switch (c) {
 		case 'h':
 			help(q, U_FINISH);
-		case 'c':
-			o.class = opt_name("--class", optarg, &class_names);
-			break;
-		case 't':
-			o.detail = optarg;
-			break;
-		case 'w':
-			o.delay = opt_duration("--delay", optarg, 1);
-			break;
 		default:
+			if (finish_option(c, optarg, &o))
+				break;
 			negative_token(argv);
 			bad_usage(U_FINISH);
 		}

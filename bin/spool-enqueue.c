@@ -98,12 +98,7 @@ int
 main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "id", required_argument, NULL, 'i' },
-		{ "max-attempts", required_argument, NULL, 'm' },
-		{ "deadline", required_argument, NULL, 'D' },
-		{ "delay", required_argument, NULL, 'w' },
-		{ "key", required_argument, NULL, 'k' },
-		{ "trace", required_argument, NULL, 't' },
+		ENQUEUE_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct spool_job tmpl;
@@ -122,27 +117,9 @@ main(int argc, char **argv)
 		case 'd':
 			dir = optarg;
 			break;
-		case 'i':
-			tmpl.id = opt_word("--id", optarg, spool_valid_id);
-			break;
-		case 'm':
-			tmpl.max_attempts = (int)opt_number("--max-attempts",
-			    optarg, 1, 1000000);
-			break;
-		case 'D':
-			tmpl.deadline_ms = opt_duration("--deadline", optarg, 0);
-			break;
-		case 'w':
-			tmpl.delay_ms = opt_duration("--delay", optarg, 1);
-			break;
-		case 'k':
-			tmpl.key = opt_word("--key", optarg, spool_valid_key);
-			break;
-		case 't':
-			tmpl.trace = opt_word("--trace", optarg, spool_valid_id);
-			break;
 		default:
-			usage();
+			if (!enqueue_option(c, optarg, &tmpl))
+				usage();
 		}
 	}
 	files = optind < argc ? argv + optind : stdin_only;

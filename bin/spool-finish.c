@@ -96,9 +96,7 @@ int
 main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "class", required_argument, NULL, 'c' },
-		{ "detail", required_argument, NULL, 't' },
-		{ "delay", required_argument, NULL, 'w' },
+		FINISH_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct finish_opts o = { .class = SPOOL_CLASS_NONE, .delay = -1 };
@@ -113,17 +111,9 @@ main(int argc, char **argv)
 		case 'd':
 			dir = optarg;
 			break;
-		case 'c':
-			o.class = opt_name("--class", optarg,
-			    &class_names);
-			break;
-		case 't':
-			o.detail = optarg;
-			break;
-		case 'w':
-			o.delay = opt_duration("--delay", optarg, 1);
-			break;
 		default:
+			if (finish_option(c, optarg, &o))
+				break;
 			negative_token(argv);
 			usage();
 		}
