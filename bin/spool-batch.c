@@ -606,14 +606,33 @@ parse_command(struct req *q, int argc, char **argv)
 
 /*
  * The count that --bytes gives, read before the request is understood,
- * since its payload follows the line whatever the request: enqueue's
- * options read as enqueue reads them (--byt is --bytes), or another
- * request's words, --bytes N or --bytes=N.  NO_BYTES: none; BAD_BYTES:
- * a count that is not one, with why.
+ * since its payload follows the line: enqueue's options read as enqueue
+ * reads them (--byt is --bytes); or, in a line whose first word is no
+ * request (a misspelt enqueue), a word --bytes N or --bytes=N.  Another
+ * request takes no payload, and its words are not looked at: a
+ * "--detail --bytes=5" is a detail.  NO_BYTES: none; BAD_BYTES: a count
+ * that is not one, with why.
  */
 #define NO_BYTES	UINT64_MAX
 #define BAD_BYTES	(UINT64_MAX - 1)
 #define BYTES_MAX	((uint64_t)1 << 30)	/* spool-batch(1): 1G */
+
+/* Is word a request's name? */
+static int
+known(const char *word)
+{
+	static const char *const here[] = { "enqueue", "claim", "renew",
+	    "finish", NULL };
+	const char *const *c;
+
+	for (c = here; *c != NULL; c++)
+		if (strcmp(word, *c) == 0)
+			return 1;
+	for (c = commands; *c != NULL; c++)
+		if (strcmp(word, *c) == 0)
+			return 1;
+	return 0;
+}
 
 static uint64_t
 bytes_given(int argc, char **argv, const char **why)
@@ -631,12 +650,13 @@ bytes_given(int argc, char **argv, const char **why)
 		    -1)
 			if (c == 'b')
 				v = optarg;
-	} else
+	} else if (!known(argv[0])) {
 		for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
 			if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc)
 				v = argv[++i];
 			else if (strncmp(argv[i], "--bytes=", 8) == 0)
 				v = argv[i] + 8;
+	}
 	if (v == NULL)
 		return NO_BYTES;
 	errno = 0;
@@ -742,7 +762,7 @@ read_request(struct req *q)
 	if (q->payload != -1 && strcmp(words[0], "enqueue") != 0) {
 		(void)close(q->payload);
 		q->payload = -1;
-		say("%.40s: --bytes is enqueue's (the payload was read and "
+		say("unknown request '%.40s' (its payload was read and "
 		    "dropped)", words[0]);
 		q->status = EXIT_PERM;
 		return 1;

@@ -11,17 +11,17 @@ import (
 // Times are zero where the command says null.
 type JobInfo struct {
 	ID          string
-	State       string // new, leased, done or dead
-	Disposition string // ready, scheduled, held, expired, reconcile ...
-	Since       time.Time
+	State       string    // new, leased, done or dead
+	Disposition string    // parked, dropped, redriven; "": none
+	Since       time.Time // when it entered its state
 	Created     time.Time
 	Deadline    time.Time
-	Eligible    time.Time
+	Eligible    time.Time // when a claim may take it
 	LeaseUntil  time.Time
 	Owner       string
 	Trace       string
 	Key         string
-	Token       uint64
+	Token       uint64 // the highest token ever issued
 	Attempts    int
 	MaxAttempts int
 	Cycles      int
@@ -33,8 +33,8 @@ type JobInfo struct {
 	Dropped     bool
 	By, Note    string
 	Damaged     bool
-	History     []Delivery // Show only: every delivery of every cycle
-	JSON        json.RawMessage
+	History     []Delivery      // Show only: every delivery of every cycle
+	JSON        json.RawMessage // the command's object, whole
 }
 
 // A Delivery is one lease of a job and how it ended (spool-show(1)).

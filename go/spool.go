@@ -27,8 +27,11 @@
 // others below; a failure that a retry may mend is ErrTemporary.  The
 // error's text is the command's message, the job's ID in it.
 //
-// Goroutines may share a Client: it sends one request at a time.  If the
-// child dies, every call fails with ErrClosed; Open makes a new Client.
+// Goroutines may share a Client: it sends one request at a time, and a
+// Claim that waits holds it until its wait ends, a second at most; a
+// goroutine that waits for jobs is best given a Client of its own, as
+// Work gives each of its goroutines.  If the child dies, every call fails
+// with ErrClosed; Open makes a new Client.
 package spool
 
 import (
@@ -41,8 +44,8 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -63,7 +66,6 @@ type Client struct {
 
 type config struct {
 	command string
-	group   int
 }
 
 // An Option changes how Open starts spool-batch.
@@ -84,9 +86,7 @@ func Open(dir string, opts ...Option) (*Client, error) {
 	}
 	cmd := exec.Command(c.cfg.command, "-d", dir, "--json")
 	cmd.Stderr = os.Stderr
-	// The child dies with this process, as a crash would end both: a
-	// request in flight is then done or not, never half (spool(7)).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	dieWithParent(cmd)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -107,14 +107,18 @@ func Open(dir string, opts ...Option) (*Client, error) {
 	if err == nil {
 		err = json.Unmarshal(line, &hello)
 	}
-	if err != nil || hello.Protocol != "spool-batch" ||
-		hello.Version != Protocol {
-		c.kill()
-		if err = c.cmd.Wait(); err == nil {
-			err = fmt.Errorf("spool: %s is not spool-batch %d",
-				c.cfg.command, Protocol)
+	if err == nil && (hello.Protocol != "spool-batch" ||
+		hello.Version != Protocol) {
+		err = fmt.Errorf("%s says %q, not spool-batch %d",
+			c.cfg.command, line, Protocol)
+	}
+	if err != nil {
+		// It said why on stderr, and exited; or it is not spool-batch.
+		_ = c.in.Close()
+		if werr := c.cmd.Wait(); werr != nil {
+			err = exitError(werr)
 		}
-		return nil, fmt.Errorf("spool: %s: %w", dir, exitError(err))
+		return nil, fmt.Errorf("spool: %s: %w", dir, err)
 	}
 	return c, nil
 }
@@ -157,8 +161,38 @@ type answer struct {
 	Err    []string          `json:"err"`
 }
 
+// The limits of spool-batch(1): a request's line, its newline not
+// counted, and a payload.
+const (
+	lineMax  = 65536
+	bytesMax = 1 << 30
+)
+
+// invalid is a request spool-batch would refuse before it knew whether a
+// payload follows: it is not sent, so the session stays in step.
+func invalid(payload []byte, words []string, line []byte) error {
+	why := ""
+	switch {
+	case len(payload) > bytesMax:
+		why = "a payload over 1G"
+	case len(line) > lineMax:
+		why = "a request over 65536 bytes"
+	}
+	for _, w := range words {
+		if strings.IndexByte(w, 0) >= 0 {
+			why = "a NUL in " + strconv.Quote(w)
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	return &Error{Status: 100, kind: ErrPermanent,
+		Lines: []string{"spool: " + words[0] + ": " + why}}
+}
+
 // call sends one request, words and then a payload if not nil, and reads
 // its answer.  A status other than 0 is the answer's, for the caller.
+// The Client is held until the answer: a Claim's wait holds it too.
 func (c *Client) call(ctx context.Context, payload []byte,
 	words ...string) (*answer, error) {
 	if err := ctx.Err(); err != nil {
@@ -174,6 +208,9 @@ func (c *Client) call(ctx context.Context, payload []byte,
 	}
 	req, err := json.Marshal(words)
 	if err != nil {
+		return nil, err
+	}
+	if err := invalid(payload, words, req); err != nil {
 		return nil, err
 	}
 	req = append(req, '\n')
@@ -445,7 +482,7 @@ func (j *Job) Fail(ctx context.Context, class, detail string) error {
 }
 
 // Release gives the job back unused, its attempt not spent, eligible
-// after d (0 or AtOnce: at once).
+// after d: 0 or AtOnce is at once, as a release has no backoff.
 func (j *Job) Release(ctx context.Context, d time.Duration) error {
 	if d == 0 {
 		d = AtOnce

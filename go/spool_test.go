@@ -426,11 +426,17 @@ func TestWorkStop(t *testing.T) {
 func TestClaimWait(t *testing.T) {
 	dir := newSpool(t)
 	c, p := open(t, dir), open(t, dir)
+	late := make(chan error, 1)
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		enqueue(t, p, "late", "x")
+		_, err := p.Enqueue(context.Background(), []byte("x"),
+			EnqueueOptions{ID: "late"})
+		late <- err
 	}()
 	j := claim1(t, c, ClaimOptions{Wait: time.Minute})
+	if err := <-late; err != nil {
+		t.Fatal(err)
+	}
 	if j.ID != "late" {
 		t.Fatal(j.ID)
 	}
@@ -543,5 +549,52 @@ func TestOperatorCalls(t *testing.T) {
 	}
 	if out := cmd(t, dir, "spool-fsck"); out != "" {
 		t.Fatal(out)
+	}
+}
+
+// What spool-batch could not frame is not sent, and the session stays in
+// step; a value that reads like an option is that value.
+func TestOddValues(t *testing.T) {
+	ctx := context.Background()
+	dir := newSpool(t)
+	c := open(t, dir)
+	_, err := c.Enqueue(ctx, []byte(`["enqueue","--id","injected"]`+"\n"),
+		EnqueueOptions{Trace: "a\x00b"})
+	wantErr(t, err, ErrPermanent, `spool: enqueue: a NUL in "a\x00b"`)
+	_, err = c.Enqueue(ctx, []byte("x"),
+		EnqueueOptions{Key: strings.Repeat("k", lineMax)})
+	wantErr(t, err, ErrPermanent, "spool: enqueue: a request over 65536 bytes")
+	enqueue(t, c, "a", "x")
+	j := claim1(t, c, ClaimOptions{})
+	if err := j.Fail(ctx, "invalid-input", "--bytes=5"); err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Show(ctx, "a")
+	if err != nil || info.Detail != "--bytes=5" || info.State != "dead" {
+		t.Fatalf("show a: %+v, %v", info, err)
+	}
+	if _, err := c.Show(ctx, "injected"); !errors.Is(err, ErrNoJob) {
+		t.Fatalf("injected: %v", err)
+	}
+	// A panic with nil is a crash; Permanent with no error parks with
+	// its class for the detail.
+	enqueue(t, c, "p", "x")
+	enqueue(t, c, "q", "x")
+	err = c.Work(ctx, func(ctx context.Context, j *Job) error {
+		if j.ID == "p" {
+			panic(nil)
+		}
+		return Permanent("permission", nil)
+	}, WorkOptions{MaxJobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{"p": "new crashed panic: <nil>",
+		"q": "dead permission permission"} {
+		info, err := c.Show(ctx, id)
+		if got := fmt.Sprint(info.State, " ", info.Class, " ",
+			info.Detail); err != nil || got != want {
+			t.Fatalf("%s: %q, %v", id, got, err)
+		}
 	}
 }

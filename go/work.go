@@ -38,29 +38,39 @@ func (p *permanent) Unwrap() error { return p.err }
 // at once, with class (a failure class of spool(7), such as
 // "invalid-input") and the error's text as its detail.
 func Permanent(class string, err error) error {
+	if err == nil {
+		err = errors.New(class)
+	}
 	return &permanent{class, err}
 }
 
 // Work runs handlers on due jobs until ctx is done, MaxJobs deliveries
 // are done, or nothing has been due for IdleExit.  Each of o.Concurrency
-// goroutines has a spool-batch of its own: it claims a job, runs h while
-// renewing the lease every third of it, and finishes the job by h's
-// result.  Once ctx is done, nothing more is claimed, and a handler that
-// then returns an error has its job released, its attempt not spent, as
-// spool-run(1) does on SIGTERM.  Work returns when every handler has
-// returned: nil, or why a worker could not go on.
+// goroutines has a spool-batch of its own, opened on c's spool: it claims
+// a job, runs h while renewing the lease every third of it, and finishes
+// the job by h's result.  A Job is valid until its handler returns.
+//
+// Once ctx is done, nothing more is claimed; running handlers see their
+// context done at once, and a job whose handler then returns an error,
+// or that was claimed as ctx ended, is released, its attempt not spent.
+// Work returns when every handler has returned: nil, or the first reason
+// a worker could not go on (a spool-batch that died, a finish that
+// failed), which stops the others too.
 func (c *Client) Work(ctx context.Context, h Handler, o WorkOptions) error {
 	n := o.Concurrency
 	if n <= 0 {
 		n = 1
 	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	w := &worker{h: h, o: o, left: o.MaxJobs}
-	errs := make(chan error, n)
+	errs := make(chan error, n+1)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wc, err := Open(c.dir, func(cf *config) { *cf = c.cfg })
 		if err != nil {
 			errs <- err
+			stop()
 			break
 		}
 		wg.Add(1)
@@ -69,6 +79,7 @@ func (c *Client) Work(ctx context.Context, h Handler, o WorkOptions) error {
 			defer wc.Close()
 			if err := w.loop(ctx, wc); err != nil {
 				errs <- err
+				stop()
 			}
 		}()
 	}
@@ -133,10 +144,16 @@ func (w *worker) loop(ctx context.Context, c *Client) error {
 			Owner: w.o.Owner, Wait: wait})
 		w.give(len(jobs) > 0)
 		switch {
+		case len(jobs) > 0 && ctx.Err() != nil:
+			// Claimed as ctx ended: given back, not started.
+			return finished(jobs[0].Release(context.Background(), 0))
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, ErrTemporary):
-			time.Sleep(time.Second)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
 			continue
 		case err != nil:
 			return err
@@ -146,13 +163,38 @@ func (w *worker) loop(ctx context.Context, c *Client) error {
 			}
 			continue
 		}
-		w.run(ctx, jobs[0])
+		if err := w.run(ctx, jobs[0]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// run is one delivery: h under renewals, then its finish.
-func (w *worker) run(ctx context.Context, j *Job) {
+// finished is a finish's error, as Work takes it: a lease lost to another
+// holder is that holder's job now; any other failure ends the worker.
+func finished(err error) error {
+	if errors.Is(err, ErrStaleToken) || errors.Is(err, ErrNotLeased) {
+		return nil
+	}
+	return err
+}
+
+// finish runs f, again while it fails in a way a retry may mend: its
+// token makes a repeat safe.
+func finish(f func(context.Context) error) error {
+	var err error
+	for try := 0; try < 3; try++ {
+		if err = f(context.Background()); !errors.Is(err, ErrTemporary) {
+			break
+		}
+		time.Sleep(time.Duration(100<<try) * time.Millisecond)
+	}
+	return finished(err)
+}
+
+// run is one delivery: h under renewals, then its finish; the finish's
+// failure, if it failed.
+func (w *worker) run(ctx context.Context, j *Job) error {
 	w.mu.Lock()
 	w.busy++
 	w.mu.Unlock()
@@ -195,38 +237,60 @@ func (w *worker) run(ctx context.Context, j *Job) {
 			}
 		}
 	}()
-	crash, err := call(hctx, w.h, j)
-	close(stop)
-	renewals.Wait()
+	// Stopped at the end, or on the way out of a handler's Goexit.
+	stopped := false
+	halt := func() {
+		if !stopped {
+			stopped = true
+			close(stop)
+			renewals.Wait()
+		}
+	}
+	defer halt()
+	crashed, crash, err := call(hctx, w.h, j)
+	halt()
 	select {
 	case <-lost:
-		return // another holds it now; a finish would be refused
+		return nil // another holds it now; a finish would be refused
 	default:
 	}
 	var p *permanent
-	bg := context.Background()
 	switch {
-	case crash != nil:
-		_ = j.Retry(bg, RetryOptions{Class: "crashed",
-			Detail: fmt.Sprint("panic: ", crash)})
+	case crashed:
+		return finish(func(bg context.Context) error {
+			return j.Retry(bg, RetryOptions{Class: "crashed",
+				Detail: fmt.Sprint("panic: ", crash)})
+		})
 	case err == nil:
-		_ = j.OK(bg)
+		return finish(j.OK)
 	case ctx.Err() != nil:
-		_ = j.Release(bg, 0)
+		return finish(func(bg context.Context) error {
+			return j.Release(bg, 0)
+		})
 	case errors.As(err, &p):
-		_ = j.Fail(bg, p.class, p.err.Error())
+		return finish(func(bg context.Context) error {
+			return j.Fail(bg, p.class, p.err.Error())
+		})
 	default:
-		_ = j.Retry(bg, RetryOptions{Class: "transient",
-			Detail: err.Error()})
+		return finish(func(bg context.Context) error {
+			return j.Retry(bg, RetryOptions{Class: "transient",
+				Detail: err.Error()})
+		})
 	}
 }
 
-// call runs h, its panic recovered.
-func call(ctx context.Context, h Handler, j *Job) (crash any, err error) {
+// call runs h; crashed if it panicked, even with nil.  A handler's
+// runtime.Goexit goes on up and ends its worker's goroutine, the job left
+// to its lease.
+func call(ctx context.Context, h Handler, j *Job) (crashed bool, crash any,
+	err error) {
+	done := false
 	defer func() {
-		if r := recover(); r != nil {
-			crash = r
+		if !done {
+			crashed, crash = true, recover()
 		}
 	}()
-	return nil, h(ctx, j)
+	err = h(ctx, j)
+	done = true
+	return false, nil, err
 }

@@ -529,7 +529,7 @@ bad() {
 	bad "enqueue --bytes ''" "$NC"
 	bad "enqueue --bytes 1073741825" "$NC"
 	bad "enqueue --id j9 --byt=18446744073709551616" "$NC"
-	bad "ls --bytes=1k" "$NC"
+	bad "bogus --bytes=1k" "$NC"
 	# Unknown options, missing and stray operands: the request's usage.
 	UC="usage: claim [--lease DUR] [--owner NAME] [-n N] [--wait DUR]"
 	UR="usage: renew [--lease DUR] ID TOKEN"
@@ -601,11 +601,13 @@ bad() {
 	printf 'x\n' >"$BATS_TEST_TMPDIR/f1"
 	before=$(snapshot)
 	NEXT=$'claim --owner w9\n'
-	# A NUL byte in a line.  A payload is read past whenever a count is
-	# given, the request good or not: --bytes with a FILE too, a bad
-	# option, a bad --id, --bytes=N, any request's --bytes.  A payload not
-	# followed by a newline: the rest of its line is its end.  Past "--",
-	# --bytes is a FILE.
+	# A NUL byte in a line.  A payload is read past whenever enqueue
+	# gives a count, the request good or not: --bytes with a FILE too, a
+	# bad option, a bad --id, --bytes=N; and when a line that is no
+	# request does.  A payload not followed by a newline: the rest of its
+	# line is its end.  Past "--", --bytes is a FILE.  Another request
+	# takes no payload: its --bytes is a bad option, and a value that
+	# reads "--bytes=5" is a value.
 	{
 		printf 'claim\0 --owner w9\n%s' "$NEXT"
 		printf 'enqueue --bytes 3 %s\nabc\n%s' "$BATS_TEST_TMPDIR/f1" "$NEXT"
@@ -614,9 +616,9 @@ bad() {
 		printf 'enqueue --bytes 2\nabclaim --owner w9\n%s' "$NEXT"
 		printf 'enqueue --bytes 0\nx\n%s' "$NEXT"
 		printf 'enqueue --bytes 1 -- --bytes 3\nx\n%s' "$NEXT"
-		printf 'claim --bytes 17\nclaim --owner w9\n\n%s' "$NEXT"
+		printf 'claim --bytes 17\n%s' "$NEXT"
 		printf 'bogus --bytes=3\nabc\n%s' "$NEXT"
-		printf 'ls --bytes 1 dead\nx\n%s' "$NEXT"
+		printf 'finish --detail --bytes=5 j9 1 ok\n%s' "$NEXT"
 	} >"$R"
 	run -0 --separate-stderr spool-batch <"$R"
 	equals "$stderr" ""
@@ -644,13 +646,13 @@ $ans
 spool-enqueue: --bytes is the payload: give no FILE
 $ans
 100 0 1
-spool-batch: claim: --bytes is enqueue's (the payload was read and dropped)
+usage: claim [--lease DUR] [--owner NAME] [-n N] [--wait DUR]
 $ans
 100 0 1
-spool-batch: bogus: --bytes is enqueue's (the payload was read and dropped)
+spool-batch: unknown request 'bogus' (its payload was read and dropped)
 $ans
-100 0 1
-spool-batch: ls: --bytes is enqueue's (the payload was read and dropped)
+1 0 1
+spool-finish: j9: no such job
 $ans"
 	equals "$(snapshot)" "$before"
 	# A payload shorter than its count at the end of the input; then
