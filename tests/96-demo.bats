@@ -114,7 +114,7 @@ EOF
 	    'install them with: sudo apt-get install -y gcc libc6-dev')"
 	ln -s "$(command -v cc)" "$p/cc"
 	run -1 --separate-stderr env -i PATH="$p" "$ROOT/tests/deps.sh"
-	[[ $stderr == "missing: bats strace mandoc shellcheck groff jq prometheus "* ]]
+	[[ $stderr == "missing: bats strace golang-go mandoc shellcheck groff jq prometheus "* ]]
 	run -1 --separate-stderr env -i PATH="$p" "$ROOT/tests/deps.sh" deb
 	[[ $stderr == "missing: "*" pkg-config "*"dpkg-dev debhelper dh-python lintian"$'\n'* ]]
 	run -100 --separate-stderr "$ROOT/tests/deps.sh" demo
