@@ -33,7 +33,8 @@ BINS = $(addprefix bin/,$(CMDS))
 # What the commands share (bin/common.h), as an archive: each command
 # links only the parts it calls.
 CMDOBJ = bin/cmd.o bin/json.o bin/keeper.o bin/opmain.o bin/picks.o \
-    bin/progress.o bin/relay.o bin/request.o bin/stat.o bin/view.o
+    bin/progress.o bin/relay.o bin/request.o bin/stat.o bin/view.o \
+    bin/watch.o
 # The test build: the same objects but lib/hooks.c compiled with
 # -DSPOOL_TESTING, whose SPOOL_TEST_* variables crash, pause or pin a
 # command (tests/README.md).  The suite runs its commands, tests/bin/;

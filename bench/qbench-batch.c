@@ -18,15 +18,13 @@
 static void
 batch_start(struct sys *s, struct client **c, int n, char *mode, char *arg)
 {
-	char *init[] = { cmd_path("spool-init"), "-d", s->dir, NULL };
 	char *argv[] = { "/bin/bash", (char *)opt.batchscript,
 	    cmd_path("spool-batch"), s->dir, mode, arg, NULL };
 	int i;
 
 	if (opt.batchscript == NULL)
 		errx(100, "%s: needs -B SCRIPT", s->name);
-	sys_dir(s);
-	run_ok(init, NULL, devnull);
+	made_spool(s);
 	for (i = 0; i < n; i++)
 		c[i] = client_start(argv);
 }
@@ -77,15 +75,13 @@ group_op(struct sys *s, long k)
 static void
 go_init(struct sys *s)
 {
-	char *init[] = { cmd_path("spool-init"), "-d", s->dir, NULL };
 	char *argv[] = { (char *)opt.gocycle, s->dir, cmd_path("spool-batch"),
 	    NULL };
 	struct client **c;
 
 	if (opt.gocycle == NULL)
 		errx(100, "%s: needs -G PROGRAM", s->name);
-	sys_dir(s);
-	run_ok(init, NULL, devnull);
+	made_spool(s);
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		err(1, "calloc");
 	c[0] = client_start(argv);

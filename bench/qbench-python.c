@@ -33,12 +33,8 @@ python_need(struct sys *s)
 static void
 python_init(struct sys *s)
 {
-	char *init[] = { cmd_path("spool-init"), "-d", NULL, NULL };
-
 	python_need(s);
-	sys_dir(s);
-	init[2] = s->dir;
-	run_ok(init, NULL, devnull);
+	made_spool(s);
 	s->st = python_start(s->dir, "cycle", NULL);
 }
 

@@ -50,11 +50,7 @@ sys_leases(struct sys *s)
 static void
 spool_make(struct sys *s)
 {
-	char path[PATH_MAX];
-	struct stat st;
-
-	if (init_cmd == NULL) {
-		init_cmd = cmd_path("spool-init");
+	if (enqueue_cmd == NULL) {
 		enqueue_cmd = cmd_path("spool-enqueue");
 		claim_cmd = cmd_path("spool-claim");
 		finish_cmd = cmd_path("spool-finish");
@@ -65,6 +61,18 @@ spool_make(struct sys *s)
 		pathf(s->dir, sizeof(s->dir), "%s", opt.spool);
 		return;
 	}
+	made_spool(s);
+}
+
+/* The system's own spool under -w, made by spool-init unless it is. */
+void
+made_spool(struct sys *s)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (init_cmd == NULL)
+		init_cmd = cmd_path("spool-init");
 	sys_dir(s);
 	pathf(path, sizeof(path), "%s/format", s->dir);
 	if (stat(path, &st) == -1) {

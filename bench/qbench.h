@@ -133,7 +133,9 @@ void client_ask(struct sys *, struct client *, long);
 /* qbench-floor.c: the spawn floor, which spawn-16 and spawn-1 share. */
 void spawn_init(struct sys *);
 
-/* qbench-spool.c: a spool with a library handle, and its enqueue. */
+/* qbench-spool.c: a system's spool, made; with a library handle, and its
+ * enqueue. */
+void made_spool(struct sys *);
 void lib_spool_init(struct sys *);
 void lib_enqueue(struct sys *, size_t);
 void lib_enqueue_k(struct sys *, long);

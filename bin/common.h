@@ -129,6 +129,14 @@ min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
+/*
+ * watch.c: a descriptor that becomes readable when a line is appended
+ * under dir/audit/ (inotify, non-blocking), or -1 with errno; and what it
+ * holds read away: 0, or -1 with errno if it can no longer be read.
+ */
+int audit_watch(const char *dir);
+int audit_drain(int fd);
+
 /* A progress line on a terminal, for long runs. */
 void progress_begin(int want, double hint);
 void progress_show(const char *what, size_t done, size_t total);

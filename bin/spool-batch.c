@@ -14,7 +14,6 @@
  */
 #define _GNU_SOURCE
 #include <sys/mman.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -38,6 +37,10 @@
 #include "request.h"
 
 #define PROTOCOL	1	/* the greeting's version: spool-batch(1) */
+/* A --bytes count: none, one that is not a count, the largest. */
+#define NO_BYTES	UINT64_MAX
+#define BAD_BYTES	(UINT64_MAX - 1)
+#define BYTES_MAX	((uint64_t)1 << 30)	/* spool-batch(1): 1G */
 
 const char *usage_text = "spool-batch [-d DIR] [--json] [--group N]";
 /* --help: a line an option, as the man page's OPTIONS. */
@@ -61,13 +64,13 @@ struct req {
 	struct buf out, err;	/* its lines (JSON: values, comma-less) */
 	size_t nout, nerr;
 	char **words;		/* the request's words, then NULL */
-	size_t nwords;
 	char **argv;		/* COMMAND: the command's */
 	int raw;		/* COMMAND: its lines are JSON objects */
 	/* ENQUEUE: the jobs' template and payloads (fds), one a job */
 	struct spool_job tmpl;
 	char **files;
 	size_t nfiles;
+	uint64_t bytes;		/* --bytes: its count, else NO_BYTES */
 	int payload;		/* --bytes: a memfd, else -1 */
 	/* CLAIM */
 	struct spool_claim_opts copts;
@@ -89,6 +92,8 @@ static jmp_buf parse_failed;
 static char **cmd_env;		/* the environment, SPOOL_DIR the session's */
 static char cmd_dir[PATH_MAX];	/* where the commands are: beside this one */
 static int cmd_out = -1, cmd_err = -1;	/* a command's stdout and stderr */
+static posix_spawn_file_actions_t cmd_fa;	/* those, and stdin closed */
+static posix_spawnattr_t cmd_at;	/* SIGPIPE back to its default */
 static int watch = -2;		/* inotify of audit/; -1: none; -2: not yet */
 
 /* Fatal: the session cannot go on. */
@@ -226,13 +231,10 @@ out_lease(struct req *q, const struct spool_lease *l)
 static void
 flush_answers(void)
 {
-	if (fflush(stdout) == EOF) {
-		say_hook = NULL;
-		progname = "spool-batch";
-		die(EXIT_TEMP, "standard output: %s (the last answers may be "
-		    "lost, not their effects: show ID says what became of a "
-		    "job)", strerror(errno));
-	}
+	if (fflush(stdout) == EOF)
+		fatal("standard output: %s (the last answers may be lost, not "
+		    "their effects: show ID says what became of a job)",
+		    strerror(errno));
 }
 
 /* A buffer that one large answer grew is given back after it. */
@@ -406,15 +408,21 @@ read_payload(uint64_t n, int *status, const char **why)
 	return fd;
 }
 
-/* The request's own usage, as the command's: an answer of 100. */
+/*
+ * The request's usage as its answer: for --help, its one line of output
+ * and status 0; else, as a command says it, a message and 100.
+ */
 static void __attribute__((noreturn))
-bad_usage(const char *text)
+usage_answer(struct req *q, const char *text, int status)
 {
 	char line[512];
 
 	(void)snprintf(line, sizeof(line), "usage: %s", text);
-	to_answer(line);
-	parse_die(EXIT_PERM);
+	if (status == EXIT_DONE)
+		out_id(q, line);
+	else
+		to_answer(line);
+	parse_die(status);
 }
 
 #define U_ENQUEUE "enqueue [--id ID] [--max-attempts N] [--deadline DUR] " \
@@ -423,17 +431,6 @@ bad_usage(const char *text)
 #define U_RENEW "renew [--lease DUR] ID TOKEN"
 #define U_FINISH "finish [--class CLASS] [--detail TEXT] [--delay DUR] " \
 	"ID TOKEN ok|retry|permanent|release"
-
-/* --help: the usage, as the answer's one line, and status 0. */
-static void __attribute__((noreturn))
-help(struct req *q, const char *text)
-{
-	char line[512];
-
-	(void)snprintf(line, sizeof(line), "usage: %s", text);
-	out_id(q, line);
-	parse_die(EXIT_DONE);
-}
 
 /* enqueue's options: bytes_given reads --bytes with them first. */
 static const struct option enqueue_opts[] = {
@@ -444,7 +441,7 @@ static const struct option enqueue_opts[] = {
 };
 
 static void
-parse_enqueue(struct req *q, int argc, char **argv, uint64_t bytes)
+parse_enqueue(struct req *q, int argc, char **argv)
 {
 	struct spool_job *t = &q->tmpl;
 	size_t i;
@@ -455,20 +452,20 @@ parse_enqueue(struct req *q, int argc, char **argv, uint64_t bytes)
 	while ((c = getopt_long(argc, argv, "", enqueue_opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
-			help(q, U_ENQUEUE);
+			usage_answer(q, U_ENQUEUE, EXIT_DONE);
 		case 'b':
 			break;	/* read before: the payload follows the line */
 		default:
 			if (!enqueue_option(c, optarg, t))
-				bad_usage(U_ENQUEUE);
+				usage_answer(q, U_ENQUEUE, EXIT_PERM);
 		}
 	}
 	q->files = argv + optind;
 	q->nfiles = (size_t)(argc - optind);
-	if (bytes != UINT64_MAX && q->nfiles > 0)
+	if (q->bytes != NO_BYTES && q->nfiles > 0)
 		die(EXIT_PERM, "--bytes is the payload: give no FILE");
-	if (bytes == UINT64_MAX && q->nfiles == 0)
-		bad_usage(U_ENQUEUE);
+	if (q->bytes == NO_BYTES && q->nfiles == 0)
+		usage_answer(q, U_ENQUEUE, EXIT_PERM);
 	if (q->nfiles > SPOOL_BATCH_MAX)
 		die(EXIT_PERM, "at most %d FILEs a request", SPOOL_BATCH_MAX);
 	if (t->id != NULL && q->nfiles > 1)
@@ -498,7 +495,7 @@ parse_claim(struct req *q, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "n:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
-			help(q, U_CLAIM);
+			usage_answer(q, U_CLAIM, EXIT_DONE);
 		case 'l':
 			q->copts.lease_ms = opt_duration("--lease", optarg, 0);
 			break;
@@ -514,11 +511,11 @@ parse_claim(struct req *q, int argc, char **argv)
 			q->wait = opt_duration("--wait", optarg, 1);
 			break;
 		default:
-			bad_usage(U_CLAIM);
+			usage_answer(q, U_CLAIM, EXIT_PERM);
 		}
 	}
 	if (optind != argc)
-		bad_usage(U_CLAIM);
+		usage_answer(q, U_CLAIM, EXIT_PERM);
 }
 
 static void
@@ -535,15 +532,15 @@ parse_renew(struct req *q, int argc, char **argv)
 	q->lease = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		if (c == 'h')
-			help(q, U_RENEW);
+			usage_answer(q, U_RENEW, EXIT_DONE);
 		if (c != 'l') {
 			negative_token(argv);
-			bad_usage(U_RENEW);
+			usage_answer(q, U_RENEW, EXIT_PERM);
 		}
 		q->lease = opt_duration("--lease", optarg, 0);
 	}
 	if (argc - optind != 2)
-		bad_usage(U_RENEW);
+		usage_answer(q, U_RENEW, EXIT_PERM);
 	id = argv[optind];
 	if (!spool_valid_id(id))
 		die(EXIT_PERM, "%.140s: bad ID", id);
@@ -567,16 +564,16 @@ parse_finish(struct req *q, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
-			help(q, U_FINISH);
+			usage_answer(q, U_FINISH, EXIT_DONE);
 		default:
 			if (finish_option(c, optarg, &o))
 				break;
 			negative_token(argv);
-			bad_usage(U_FINISH);
+			usage_answer(q, U_FINISH, EXIT_PERM);
 		}
 	}
 	if (argc - optind != 3)
-		bad_usage(U_FINISH);
+		usage_answer(q, U_FINISH, EXIT_PERM);
 	if ((status = finish_parse(&q->fin, &o, argv[optind],
 	    argv[optind + 1], argv[optind + 2])) != 0)
 		parse_die(status);
@@ -613,25 +610,42 @@ parse_command(struct req *q, int argc, char **argv)
  * "--detail --bytes=5" is a detail.  NO_BYTES: none; BAD_BYTES: a count
  * that is not one, with why.
  */
-#define NO_BYTES	UINT64_MAX
-#define BAD_BYTES	(UINT64_MAX - 1)
-#define BYTES_MAX	((uint64_t)1 << 30)	/* spool-batch(1): 1G */
 
-/* Is word a request's name? */
-static int
-known(const char *word)
+/* The requests done here; the others run commands[]. */
+static const struct request {
+	const char *name;
+	enum kind kind;
+	void (*parse)(struct req *, int, char **);
+} requests[] = {
+	{ "enqueue", ENQUEUE, parse_enqueue },
+	{ "claim", CLAIM, parse_claim },
+	{ "renew", RENEW, parse_renew },
+	{ "finish", FINISH, parse_finish },
+	{ NULL, ANSWERED, NULL }
+};
+
+/* The request done here that word names, or NULL. */
+static const struct request *
+request_of(const char *word)
 {
-	static const char *const here[] = { "enqueue", "claim", "renew",
-	    "finish", NULL };
+	const struct request *r;
+
+	for (r = requests; r->name != NULL; r++)
+		if (strcmp(word, r->name) == 0)
+			return r;
+	return NULL;
+}
+
+/* The command that word names, or NULL. */
+static const char *
+command_of(const char *word)
+{
 	const char *const *c;
 
-	for (c = here; *c != NULL; c++)
-		if (strcmp(word, *c) == 0)
-			return 1;
 	for (c = commands; *c != NULL; c++)
 		if (strcmp(word, *c) == 0)
-			return 1;
-	return 0;
+			return *c;
+	return NULL;
 }
 
 static uint64_t
@@ -650,7 +664,7 @@ bytes_given(int argc, char **argv, const char **why)
 		    -1)
 			if (c == 'b')
 				v = optarg;
-	} else if (!known(argv[0])) {
+	} else if (request_of(argv[0]) == NULL && command_of(argv[0]) == NULL) {
 		for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
 			if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc)
 				v = argv[++i];
@@ -674,9 +688,9 @@ bytes_given(int argc, char **argv, const char **why)
  * parsers' messages go into the answer, and their die() ends here.
  */
 static int
-understand(struct req *q, int n, char **words, uint64_t bytes)
+understand(struct req *q, int n, char **words)
 {
-	const char *const *c;
+	const struct request *r;
 
 	optind = 0;	/* glibc: start getopt afresh */
 	die_hook = parse_die;
@@ -684,28 +698,15 @@ understand(struct req *q, int n, char **words, uint64_t bytes)
 		die_hook = NULL;
 		return parse_status;
 	}
-	if (strcmp(words[0], "enqueue") == 0) {
-		q->kind = ENQUEUE;
-		parse_enqueue(q, n, words, bytes);
-	} else if (strcmp(words[0], "claim") == 0) {
-		q->kind = CLAIM;
-		parse_claim(q, n, words);
-	} else if (strcmp(words[0], "renew") == 0) {
-		q->kind = RENEW;
-		parse_renew(q, n, words);
-	} else if (strcmp(words[0], "finish") == 0) {
-		q->kind = FINISH;
-		parse_finish(q, n, words);
-	} else {
-		for (c = commands; *c != NULL; c++)
-			if (strcmp(words[0], *c) == 0)
-				break;
-		if (*c == NULL) {
-			progname = "spool-batch";
-			die(EXIT_PERM, "unknown request '%.40s'", words[0]);
-		}
+	if ((r = request_of(words[0])) != NULL) {
+		q->kind = r->kind;
+		r->parse(q, n, words);
+	} else if (command_of(words[0]) != NULL) {
 		q->kind = COMMAND;
 		parse_command(q, n, words);
+	} else {
+		progname = "spool-batch";
+		die(EXIT_PERM, "unknown request '%.40s'", words[0]);
 	}
 	die_hook = NULL;
 	return -1;
@@ -720,7 +721,6 @@ read_request(struct req *q)
 {
 	const char *why = NULL;
 	char **words;
-	uint64_t bytes;
 	size_t n;
 	int r, status = EXIT_PERM;
 
@@ -752,11 +752,11 @@ read_request(struct req *q)
 		return 1;
 	}
 	words[n] = NULL;
-	bytes = bytes_given((int)n, words, &why);
-	if (bytes == BAD_BYTES || (bytes != NO_BYTES &&
-	    (q->payload = read_payload(bytes, &status, &why)) == -1)) {
+	q->bytes = bytes_given((int)n, words, &why);
+	if (q->bytes == BAD_BYTES || (q->bytes != NO_BYTES &&
+	    (q->payload = read_payload(q->bytes, &status, &why)) == -1)) {
 		say("%s", why);
-		q->status = bytes == BAD_BYTES ? EXIT_PERM : status;
+		q->status = q->bytes == BAD_BYTES ? EXIT_PERM : status;
 		return 1;
 	}
 	if (q->payload != -1 && strcmp(words[0], "enqueue") != 0) {
@@ -774,7 +774,7 @@ read_request(struct req *q)
 		(void)snprintf(name, sizeof(name), "spool-%.20s", words[0]);
 		progname = name;
 	}
-	if ((status = understand(q, (int)n, words, bytes)) != -1) {
+	if ((status = understand(q, (int)n, words)) != -1) {
 		q->status = status;
 		q->kind = ANSWERED;
 		if (q->payload != -1)
@@ -901,16 +901,6 @@ until_due(int64_t claimed_at)
 	return 1000;
 }
 
-/* The audit directory's news, read away. */
-static void
-drain_watch(void)
-{
-	char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-
-	while (watch >= 0 && read(watch, ev, sizeof(ev)) > 0)
-		;
-}
-
 /*
  * Claim for q alone, waiting up to q->wait for a due job as spool-run(1),
  * "Waiting", says: until a job is due or an audit line is appended here.
@@ -922,19 +912,11 @@ claim_waiting(struct req *q, struct spool_lease *out, size_t *got)
 	struct pollfd p[2];
 	int r;
 
-	if (watch == -2) {
-		char audit[PATH_MAX];
-
-		(void)snprintf(audit, sizeof(audit), "%s/audit", dir);
-		if ((watch = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) != -1 &&
-		    inotify_add_watch(watch, audit, IN_MODIFY | IN_CREATE |
-		    IN_MOVED_TO) == -1) {
-			(void)close(watch);
-			watch = -1;
-		}
-	}
+	if (watch == -2)
+		watch = audit_watch(dir);
 	for (;;) {
-		drain_watch();
+		if (watch >= 0)
+			(void)audit_drain(watch);
 		at = spool_now();
 		if ((r = spool_claim(sp, &q->copts, out, q->max, got)) != 0)
 			return r;
@@ -1083,9 +1065,6 @@ static void
 do_command(struct req *q)
 {
 	char path[PATH_MAX + 32];
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t dfl;
 	pid_t pid;
 	int st, err;
 
@@ -1097,26 +1076,8 @@ do_command(struct req *q)
 		fatal("memfd: %s", strerror(errno));
 	(void)snprintf(path, sizeof(path), "%s/spool-%s", cmd_dir,
 	    q->argv[0]);
-	{
-		static char name[32];
-
-		(void)snprintf(name, sizeof(name), "spool-%.20s", q->argv[0]);
-		q->argv[0] = name;
-	}
-	/* The command gets SIGPIPE back, which this process ignores. */
-	(void)sigemptyset(&dfl);
-	(void)sigaddset(&dfl, SIGPIPE);
-	if ((err = posix_spawn_file_actions_init(&fa)) != 0 ||
-	    (err = posix_spawn_file_actions_adddup2(&fa, cmd_out, 1)) != 0 ||
-	    (err = posix_spawn_file_actions_adddup2(&fa, cmd_err, 2)) != 0 ||
-	    (err = posix_spawn_file_actions_addclose(&fa, 0)) != 0 ||
-	    (err = posix_spawnattr_init(&at)) != 0 ||
-	    (err = posix_spawnattr_setsigdefault(&at, &dfl)) != 0 ||
-	    (err = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF)) != 0)
-		fatal("posix_spawn: %s", strerror(err));
-	err = posix_spawn(&pid, path, &fa, &at, q->argv, cmd_env);
-	(void)posix_spawn_file_actions_destroy(&fa);
-	(void)posix_spawnattr_destroy(&at);
+	q->argv[0] = strrchr(path, '/') + 1;
+	err = posix_spawn(&pid, path, &cmd_fa, &cmd_at, q->argv, cmd_env);
 	free(q->argv);
 	q->argv = NULL;
 	if (err != 0) {
@@ -1137,12 +1098,11 @@ do_command(struct req *q)
 	}
 }
 
-/* Options of two claims the same: one call may serve both. */
+/* Options of two claims that do not wait the same: one call serves both. */
 static int
 same_claim(const struct req *a, const struct req *b)
 {
-	return a->wait == 0 && b->wait == 0 &&
-	    a->copts.lease_ms == b->copts.lease_ms &&
+	return a->copts.lease_ms == b->copts.lease_ms &&
 	    strcmp(a->copts.owner, b->copts.owner) == 0;
 }
 
@@ -1165,11 +1125,12 @@ serve(struct req *q, size_t n)
 			i++;
 			break;
 		case ENQUEUE:
+			/* A request's jobs: its FILEs, or its payload. */
 			for (na = 0, jobs = 0; i < n && (q[i].kind == ANSWERED ||
-			    (q[i].kind == ENQUEUE && jobs + (q[i].nfiles ?
-			    q[i].nfiles : 1) <= SPOOL_BATCH_MAX)); i++)
+			    (q[i].kind == ENQUEUE && jobs + q[i].nfiles +
+			    (q[i].nfiles == 0) <= SPOOL_BATCH_MAX)); i++)
 				if (q[i].kind == ENQUEUE) {
-					jobs += q[i].nfiles ? q[i].nfiles : 1;
+					jobs += q[i].nfiles + (q[i].nfiles == 0);
 					a[na++] = &q[i];
 				}
 			do_enqueue(a, na);
@@ -1210,6 +1171,30 @@ serve(struct req *q, size_t n)
 	}
 	for (; done < n; done++)
 		answer(&q[done]);
+}
+
+/*
+ * How a command is run: its stdout and stderr the memfds, its stdin
+ * closed, and SIGPIPE, which this process ignores, back to its default.
+ */
+static void
+spawn_setup(void)
+{
+	posix_spawn_file_actions_t *fa = &cmd_fa;
+	posix_spawnattr_t *at = &cmd_at;
+	sigset_t dfl;
+	int err;
+
+	(void)sigemptyset(&dfl);
+	(void)sigaddset(&dfl, SIGPIPE);
+	if ((err = posix_spawn_file_actions_init(fa)) != 0 ||
+	    (err = posix_spawn_file_actions_adddup2(fa, cmd_out, 1)) != 0 ||
+	    (err = posix_spawn_file_actions_adddup2(fa, cmd_err, 2)) != 0 ||
+	    (err = posix_spawn_file_actions_addclose(fa, 0)) != 0 ||
+	    (err = posix_spawnattr_init(at)) != 0 ||
+	    (err = posix_spawnattr_setsigdefault(at, &dfl)) != 0 ||
+	    (err = posix_spawnattr_setflags(at, POSIX_SPAWN_SETSIGDEF)) != 0)
+		die(EXIT_TEMP, "posix_spawn: %s", strerror(err));
 }
 
 /* Where this program is: the commands it runs are beside it. */
@@ -1296,6 +1281,7 @@ main(int argc, char **argv)
 	    (cmd_err = memfd_create("stderr", MFD_CLOEXEC)) == -1 ||
 	    (scratch = open_memstream(&scratch_p, &scratch_len)) == NULL)
 		die(EXIT_TEMP, "%s", strerror(errno));
+	spawn_setup();
 	if (fstat(0, &std_in) == -1 || fstat(1, &std_out) == -1)
 		die(EXIT_TEMP, "fstat: %s", strerror(errno));
 	/* A closed stdout is an error of a write, not a signal; the

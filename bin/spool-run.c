@@ -22,7 +22,6 @@
  * refused: a lost lease belongs to someone else.
  */
 #define _GNU_SOURCE
-#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1090,14 +1089,7 @@ next_wake(void)
 static void
 drain_inotify(void)
 {
-	char buf[4096]
-	    __attribute__((aligned(__alignof__(struct inotify_event))));
-	ssize_t r;
-
-	while ((r = read(w.inofd, buf, sizeof(buf))) > 0 ||
-	    (r == -1 && errno == EINTR))
-		;
-	if (r == -1 && errno != EAGAIN) {
+	if (audit_drain(w.inofd) == -1) {
 		say("inotify: %s: looking every %d ms instead", strerror(errno),
 		    FALLBACK_MS);
 		(void)close(w.inofd);	/* read-only */
@@ -1162,7 +1154,6 @@ static void
 setup(const char *dirarg)
 {
 	const char *tmp = getenv("TMPDIR");
-	char *audit;
 	sigset_t set;
 	size_t k;
 
@@ -1214,18 +1205,9 @@ setup(const char *dirarg)
 	 * The watch is made before the first claim, so that whatever is
 	 * enqueued after any claim is news to the next wait.
 	 */
-	if (asprintf(&audit, "%s/audit", w.dir) == -1)
-		die(EXIT_TEMP, "%s", strerror(errno));
-	if ((w.inofd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1 ||
-	    inotify_add_watch(w.inofd, audit, IN_MODIFY | IN_CREATE |
-	    IN_MOVED_TO) == -1) {
+	if ((w.inofd = audit_watch(w.dir)) == -1)
 		say("inotify: %s: looking every %d ms instead", strerror(errno),
 		    FALLBACK_MS);
-		if (w.inofd != -1)
-			(void)close(w.inofd);
-		w.inofd = -1;
-	}
-	free(audit);
 }
 
 /*

@@ -16,8 +16,10 @@ lib/$(SONAME): $(SHLIB)
 # finds it there by its run path.
 # spool-stat's counting and JSON (bin/stat.c) are compiled in, so that
 # Spool.stat() says what spool-stat --json says, and the commands' words
-# for durations (bin/view.c); only PyInit__spool is exported.
-PY_SRC = python/spool/_spool.c bin/stat.c bin/json.c bin/view.c
+# for durations (bin/view.c) and the watch a wait makes (bin/watch.c);
+# only PyInit__spool is exported.
+PY_SRC = python/spool/_spool.c bin/stat.c bin/json.c bin/view.c \
+    bin/watch.c
 PY_DEPS = $(PY_SRC) lib/spool.h bin/common.h bin/stat.h python/python.mk
 PY_LINK = $(CC) $(CFLAGS) -fPIC -fvisibility=hidden -shared $(WARN) \
     -Wno-missing-field-initializers -Ilib -Ibin -I$(PY_INC) $(LDFLAGS) \

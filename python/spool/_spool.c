@@ -11,7 +11,6 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <sys/inotify.h>
 
 #include <errno.h>
 #include <stddef.h>
@@ -210,27 +209,14 @@ static PyObject *
 mod_watch(PyObject *self, PyObject *args)
 {
 	const char *dir;
-	char audit[4200];
 	PyObject *r;
-	int fd, err = 0;
+	int fd;
 
 	(void)self;
 	if (!PyArg_ParseTuple(args, "s", &dir))
 		return NULL;
-	if ((size_t)snprintf(audit, sizeof(audit), "%s/audit", dir) >=
-	    sizeof(audit)) {
-		errno = ENAMETOOLONG;
+	if ((fd = audit_watch(dir)) == -1)
 		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, dir);
-	}
-	if ((fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1 ||
-	    inotify_add_watch(fd, audit, IN_MODIFY | IN_CREATE |
-	    IN_MOVED_TO) == -1) {
-		err = errno;
-		if (fd != -1)
-			(void)close(fd);	/* not yet used */
-		errno = err;
-		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, audit);
-	}
 	if ((r = PyLong_FromLong(fd)) == NULL)
 		(void)close(fd);	/* not yet used */
 	return r;
