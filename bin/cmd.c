@@ -238,6 +238,9 @@ open_failure(const char *dir, int err, char *msg, size_t len)
 		    "FILES)", dir, line, why);
 	else if (err == EBADMSG)
 		(void)snprintf(msg, len, "%s/config: malformed", dir);
+	else if (err == ENOLCK && spool_fs_error(dir, why, sizeof(why)) == 1)
+		(void)snprintf(msg, len, "%s: multi-host mode on %s (see "
+		    "spool-layout.md, File systems)", dir, why);
 	else if (err == EADDRINUSE)
 		(void)snprintf(msg, len, "%s: host ID '%s' is in use by another "
 		    "machine (see hosts/ in spool-layout.md): set SPOOL_HOST",

@@ -120,41 +120,108 @@ is_one_of(const char *type, const char *const *list)
 }
 
 /*
- * Is the spool's file system one where a lock taken on one host is seen
- * on every other (spool-layout.md, "File systems")?  Decided by the type
- * and options of its mount, never by guessing: a file system the spool
- * does not know is refused.  Local disks pass (one host in multi-host
- * mode).  GlusterFS and CephFS pass.  NFS passes with a hard mount whose
- * locks go to the server; SMB (cifs, smb3) with its byte-range locks sent
- * to the server (no nobrl) and reads that follow them (no cache=loose).
- * 9p, any other FUSE file system (sshfs keeps its locks local) and any
- * other network or cluster file system are refused.  ENOLCK when refused.
+ * Can a mount of this type, with these options (",a,b,", as mount_of gives
+ * them), hold the rules of several hosts (spool-layout.md, "File
+ * systems")?  0 if it can.  1 if not, and why says so in one phrase: the
+ * type, the option at fault and what it breaks.  Decided by the type and
+ * options, never by guessing: a file system the spool does not know is
+ * refused.  Local disks pass (one host in multi-host mode).  GlusterFS and
+ * CephFS pass.  NFS passes at version 4.1 or 4.2, hard, its locks sent to
+ * the server and its lookups never answered from a cache; SMB (cifs,
+ * smb3) with its byte-range locks sent to the server (no nobrl) and reads
+ * that follow them (no cache=loose).  9p, any other FUSE file system
+ * (sshfs keeps its locks local) and any other network or cluster file
+ * system are refused.
  */
 static int
-fs_check(struct spool *sp)
+fs_refused(const char *type, const char *opts, char *why, size_t len)
 {
 	static const char *const local[] = { "ext2", "ext3", "ext4", "xfs",
 	    "btrfs", "tmpfs", "ramfs", "f2fs", "zfs", "bcachefs", "jfs",
 	    "reiserfs", "nilfs2", "overlay", NULL };
 	static const char *const shared[] = { "fuse.glusterfs",
 	    "fuse.ceph-fuse", "ceph", NULL };
-	char type[128], opts[2100];
+	const char *ll;
 
-	if (mount_of(sp->path, type, sizeof(type), opts, sizeof(opts)) == -1)
-		goto refuse;
 	if (is_one_of(type, local) || is_one_of(type, shared))
 		return 0;
-	if ((strcmp(type, "nfs4") == 0 || strcmp(type, "nfs") == 0) &&
-	    !has_opt(opts, "soft") && !has_opt(opts, "nolock") &&
-	    (strstr(opts, ",local_lock=") == NULL ||
-	    has_opt(opts, "local_lock=none")))
+	if (strcmp(type, "nfs4") == 0 || strcmp(type, "nfs") == 0) {
+		if (!has_opt(opts, "vers=4.1") && !has_opt(opts, "vers=4.2"))
+			(void)snprintf(why, len, "NFS before 4.1: a rename or "
+			    "link the server made can be answered with an "
+			    "error when it is sent again (mount vers=4.1 or "
+			    "vers=4.2)");
+		else if (has_opt(opts, "soft") || has_opt(opts, "softerr"))
+			(void)snprintf(why, len, "NFS mounted soft: a call "
+			    "that times out may still be made (mount it "
+			    "hard)");
+		else if (has_opt(opts, "nolock"))
+			(void)snprintf(why, len, "NFS mounted nolock: locks "
+			    "that stay on this host (mount it "
+			    "local_lock=none)");
+		else if ((ll = strstr(opts, ",local_lock=")) != NULL &&
+		    !has_opt(opts, "local_lock=none"))
+			(void)snprintf(why, len, "NFS mounted %.*s: locks "
+			    "that stay on this host (mount it "
+			    "local_lock=none)", (int)strcspn(ll + 1, ","),
+			    ll + 1);
+		else if (!has_opt(opts, "lookupcache=none"))
+			(void)snprintf(why, len, "NFS mounted without "
+			    "lookupcache=none: a name another host moved "
+			    "can be found from this host's cache (mount it "
+			    "lookupcache=none)");
+		else
+			return 0;
+		return 1;
+	}
+	if (strcmp(type, "cifs") == 0 || strcmp(type, "smb3") == 0) {
+		if (has_opt(opts, "nobrl"))
+			(void)snprintf(why, len, "SMB mounted nobrl: locks "
+			    "that stay on this host");
+		else if (has_opt(opts, "cache=loose"))
+			(void)snprintf(why, len, "SMB mounted cache=loose: "
+			    "reads from a cache that other hosts' writes do "
+			    "not clear");
+		else
+			return 0;
+		return 1;
+	}
+	(void)snprintf(why, len, "%s, a file system whose locks other hosts "
+	    "may not see", type);
+	return 1;
+}
+
+/* ENOLCK when the spool's file system is refused (fs_refused). */
+static int
+fs_check(struct spool *sp)
+{
+	char type[128], opts[2100], why[256];
+
+	if (mount_of(sp->path, type, sizeof(type), opts, sizeof(opts)) == 0 &&
+	    fs_refused(type, opts, why, sizeof(why)) == 0)
 		return 0;
-	if ((strcmp(type, "cifs") == 0 || strcmp(type, "smb3") == 0) &&
-	    !has_opt(opts, "nobrl") && !has_opt(opts, "cache=loose"))
-		return 0;
-refuse:
 	errno = ENOLCK;
 	return -1;
+}
+
+int
+spool_fs_error(const char *dir, char *why, size_t len)
+{
+	char type[128], opts[2100], *path;
+	int r;
+
+	if (len > 0)
+		why[0] = '\0';
+	if ((path = realpath(dir, NULL)) == NULL)
+		return -1;
+	r = mount_of(path, type, sizeof(type), opts, sizeof(opts));
+	free(path);
+	if (r == -1) {
+		(void)snprintf(why, len, "a file system whose locks other "
+		    "hosts may not see");
+		return 1;
+	}
+	return fs_refused(type, opts, why, len);
 }
 
 /*

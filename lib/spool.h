@@ -182,8 +182,9 @@ struct spool_result {
  *   OPEN  EPERM       spool_open         no permission, as EACCES     100
  *   OPEN  EMLINK      spool_open         dir is a symlink             100
  *   OPEN  ENOLCK      spool_open         multi-host, on a file system 100
- *                                        whose locks other hosts may
- *                                        not see
+ *                                        or mount that cannot serve
+ *                                        several hosts: spool_fs_error
+ *                                        says why
  *   OPEN  EXDEV       spool_open         syncfs=yes where it cannot   100
  *                                        hold: several hosts or disks
  *   OPEN  EADDRINUSE  spool_open         this host's ID was another   100
@@ -260,6 +261,16 @@ void spool_close(struct spool *sp);
  */
 int spool_config_line(const char *dir);
 int spool_config_error(const char *dir, char *why, size_t len);
+
+/*
+ * After spool_open() failed with ENOLCK: 1, and why the mount that holds
+ * dir cannot serve several hosts, in one phrase into why, of len bytes:
+ * its type, the option at fault and the rule it breaks, such as "NFS
+ * mounted soft: a call that times out may still be made (mount it
+ * hard)".  0 if the mount passes; -1 with errno if dir cannot be
+ * resolved.
+ */
+int spool_fs_error(const char *dir, char *why, size_t len);
 
 
 /*

@@ -77,7 +77,7 @@ opened() {
 	printf 'multi-host=yes\nskew=2s\n' >>"$BATS_TEST_TMPDIR/fuse/spool/config"
 	rc=0
 	opened "$BATS_TEST_TMPDIR/fuse/spool" 100 \
-	    "$BATS_TEST_TMPDIR/fuse/spool: multi-host mode on a file system whose locks other hosts may not see (see spool-layout.md, Several hosts)" ||
+	    "$BATS_TEST_TMPDIR/fuse/spool: multi-host mode on fuse, a file system whose locks other hosts may not see (see spool-layout.md, File systems)" ||
 	    rc=$?
 	fusermount -u "$BATS_TEST_TMPDIR/fuse" 2>/dev/null || umount "$BATS_TEST_TMPDIR/fuse"
 	return "$rc"

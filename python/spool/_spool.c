@@ -77,6 +77,26 @@ config_error(const char *dir)
 	return raise_os_error(EBADMSG, text, where);
 }
 
+/*
+ * A file system refused in multi-host mode, as the commands say it: the
+ * mount, the option at fault and the rule it breaks.
+ */
+static PyObject *
+fs_error(const char *dir)
+{
+	char why[256], text[320];
+	int r;
+
+	Py_BEGIN_ALLOW_THREADS
+	r = spool_fs_error(dir, why, sizeof(why));
+	Py_END_ALLOW_THREADS
+	if (r != 1)
+		return os_error(ENOLCK, SPOOL_AT_OPEN, dir);
+	(void)snprintf(text, sizeof(text), "multi-host mode on %s (see "
+	    "spool-layout.md, File systems)", why);
+	return raise_os_error(ENOLCK, text, dir);
+}
+
 static struct spool *
 handle_of(Handle *h)
 {
@@ -120,6 +140,8 @@ mod_open(PyObject *self, PyObject *args)
 	Py_END_ALLOW_THREADS
 	if (sp == NULL && err == EBADMSG)
 		return config_error(dir);
+	if (sp == NULL && err == ENOLCK)
+		return fs_error(dir);
 	if (sp == NULL)
 		return os_error(err, SPOOL_AT_OPEN, dir);
 	if ((h = PyObject_New(Handle, &HandleType)) == NULL) {

@@ -50,6 +50,32 @@ def test_a_malformed_config_names_its_line_and_what_is_wrong(tmp_path):
         "30s, 5m, 2h or 7d (see spool(7), FILES): '%s/config:12'" % path)
 
 
+def test_a_refused_file_system_is_named_as_the_commands_name_it(tmp_path):
+    # A FUSE mount of its own (bindfs), as tests/61-open.bats makes one.
+    if os.getuid() != 0 or not os.path.exists("/dev/fuse") or \
+            subprocess.run(["sh", "-c", "command -v bindfs"],
+                           stdout=subprocess.DEVNULL).returncode != 0:
+        assert os.environ.get("CI") != "true", "needs root and bindfs in CI"
+        pytest.skip("needs root, /dev/fuse and bindfs")
+    (tmp_path / "under").mkdir()
+    (tmp_path / "fuse").mkdir()
+    subprocess.run(["bindfs", str(tmp_path / "under"), str(tmp_path / "fuse")],
+                   check=True)
+    try:
+        path = str(tmp_path / "fuse" / "spool")
+        spool.init(path)
+        with open(path + "/config", "a") as f:
+            f.write("multi-host=yes\nskew=2s\n")
+        with pytest.raises(spool.PermanentError) as e:
+            spool.Spool(path)
+        assert str(e.value) == (
+            "[Errno 37] multi-host mode on fuse, a file system whose locks "
+            "other hosts may not see (see spool-layout.md, File systems): "
+            "'%s'" % path)
+    finally:
+        subprocess.run(["umount", str(tmp_path / "fuse")])
+
+
 def test_a_cycle_moves_the_job_and_keeps_its_bytes(sp):
     assert sp.enqueue(b"to=alice\x00", id="order-1842") == "order-1842"
     # new/'s name ends in the time it is due (spool-layout.md, "Names")
