@@ -4,9 +4,10 @@
 # Linux 6.1 kernel run as a process (user-mode-linux) with its own page,
 # dentry and attribute caches, its own NFS client state, its own host
 # name, machine ID and boot ID.  Each host mounts the export at $lab/mnt
-# over a tap device of its own; this machine sees the same path as a bind
-# mount of the exported directory, and reads the results there, as the
-# server holds them.
+# over a tap device of its own, and at $lab/mnt-cached with the kernel's
+# default caches; this machine sees both paths as bind mounts of the
+# exported directory, and reads the results there, as the server holds
+# them.
 #
 # The hosts' root file system is this machine's, read-only; $lab is
 # writable in them.  Each runs tests/nfslab-init as its first process: it
@@ -110,15 +111,20 @@ teardown() {
 		mkdir -p "$STRESS_KEEP/fs-logs" &&
 		    cp -a "$lab/run/ganesha.log" "$lab"/c.* "$STRESS_KEEP/fs-logs/" 2>/dev/null
 	fi
-	umount "$lab/mnt" 2>/dev/null || umount -l "$lab/mnt" 2>/dev/null
+	for p in "$lab/mnt" "$lab/mnt-cached"; do
+		umount "$p" 2>/dev/null || umount -l "$p" 2>/dev/null
+	done
 	rm -rf "$lab"
 }
 trap teardown EXIT
 trap 'exit 1' INT TERM
 
-mkdir -p "$lab/export" "$lab/mnt" "$lab/run" "$lab/tmp" "$lab/modroot/lib/modules"
+mkdir -p "$lab/export" "$lab/mnt" "$lab/mnt-cached" "$lab/run" "$lab/tmp" \
+    "$lab/modroot/lib/modules"
 ln -s "/usr/lib/uml/modules/$kver" "$lab/modroot/lib/modules/$kver"
-mount --bind "$lab/export" "$lab/mnt" || fail "bind mount of the export"
+mount --bind "$lab/export" "$lab/mnt" &&
+    mount --bind "$lab/export" "$lab/mnt-cached" ||
+    fail "bind mount of the export"
 
 # The server: rpcbind, statd and ganesha share a private /run and
 # /var/lib/nfs (ip netns exec gives a mount namespace of its own).
