@@ -40,7 +40,7 @@ static const struct {
 	{ OPEN, { EPERM, 100, NULL } },
 	{ OPEN, { EMLINK, 100, "is a symlink: give the spool's real path" } },
 	{ OPEN, { ENOLCK, 100, "multi-host mode on a file system whose locks "
-	    "other hosts may not see (see spool-layout.md, Several hosts)" } },
+	    "other hosts may not see (see spool-layout.md, File systems)" } },
 	{ OPEN, { EXDEV, 100, "config syncfs=yes needs the whole spool on one "
 	    "local disk file system, one host and Linux 5.17 or later (see "
 	    "spool-layout.md, One syncfs for a large wait)" } },

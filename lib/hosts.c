@@ -122,16 +122,15 @@ is_one_of(const char *type, const char *const *list)
 /*
  * Can a mount of this type, with these options (",a,b,", as mount_of gives
  * them), hold the rules of several hosts (spool-layout.md, "File
- * systems")?  0 if it can.  1 if not, and why says so in one phrase: the
- * type, the option at fault and what it breaks.  Decided by the type and
- * options, never by guessing: a file system the spool does not know is
- * refused.  Local disks pass (one host in multi-host mode).  GlusterFS and
- * CephFS pass.  NFS passes at version 4.1 or 4.2, hard, its locks sent to
- * the server and its lookups never answered from a cache; SMB (cifs,
- * smb3) with its byte-range locks sent to the server (no nobrl) and reads
- * that follow them (no cache=loose).  9p, any other FUSE file system
- * (sshfs keeps its locks local) and any other network or cluster file
- * system are refused.
+ * systems")?  0 if it can.  1 if not, and then why says so in one phrase:
+ * the type, the option at fault and what it breaks.  The type and options
+ * decide, never a guess: a file system the spool does not know is
+ * refused.  Local disks pass, for one host.  GlusterFS and CephFS pass.
+ * NFS passes at version 4.1 or 4.2, hard, with its locks sent to the
+ * server and no lookup answered from a cache.  SMB (cifs, smb3) passes
+ * with its byte-range locks sent to the server (no nobrl), and reads that
+ * follow them (no cache=loose).  9p, any other FUSE file system and any
+ * other network or cluster file system are refused.
  */
 static int
 fs_refused(const char *type, const char *opts, char *why, size_t len)
@@ -157,8 +156,8 @@ fs_refused(const char *type, const char *opts, char *why, size_t len)
 			    "hard)");
 		else if (has_opt(opts, "nolock"))
 			(void)snprintf(why, len, "NFS mounted nolock: locks "
-			    "that stay on this host (mount it "
-			    "local_lock=none)");
+			    "that stay on this host (mount it without "
+			    "nolock)");
 		else if ((ll = strstr(opts, ",local_lock=")) != NULL &&
 		    !has_opt(opts, "local_lock=none"))
 			(void)snprintf(why, len, "NFS mounted %.*s: locks "

@@ -191,7 +191,7 @@ mounted() {
 	nfs4|rw,vers=4.2,soft,proto=tcp,local_lock=none,lookupcache=none|NFS mounted soft: a call that times out may still be made (mount it hard)
 	nfs4|rw,vers=4.1,softerr,lookupcache=none|NFS mounted soft: a call that times out may still be made (mount it hard)
 	nfs4|rw,vers=4.1,hard,local_lock=flock,lookupcache=none|NFS mounted local_lock=flock: locks that stay on this host (mount it local_lock=none)
-	nfs4|rw,vers=4.1,hard,nolock,local_lock=all,lookupcache=none|NFS mounted nolock: locks that stay on this host (mount it local_lock=none)
+	nfs4|rw,vers=4.1,hard,nolock,local_lock=all,lookupcache=none|NFS mounted nolock: locks that stay on this host (mount it without nolock)
 	nfs4|rw,vers=4.0,hard,lookupcache=none|NFS before 4.1: a rename or link the server made can be answered with an error when it is sent again (mount vers=4.1 or vers=4.2)
 	nfs|rw,vers=3,hard,proto=tcp,lookupcache=none|NFS before 4.1: a rename or link the server made can be answered with an error when it is sent again (mount vers=4.1 or vers=4.2)
 	cifs|rw,vers=3.1.1,cache=strict,username=u,uid=0|

@@ -15,36 +15,11 @@
 # Sourced, as root; it installs a trap that tears everything down.
 # Not root, no FUSE, no packages: skip (exit 77) with the reason, except
 # with CI=true, where it fails (exit 1).
-labname=${labname:-$(basename "$0")}
-skip() {
-	if [ "${CI:-}" = true ]; then
-		echo "$labname: FAILED: cannot run in CI: $*" >&2
-		exit 1
-	fi
-	echo "$labname: SKIPPED: $*" >&2
-	exit 77
-}
-fail() {
-	echo "$labname: FAILED: $*" >&2
-	exit 1
-}
+. "$top/tests/lab.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (mount namespaces, FUSE mounts, Ceph daemons)"
 [ -c /dev/fuse ] || skip "no /dev/fuse"
-need=
-for p in ceph-mon:ceph-mon ceph-osd:ceph-osd ceph-mds:ceph-mds \
-    ceph-fuse:ceph-fuse faketime:faketime; do
-	command -v "${p%%:*}" >/dev/null || need="$need ${p#*:}"
-done
-if [ -n "$need" ]; then
-	if [ "${CI:-}" = true ] && command -v apt-get >/dev/null; then
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need \
-		    >/dev/null 2>&1 || { apt-get update -qq >/dev/null &&
-		    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		    $need >/dev/null; } || skip "apt-get install$need failed"
-	else
-		skip "missing packages:$need (apt-get install -y$need)"
-	fi
-fi
+need ceph-mon:ceph-mon ceph-osd:ceph-osd ceph-mds:ceph-mds \
+    ceph-fuse:ceph-fuse faketime:faketime
 
 lab=$(mktemp -d /var/tmp/spool-cephlab.XXXXXX)
 st=$lab/state

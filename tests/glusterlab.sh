@@ -11,33 +11,13 @@
 # Sourced, as root; it installs a trap that tears everything down by PID.
 # Not root, no FUSE, no packages: skip (exit 77) with the reason, except
 # with CI=true, where it fails (exit 1).
-labname=${labname:-$(basename "$0")}
-skip() {
-	if [ "${CI:-}" = true ]; then
-		echo "$labname: FAILED: cannot run in CI: $*" >&2
-		exit 1
-	fi
-	echo "$labname: SKIPPED: $*" >&2
-	exit 77
-}
+. "$top/tests/lab.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (mount namespaces, FUSE mounts, glusterd)"
 [ -c /dev/fuse ] || skip "no /dev/fuse"
-need=
-command -v glusterd >/dev/null || need="$need glusterfs-server"
-command -v mount.glusterfs >/dev/null || need="$need glusterfs-client"
-command -v faketime >/dev/null || need="$need faketime"
-command -v fusermount3 >/dev/null || command -v fusermount >/dev/null ||
-    need="$need fuse3"
-if [ -n "$need" ]; then
-	if [ "${CI:-}" = true ] && command -v apt-get >/dev/null; then
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need \
-		    >/dev/null 2>&1 || { apt-get update -qq >/dev/null &&
-		    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		    $need >/dev/null; } || skip "apt-get install$need failed"
-	else
-		skip "missing packages:$need (apt-get install -y$need)"
-	fi
-fi
+fuse=fusermount3:fuse3
+command -v fusermount >/dev/null && fuse=fusermount:fuse3
+need glusterd:glusterfs-server mount.glusterfs:glusterfs-client \
+    faketime:faketime "$fuse"
 # The packages may start a glusterd of their own: it would hold the port.
 if pgrep -x glusterd >/dev/null; then
 	if [ "${CI:-}" = true ]; then

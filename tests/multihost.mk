@@ -27,7 +27,12 @@ check-multihost-glusterfs check-multihost-cephfs check-multihost-nfs: test-build
 bench-multihost: all
 	@bench/multihost.sh -f glusterfs && bench/multihost.sh -f cephfs
 
-.PHONY: bench-multihost
+# What NFS's lookupcache=none costs: cycles through one spool-batch on
+# one host of the NFS lab, with it and without (bench/nfscache.sh).
+bench-nfs: all
+	@bench/nfscache.sh
+
+.PHONY: bench-multihost bench-nfs
 
 # make torture-multihost RUNS=N: the stress N times on each file system,
 # widened; it stops at the first run that fails and keeps what it had

@@ -23,45 +23,20 @@
 # Sourced, as root; it installs a trap that tears everything down by PID.
 # Not root, no /dev/net/tun, no packages: skip (exit 77) with the reason,
 # except with CI=true, where it fails (exit 1).
-labname=${labname:-$(basename "$0")}
-skip() {
-	if [ "${CI:-}" = true ]; then
-		echo "$labname: FAILED: cannot run in CI: $*" >&2
-		exit 1
-	fi
-	echo "$labname: SKIPPED: $*" >&2
-	exit 77
-}
-fail() {
-	echo "$labname: FAILED: $*" >&2
-	exit 1
-}
+. "$top/tests/lab.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (network namespaces, tap devices, mounts)"
 [ -c /dev/net/tun ] || skip "no /dev/net/tun"
-need=
-for p in linux.uml:user-mode-linux ganesha.nfsd:nfs-ganesha \
+need linux.uml:user-mode-linux ganesha.nfsd:nfs-ganesha \
     /usr/lib/x86_64-linux-gnu/ganesha/libfsalvfs.so:nfs-ganesha-vfs \
-    mount.nfs:nfs-common rpcbind:rpcbind faketime:faketime; do
-	[ -e "${p%%:*}" ] || command -v "${p%%:*}" >/dev/null ||
-	    need="$need ${p#*:}"
-done
-if [ -n "$need" ]; then
-	if [ "${CI:-}" = true ] && command -v apt-get >/dev/null; then
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		    --no-install-recommends $need >/dev/null 2>&1 ||
-		    { apt-get update -qq >/dev/null &&
-		    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		    --no-install-recommends $need >/dev/null; } ||
-		    skip "apt-get install$need failed"
-	else
-		skip "missing packages:$need (apt-get install -y$need)"
-	fi
-fi
+    mount.nfs:nfs-common rpcbind:rpcbind faketime:faketime
 kver=$(ls /usr/lib/uml/modules 2>/dev/null | head -1)
 [ -n "$kver" ] || skip "no /usr/lib/uml/modules (reinstall user-mode-linux)"
 
 NFS_VERS=${NFS_VERS:-4.1}
 case $NFS_VERS in 3 | 4.0 | 4.1 | 4.2) ;; *) fail "NFS_VERS=$NFS_VERS: not 3, 4.0, 4.1 or 4.2" ;; esac
+# A host's command reads a pipe or a file given it to the end: never
+# this process's own.
+exec </dev/null
 lab=$(mktemp -d /var/tmp/spool-nfslab.XXXXXX)
 chmod 755 "$lab"
 ns=spoolnfs$$
