@@ -75,6 +75,6 @@ mkdir -p "$top/bench/results"
 	echo "lookupcache=none,$a"
 	echo "default,$b"
 } >"$top/bench/results/nfs-lookupcache.csv"
-printf '%-22s %12s\n' mount cycles/s "vers=4.1,hard,lookupcache=none" "$a" \
+printf '%-32s %10s\n' mount cycles/s "vers=4.1,hard,lookupcache=none" "$a" \
     "vers=4.1,hard" "$b"
 echo "ratio $ratio (one spool-batch on one host; $cycles cycles, median of $rounds rounds)"
