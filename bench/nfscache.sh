@@ -78,3 +78,5 @@ mkdir -p "$top/bench/results"
 printf '%-32s %10s\n' mount cycles/s "vers=4.1,hard,lookupcache=none" "$a" \
     "vers=4.1,hard" "$b"
 echo "ratio $ratio (one spool-batch on one host; $cycles cycles, median of $rounds rounds)"
+# A round with a server restart in it waits out the grace period.
+echo "(the server ended and started again $(nfs_restarts) time(s) in the run)"
