@@ -25,11 +25,28 @@
 
 #include "fsck.h"
 
+/*
+ * A name an NFS client gave a file it was asked to remove while one of
+ * its processes still had it open (a "silly rename": ".nfs" and hex
+ * digits).  The client removes it at the last close, or never if it
+ * crashed.  It is no job's, and not the spool's to move or report: a
+ * move would keep that file for ever (spool-layout.md, "Several hosts").
+ */
+static int
+silly_renamed(const char *name)
+{
+	if (strncmp(name, ".nfs", 4) != 0 || name[4] == '\0')
+		return 0;
+	return strspn(name + 4, "0123456789abcdefABCDEF") == strlen(name + 4);
+}
+
 static int
 add_stray(struct fsck *f, const char *dir, const char *name)
 {
 	char **s;
 
+	if (silly_renamed(name))
+		return 0;
 	if ((s = realloc(f->strays, (f->nstrays + 1) * sizeof(*s))) == NULL)
 		return -1;
 	f->strays = s;
@@ -890,6 +907,8 @@ walk_all(struct fsck *f, size_t **metas, size_t *nmeta)
 	while ((errno = 0, de = dir_next(d)) != NULL) {
 		if (de->d_name[0] == '.' && (de->d_name[1] == '\0' ||
 		    strcmp(de->d_name, "..") == 0))
+			continue;
+		if (silly_renamed(de->d_name))
 			continue;
 		if (!spool_valid_id(de->d_name)) {
 			problem(f, "meta", 0, "%s: not a job's sidecar",

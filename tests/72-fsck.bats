@@ -119,6 +119,32 @@ EOT
 	[ "$(ls "$SPOOL_DIR/quarantine" | wc -l)" -eq 3 ]
 }
 
+@test "an NFS client's silly-renamed files are left alone, with --repair too" {
+	populate
+	# A file removed while a process on an NFS client had it open: the
+	# client renames it .nfs and hex digits until the last close.
+	for d in new leased done dead meta; do
+		echo held >"$SPOOL_DIR/$d/.nfs000000000012345600000001"
+	done
+	bucket=$(cd "$SPOOL_DIR" && find new -mindepth 1 -type d | head -n 1)
+	echo held >"$SPOOL_DIR/$bucket/.nfs00000000001234560000000a"
+	# Not hex after .nfs: a stray as any other.
+	echo junk >"$SPOOL_DIR/leased/.nfsnotours"
+	before=$(snapshot)
+	run -1 spool-fsck
+	equals "$output" "leased/.nfsnotours: not a job's name"
+	equals "$(snapshot)" "$before"
+	run -0 spool-fsck --repair
+	equals "$output" "leased/.nfsnotours: not a job's name (quarantined)"
+	fsck_clean
+	for d in new leased done dead meta "$bucket"; do
+		[ -e "$SPOOL_DIR/$d/.nfs000000000012345600000001" ] ||
+		    [ -e "$SPOOL_DIR/$d/.nfs00000000001234560000000a" ] ||
+		    { echo "$d: its .nfs file was moved" >&2; return 1; }
+	done
+	[ -z "$(find "$SPOOL_DIR/quarantine" -name '.nfs0*')" ]
+}
+
 @test "a tmp/ file of a dead enqueue is removed; a live one is left" {
 	populate
 	echo x >"$SPOOL_DIR/tmp/j9,999999999.1"
