@@ -190,14 +190,30 @@ fs_refused(const char *type, const char *opts, char *why, size_t len)
 	return 1;
 }
 
-/* ENOLCK when the spool's file system is refused (fs_refused). */
+/*
+ * The verdict on the mount that holds path, an absolute path: fs_refused's,
+ * or refused when no mount holds it.
+ */
+static int
+fs_verdict(const char *path, char *why, size_t len)
+{
+	char type[128], opts[2100];
+
+	if (mount_of(path, type, sizeof(type), opts, sizeof(opts)) == -1) {
+		(void)snprintf(why, len, "a file system whose locks other "
+		    "hosts may not see");
+		return 1;
+	}
+	return fs_refused(type, opts, why, len);
+}
+
+/* ENOLCK when the spool's file system is refused. */
 static int
 fs_check(struct spool *sp)
 {
-	char type[128], opts[2100], why[256];
+	char why[256];
 
-	if (mount_of(sp->path, type, sizeof(type), opts, sizeof(opts)) == 0 &&
-	    fs_refused(type, opts, why, sizeof(why)) == 0)
+	if (fs_verdict(sp->path, why, sizeof(why)) == 0)
 		return 0;
 	errno = ENOLCK;
 	return -1;
@@ -206,21 +222,16 @@ fs_check(struct spool *sp)
 int
 spool_fs_error(const char *dir, char *why, size_t len)
 {
-	char type[128], opts[2100], *path;
+	char *path;
 	int r;
 
 	if (len > 0)
 		why[0] = '\0';
 	if ((path = realpath(dir, NULL)) == NULL)
 		return -1;
-	r = mount_of(path, type, sizeof(type), opts, sizeof(opts));
+	r = fs_verdict(path, why, len);
 	free(path);
-	if (r == -1) {
-		(void)snprintf(why, len, "a file system whose locks other "
-		    "hosts may not see");
-		return 1;
-	}
-	return fs_refused(type, opts, why, len);
+	return r;
 }
 
 /*
